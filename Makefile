@@ -1,0 +1,54 @@
+# hostkit: the whole set-up is `make demo` and `make test`.
+SHELL := /bin/bash
+VENV ?= .venv
+PY := $(VENV)/bin/python
+PIP := $(VENV)/bin/pip
+HOSTKIT := $(VENV)/bin/hostkit
+DEB_PACKAGES := openssh-server openssh-client rt-tests numactl containerd iproute2 util-linux python3
+STAMP := $(VENV)/.hostkit-installed
+PYTEST_ARGS ?=
+
+.PHONY: setup deb venv demo test test-fast test-lab bench clean
+
+setup: deb venv
+
+# Debian packages: installed only when missing, quietly.
+deb:
+	@missing=""; for p in $(DEB_PACKAGES); do \
+	  dpkg-query -W -f='$${Status}' $$p 2>/dev/null | grep -q "install ok installed" || missing="$$missing $$p"; \
+	done; \
+	if [ -n "$$missing" ]; then \
+	  echo "apt-get install:$$missing"; \
+	  SUDO=""; [ "$$(id -u)" = 0 ] || SUDO=sudo; \
+	  $$SUDO apt-get update -qq && \
+	  DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq --no-install-recommends $$missing >/dev/null; \
+	fi
+
+venv: $(STAMP)
+
+$(STAMP): pyproject.toml
+	@test -x $(PY) || python3 -m venv $(VENV)
+	@$(PIP) install -q --upgrade pip
+	@$(PIP) install -q -e '.[test]' --config-settings editable_mode=compat
+	@touch $(STAMP)
+
+demo: setup
+	@bash scripts/demo.sh
+
+# Fast tests first (unit, fixtures, live reads), then the lab tests over real SSH.
+test: setup
+	$(PY) -m pytest -m 'not lab' $(PYTEST_ARGS)
+	$(PY) -m pytest -m lab $(PYTEST_ARGS)
+
+test-fast: setup
+	$(PY) -m pytest -m 'not lab' $(PYTEST_ARGS)
+
+test-lab: setup
+	$(PY) -m pytest -m lab $(PYTEST_ARGS)
+
+bench: setup
+	$(PY) bench/facts.py
+
+clean:
+	-$(HOSTKIT) lab down 2>/dev/null
+	rm -rf .hostkit .pytest_cache

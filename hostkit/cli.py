@@ -1,0 +1,261 @@
+"""The ``hostkit`` command.
+
+Exit codes (DESIGN §4): 0 ok · 1 a check, host or SLO failed · 2 bad input
+(nothing was changed) · 3 refused by a safety guard.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+from hostkit.errors import EXIT_BAD_INPUT, EXIT_FAILED, EXIT_OK, BadInput, HostkitError
+
+EPILOG = """\
+exit codes: 0 ok, 1 a check/host/SLO failed, 2 bad input (nothing changed), 3 refused by a safety guard
+
+examples:
+  hostkit facts                                  this machine, human summary
+  hostkit facts --sysroot tests/sysroots/x --json  a fixture tree, as JSON
+  hostkit lab up --hosts 3                       three sshd lab hosts on 127.0.0.2-4
+  hostkit facts -i .hostkit/lab/inventory.yml    every lab host over SSH (Ansible)
+  hostkit lab down
+"""
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse that exits 2 with a one-line error (its own convention, and ours)."""
+
+    def error(self, message: str):  # noqa: D401
+        self.print_usage(sys.stderr)
+        self.exit(EXIT_BAD_INPUT, f"hostkit: error: {message}\n")
+
+
+def _emit_json(doc) -> None:
+    json.dump(doc, sys.stdout, indent=2, sort_keys=False, default=str)
+    sys.stdout.write("\n")
+
+
+def _console(stderr: bool = False):
+    """A rich console; when not a terminal, wide enough that host names never fold."""
+    import os
+
+    from rich.console import Console
+
+    stream = sys.stderr if stderr else sys.stdout
+    width = None if stream.isatty() else int(os.environ.get("COLUMNS") or 0) or 160
+    return Console(stderr=stderr, highlight=False, soft_wrap=stderr, width=width)
+
+
+def _table(header: list[str], rows: list[list[str]], title: str | None = None):
+    from rich.table import Table
+
+    table = Table(title=title, show_lines=False, header_style="bold")
+    for i, h in enumerate(header):
+        # The first column names the host: never folded, whatever the width.
+        table.add_column(h, overflow="fold", no_wrap=(i == 0))
+    for r in rows:
+        table.add_row(*r)
+    return table
+
+
+# ----------------------------------------------------------------------------- facts
+
+def cmd_facts(args) -> int:
+    if args.inventory:
+        return _facts_remote(args)
+    from hostkit.facts import gather
+    from hostkit.facts.render import summary
+
+    facts = gather(args.sysroot)
+    if args.json:
+        _emit_json(facts)
+    else:
+        print(summary(facts))
+    return EXIT_OK
+
+
+def _facts_remote(args) -> int:
+    from hostkit.facts.render import FLEET_HEADER, fleet_row
+    from hostkit.runner.facts import gather_remote
+
+    err = _console(stderr=True)
+    seen = {"n": 0}
+
+    def progress(host: str, task: str, status: str) -> None:
+        seen["n"] += 1
+        if not args.json or args.verbose:
+            err.print(f"[dim]{host}[/dim]: {status}", highlight=False)
+
+    results, run = gather_remote(args.inventory, args.limit, forks=args.forks, on_event=progress)
+    failed = [h for h, r in results.items() if r["status"] != "ok"]
+    if args.json:
+        _emit_json({"run_id": run.run_id, "hosts": results})
+    else:
+        rows = []
+        for host, r in results.items():
+            if r["status"] == "ok":
+                rows.append(fleet_row(host, r["facts"]))
+            else:
+                rows.append([host, r["status"].upper(), "", "", "", "", "", r.get("error", "")[:60]])
+        _console().print(_table(FLEET_HEADER, rows, title=f"hostkit facts: {len(results)} host(s)"))
+        for host in failed:
+            err.print(f"{host}: {results[host]['status']}: {results[host].get('error')}")
+        err.print(f"run {run.run_id}: {len(results) - len(failed)} ok, {len(failed)} failed/unreachable "
+                  f"({run.seconds:.1f} s); artifacts in {run.private_data_dir}")
+    return EXIT_FAILED if failed else EXIT_OK
+
+
+# ----------------------------------------------------------------------------- lab
+
+def cmd_lab(args) -> int:
+    from hostkit.lab.lab import Lab
+
+    lab = Lab(args.dir)
+    if args.lab_cmd == "up":
+        specs = []
+        for item in args.host or []:
+            name, sep, source = item.partition("=")
+            if not sep or not name or not source:
+                raise BadInput(f"--host expects NAME=SYSROOT_DIR (or NAME=FIXTURE), got {item!r}")
+            specs.append((name, source))
+        err = _console(stderr=True)
+        hosts = lab.up(n_hosts=args.hosts, host_specs=specs, port=args.port,
+                       progress=None if args.json else
+                       (lambda h: err.print(f"started {h.name} on {h.address}:{h.port} ({h.source})")))
+        if args.json:
+            _emit_json({"dir": str(lab.dir), "inventory": str(lab.inventory),
+                        "hosts": [h.__dict__ for h in hosts]})
+        else:
+            print(f"lab up: {len(hosts)} host(s); inventory {lab.inventory}")
+            print(f"  ssh -F {lab.ssh_config} {hosts[0].name}")
+            print(f"  hostkit facts -i {lab.inventory}")
+        return EXIT_OK
+    if args.lab_cmd == "down":
+        stopped = lab.down()
+        if args.json:
+            _emit_json({"stopped": stopped})
+        else:
+            print(f"lab down: stopped {len(stopped)} sshd(s)" + (f": {', '.join(stopped)}" if stopped else ""))
+        return EXIT_OK
+    # status
+    status = lab.status()
+    if args.json:
+        _emit_json({"dir": str(lab.dir), "hosts": status})
+    elif not status:
+        print(f"no lab in {lab.dir}")
+    else:
+        rows = [[h["name"], f"{h['address']}:{h['port']}", str(h["pid"]),
+                 "up" if h["answering"] else ("running" if h["running"] else "DOWN"), h["source"], h["sysroot"]]
+                for h in status]
+        _console().print(_table(["host", "address", "pid", "state", "fixture", "sysroot"], rows))
+    down = [h for h in status if not h["answering"]]
+    return EXIT_FAILED if down else EXIT_OK
+
+
+# ----------------------------------------------------------------------------- fixtures
+
+def cmd_fixtures(args) -> int:
+    from hostkit.lab import fixtures
+
+    if args.fx_cmd == "list":
+        names = fixtures.fixture_names()
+        if args.json:
+            _emit_json([{"name": n, "description": fixtures.describe(n)} for n in names])
+        else:
+            for n in names:
+                print(f"{n:<22} {fixtures.describe(n)}")
+        return EXIT_OK
+    if args.fx_cmd == "make":
+        dest = Path(args.dest)
+        if dest.exists() and any(dest.iterdir()):
+            raise BadInput(f"{dest} exists and is not empty")
+        fixtures.materialize(args.name, dest)
+        print(dest)
+        return EXIT_OK
+    # capture
+    from hostkit.facts.capture import capture
+
+    doc = capture(args.sysroot)
+    Path(args.out).write_text(json.dumps(doc, indent=0, sort_keys=True) + "\n")
+    print(f"captured {len(doc['files'])} files from {args.sysroot} into {args.out}")
+    return EXIT_OK
+
+
+# ----------------------------------------------------------------------------- parser
+
+def build_parser() -> argparse.ArgumentParser:
+    p = _Parser(prog="hostkit", description=(
+        "Tune Linux hosts for latency-critical CPU inference, audit them, roll back, and prove the result."),
+        epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--version", action="version", version="hostkit 0.1.0")
+    sub = p.add_subparsers(dest="cmd", required=True, parser_class=_Parser)
+
+    f = sub.add_parser("facts", help="discover a host's CPU/NUMA/IRQ/kernel state",
+                       formatter_class=argparse.RawDescriptionHelpFormatter,
+                       description="Read topology, virtualization, kernel, cpufreq, IRQ and NIC facts.\n"
+                                   "Locally from a sysroot (default /), or from every inventory host over SSH.",
+                       epilog="JSON fields: topology{sockets,cores_per_socket,threads_per_core,cpus,online,isolated,\n"
+                              "numa_nodes,numa_per_socket,l3_groups}, virtualization{hypervisor,deceptive_topology,\n"
+                              "reasons}, kernel{cmdline,sched_rt_runtime_us,...}, cpufreq, irqs, nics, steal.")
+    src = f.add_mutually_exclusive_group()
+    src.add_argument("--sysroot", default="/", metavar="DIR",
+                     help="read /proc and /sys under DIR (a fixture tree or another root); default /")
+    src.add_argument("-i", "--inventory", metavar="INVENTORY",
+                     help="gather from every host of an Ansible inventory through ansible-runner")
+    f.add_argument("--limit", metavar="PATTERN", help="with -i: only hosts matching this Ansible pattern")
+    f.add_argument("--forks", type=int, default=None, help="with -i: parallel hosts (default: all of them)")
+    f.add_argument("--json", action="store_true", help="print JSON on stdout instead of the summary")
+    f.add_argument("-v", "--verbose", action="store_true", help="with --json -i: still print progress on stderr")
+    f.set_defaults(func=cmd_facts)
+
+    lab = sub.add_parser("lab", help="start/stop real sshd lab hosts on loopback",
+                         description="A lab of real sshd hosts on 127.0.0.2, 127.0.0.3, ... each with its own "
+                                     "writable sysroot (a fixture copy), host keys in known_hosts (strict "
+                                     "checking on) and an Ansible inventory DIR/inventory.yml.")
+    lsub = lab.add_subparsers(dest="lab_cmd", required=True, parser_class=_Parser)
+    up = lsub.add_parser("up", help="start the lab")
+    up.add_argument("--hosts", type=int, default=None, metavar="N",
+                    help="N hosts built from the fixtures round-robin (default: one per fixture)")
+    up.add_argument("--host", action="append", metavar="NAME=SYSROOT_DIR",
+                    help="a host with a copy of this sysroot directory (or fixture name); repeatable")
+    up.add_argument("--port", type=int, default=2222, help="sshd port on every loopback address (default 2222)")
+    for sp in (up, lsub.add_parser("down", help="stop exactly the sshd processes the lab started; remove it"),
+               lsub.add_parser("status", help="show lab hosts and whether their sshd answers")):
+        sp.add_argument("--dir", default=".hostkit/lab", help="lab directory (default .hostkit/lab)")
+        sp.add_argument("--json", action="store_true", help="print JSON")
+    lab.set_defaults(func=cmd_lab)
+
+    fx = sub.add_parser("fixtures", help="sysroot fixtures standing in for other machines")
+    fsub = fx.add_subparsers(dest="fx_cmd", required=True, parser_class=_Parser)
+    fl = fsub.add_parser("list", help="list the fixtures")
+    fl.add_argument("--json", action="store_true")
+    fm = fsub.add_parser("make", help="write a fixture's sysroot tree to DEST")
+    fm.add_argument("name")
+    fm.add_argument("dest")
+    fc = fsub.add_parser("capture", help="capture the files hostkit reads from a root into a fixture JSON")
+    fc.add_argument("out")
+    fc.add_argument("--sysroot", default="/")
+    fx.set_defaults(func=cmd_fixtures)
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        return args.func(args)
+    except HostkitError as exc:
+        print(f"hostkit: error: {exc}", file=sys.stderr)
+        return exc.exit_code
+    except KeyboardInterrupt:
+        print("hostkit: interrupted", file=sys.stderr)
+        return 130
+    except BrokenPipeError:
+        return EXIT_OK
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,126 @@
+"""Kernel cpulists ("0-3,8-11") and hex CPU masks ("ff,00000000").
+
+Formats as the kernel writes them (lib/bitmap.c ``bitmap_print_to_pagebuf``
+for lists, ``bitmap_scnprintf`` for masks: 32-bit words, comma separated,
+most significant first). Everything in hostkit that holds a set of CPUs holds
+a ``frozenset[int]`` and converts at the edges with these functions.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from hostkit.errors import CpulistError
+
+# Large enough for any real machine (the kernel's NR_CPUS tops out at 8192),
+# small enough that "0-99999999" cannot eat the controller's memory.
+MAX_CPUS = 8192
+
+
+def parse_cpulist(text: str, *, max_cpus: int = MAX_CPUS) -> frozenset[int]:
+    """Parse a kernel cpulist; also accepts the ``a-b:n/m`` stride form.
+
+    The empty string (and a lone newline) is the empty set, as the kernel
+    writes for ``/sys/devices/system/cpu/isolated`` with nothing isolated.
+    """
+    if not isinstance(text, str):
+        raise CpulistError(f"cpulist must be a string, got {type(text).__name__}: {text!r}")
+    body = text.strip()
+    cpus: set[int] = set()
+    if not body:
+        return frozenset()
+    if body.isdigit():  # the common single-CPU case, on the hot path of sysfs reads
+        cpu = int(body)
+        if cpu >= max_cpus:
+            raise CpulistError(f"invalid cpulist {text!r}: CPU {cpu} is beyond the limit of {max_cpus} CPUs")
+        return frozenset((cpu,))
+    for part in body.split(","):
+        part = part.strip()
+        if not part:
+            raise CpulistError(f"invalid cpulist {text!r}: empty element")
+        stride_used, stride_group = 1, 1
+        if ":" in part:
+            part, _, stride = part.partition(":")
+            used, slash, group = stride.partition("/")
+            if not slash:
+                raise CpulistError(f"invalid cpulist {text!r}: stride must be ':used/group'")
+            stride_used, stride_group = _num(used, text), _num(group, text)
+            if stride_used == 0 or stride_group == 0 or stride_used > stride_group:
+                raise CpulistError(f"invalid cpulist {text!r}: bad stride {stride!r}")
+        lo_s, dash, hi_s = part.partition("-")
+        lo = _num(lo_s, text)
+        hi = _num(hi_s, text) if dash else lo
+        if hi < lo:
+            raise CpulistError(f"invalid cpulist {text!r}: range {lo}-{hi} runs backwards")
+        if hi >= max_cpus:
+            raise CpulistError(f"invalid cpulist {text!r}: CPU {hi} is beyond the limit of {max_cpus} CPUs")
+        if stride_group == 1:
+            cpus.update(range(lo, hi + 1))
+        else:
+            for start in range(lo, hi + 1, stride_group):
+                cpus.update(range(start, min(start + stride_used, hi + 1)))
+    return frozenset(cpus)
+
+
+def _num(s: str, text: str) -> int:
+    s = s.strip()
+    if not s.isdigit():
+        raise CpulistError(f"invalid cpulist {text!r}: {s!r} is not a CPU number")
+    return int(s)
+
+
+def format_cpulist(cpus: Iterable[int]) -> str:
+    """Format CPUs as the kernel does: sorted, ranges collapsed, ``""`` if empty."""
+    ordered = sorted(set(cpus))
+    if any((not isinstance(c, int)) or c < 0 for c in ordered):
+        raise CpulistError(f"CPU numbers must be non-negative integers: {ordered!r}")
+    parts: list[str] = []
+    i = 0
+    while i < len(ordered):
+        j = i
+        while j + 1 < len(ordered) and ordered[j + 1] == ordered[j] + 1:
+            j += 1
+        parts.append(str(ordered[i]) if i == j else f"{ordered[i]}-{ordered[j]}")
+        i = j + 1
+    return ",".join(parts)
+
+
+def parse_mask(text: str, *, max_cpus: int = MAX_CPUS) -> frozenset[int]:
+    """Parse a kernel hex CPU mask (``/proc/irq/N/smp_affinity``, ``cpumap``)."""
+    if not isinstance(text, str):
+        raise CpulistError(f"CPU mask must be a string, got {type(text).__name__}: {text!r}")
+    body = text.strip().replace(",", "")
+    if body.startswith(("0x", "0X")):
+        body = body[2:]
+    if not body:
+        raise CpulistError(f"invalid CPU mask {text!r}: empty")
+    try:
+        value = int(body, 16)
+    except ValueError:
+        raise CpulistError(f"invalid CPU mask {text!r}: not hexadecimal") from None
+    if value.bit_length() > max_cpus:
+        raise CpulistError(f"invalid CPU mask {text!r}: sets a CPU beyond {max_cpus}")
+    return frozenset(i for i in range(value.bit_length()) if value >> i & 1)
+
+
+def format_mask(cpus: Iterable[int], nr_cpus: int | None = None) -> str:
+    """Format CPUs as a kernel hex mask of 32-bit comma-separated words.
+
+    ``nr_cpus`` (the possible CPU count) sets the width as the kernel would;
+    without it the mask is as wide as its highest CPU needs.
+    """
+    value = 0
+    for c in cpus:
+        if c < 0:
+            raise CpulistError(f"CPU numbers must be non-negative: {c}")
+        value |= 1 << c
+    nbits = max(nr_cpus or 0, value.bit_length(), 1)
+    # The kernel's %*pb: 32-bit chunks, most significant first; the leading
+    # chunk is only as wide as the bits left over (2 CPUs print as "3").
+    chunks: list[str] = []
+    remaining = nbits
+    while remaining > 0:
+        width = remaining % 32 or 32
+        remaining -= width
+        chunks.append(f"{(value >> remaining) & ((1 << width) - 1):0{(width + 3) // 4}x}")
+    return ",".join(chunks)

@@ -1,0 +1,43 @@
+"""The facts engine: a host's CPU/NUMA/IRQ/kernel state, read from a sysroot.
+
+``gather(sysroot)`` returns the JSON document of DESIGN §4. The package uses
+only the standard library so that it ships unchanged to remote hosts (see
+:mod:`hostkit.runtime`), where the host needs nothing but python3.
+"""
+
+from __future__ import annotations
+
+from hostkit.cpulist import parse_cpulist
+from hostkit.facts.cpufreq import read_cpufreq
+from hostkit.facts.irqs import read_default_affinity, read_irqs, read_nics, read_steal
+from hostkit.facts.kernel import read_kernel
+from hostkit.facts.sysroot import Sysroot
+from hostkit.facts.topology import read_cpuinfo, read_topology
+from hostkit.facts.virt import read_virtualization
+
+SCHEMA_VERSION = 1
+
+
+def gather(sysroot: str = "/") -> dict:
+    sr = Sysroot(sysroot)
+    cpuinfo = read_cpuinfo(sr)
+    topo = read_topology(sr, cpuinfo)
+    online = parse_cpulist(topo["online"])
+    irqs = read_irqs(sr)
+    return {
+        "schema": SCHEMA_VERSION,
+        "sysroot": str(sr.root),
+        "hostname": (sr.read("proc/sys/kernel/hostname") or "").strip() or None,
+        "topology": topo,
+        "virtualization": read_virtualization(sr, cpuinfo, topo),
+        "kernel": read_kernel(sr),
+        "cpufreq": read_cpufreq(sr, online),
+        "irqs": irqs,
+        "default_smp_affinity": read_default_affinity(sr),
+        "nics": read_nics(sr, irqs),
+        "steal": read_steal(sr),
+        "cpu_flags": {"count": len(cpuinfo["flags"]), "hypervisor": "hypervisor" in cpuinfo["flags"]},
+    }
+
+
+__all__ = ["gather", "Sysroot", "SCHEMA_VERSION"]

@@ -1,0 +1,89 @@
+"""Kernel command line and the scheduler/NUMA sysctls hostkit tunes."""
+
+from __future__ import annotations
+
+import shlex
+
+from hostkit.cpulist import format_cpulist, parse_cpulist
+from hostkit.errors import CpulistError, FactsError
+from hostkit.facts.sysroot import Sysroot
+
+ISOLCPUS_FLAGS = ("nohz", "domain", "managed_irq")
+
+# name in facts -> path under /proc/sys
+SYSCTLS = {
+    "sched_rt_runtime_us": "kernel/sched_rt_runtime_us",
+    "sched_rt_period_us": "kernel/sched_rt_period_us",
+    "numa_balancing": "kernel/numa_balancing",
+    "timer_migration": "kernel/timer_migration",
+    "zone_reclaim_mode": "vm/zone_reclaim_mode",
+    "stat_interval": "vm/stat_interval",
+}
+
+CPULIST_ARGS = ("nohz_full", "rcu_nocbs", "irqaffinity")
+
+
+def parse_cmdline(text: str, source: str = "/proc/cmdline") -> dict:
+    """Split a kernel command line; parse the CPU-isolation arguments.
+
+    Everything after a lone ``--`` belongs to init and is ignored, as the
+    kernel does. A malformed CPU list raises naming ``source`` and the text.
+    """
+    try:
+        tokens = shlex.split(text)
+    except ValueError:
+        tokens = text.split()
+    if "--" in tokens:
+        tokens = tokens[: tokens.index("--")]
+    args: dict[str, str | None] = {}
+    for tok in tokens:
+        key, sep, value = tok.partition("=")
+        args[key] = value if sep else None
+    out: dict = {"args": args}
+
+    iso = args.get("isolcpus")
+    if iso is not None:
+        flags = []
+        parts = iso.split(",")
+        # isolcpus=[flag,...,]cpulist: leading elements that are flag words.
+        while parts and parts[0] in ISOLCPUS_FLAGS:
+            flags.append(parts.pop(0))
+        out["isolcpus"] = {"flags": flags or ["domain"], "cpus": _cpus(",".join(parts), "isolcpus", iso, source)}
+    else:
+        out["isolcpus"] = None
+    for name in CPULIST_ARGS:
+        value = args.get(name)
+        out[name] = None if value is None else _cpus(value, name, value, source)
+    return out
+
+
+def _cpus(text: str, arg: str, whole: str, source: str) -> str:
+    if text in ("all",):
+        return "all"
+    try:
+        return format_cpulist(parse_cpulist(text))
+    except CpulistError:
+        raise FactsError(f"malformed cpulist in {source}: {arg}={whole!r}") from None
+
+
+def read_kernel(sr: Sysroot) -> dict:
+    cmdline_path = "proc/cmdline"
+    cmdline = sr.read(cmdline_path, "") or ""
+    out = {
+        "release": sr.read("proc/sys/kernel/osrelease"),
+        "cmdline": cmdline,
+        "cmdline_args": parse_cmdline(cmdline, str(sr.path(cmdline_path))),
+    }
+    for name, rel in SYSCTLS.items():
+        out[name] = sr.read_int(f"proc/sys/{rel}")
+    runtime, period = out["sched_rt_runtime_us"], out["sched_rt_period_us"]
+    out["rt_throttling"] = _rt_throttling(runtime, period)
+    return out
+
+
+def _rt_throttling(runtime: int | None, period: int | None) -> dict:
+    if runtime is None or period is None:
+        return {"enabled": None, "max_stall_ms": None}
+    if runtime < 0 or runtime >= period:
+        return {"enabled": False, "max_stall_ms": 0.0}
+    return {"enabled": True, "max_stall_ms": (period - runtime) / 1000.0}

@@ -1,0 +1,121 @@
+"""Read host state from a sysroot (``/`` or a fixture tree with the same file names).
+
+Every reader in :mod:`hostkit.facts` goes through :class:`Sysroot`, so a
+fixture tree stands in for another machine exactly as it does for
+``lscpu --sysroot``. Errors name the file and the text that did not parse.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+
+from hostkit.cpulist import parse_cpulist, parse_mask
+from hostkit.errors import CpulistError, FactsError
+
+CPU_DIR = "sys/devices/system/cpu"
+NODE_DIR = "sys/devices/system/node"
+
+
+class Sysroot:
+    """A root directory to read ``/proc`` and ``/sys`` from."""
+
+    # Strings and os.path, not pathlib: this module ships to hosts and runs on every
+    # `hostkit facts`, where import and per-read costs add up (see bench/facts.py).
+    def __init__(self, root: str | os.PathLike = "/") -> None:
+        self.root = os.fspath(root) or "/"
+        self._prefix = self.root.rstrip("/") + "/"
+        if not os.path.exists(self.root):
+            raise FactsError(f"sysroot {self.root} does not exist")
+        if not os.path.isdir(self.root):
+            raise FactsError(f"sysroot {self.root} is not a directory")
+        if not os.path.isdir(self._prefix + CPU_DIR):
+            raise FactsError(f"sysroot {self.root} has no {CPU_DIR}: not a Linux root or an incomplete fixture")
+
+    @property
+    def is_live(self) -> bool:
+        return os.path.realpath(self.root) == "/"
+
+    def path(self, rel: str) -> str:
+        return self._prefix + rel.lstrip("/")
+
+    def exists(self, rel: str) -> bool:
+        return os.path.exists(self.path(rel))
+
+    def is_dir(self, rel: str) -> bool:
+        return os.path.isdir(self.path(rel))
+
+    def read(self, rel: str, default: str | None = None) -> str | None:
+        """File text stripped of the trailing newline; ``default`` if absent or unreadable.
+
+        Plain ``os.open``/``os.read`` on a string path: a 384-CPU host means
+        thousands of tiny sysfs reads, and pathlib costs 4x more per read.
+        """
+        try:
+            fd = os.open(self._prefix + rel.lstrip("/"), os.O_RDONLY)
+        except OSError:
+            return default
+        try:
+            chunks = []
+            while True:
+                b = os.read(fd, 65536)
+                if not b:
+                    break
+                chunks.append(b)
+        except OSError:  # EIO reading a sysfs attribute the driver refuses, EISDIR
+            return default
+        finally:
+            os.close(fd)
+        return b"".join(chunks).decode(errors="replace").rstrip("\n")
+
+    def read_int(self, rel: str, default: int | None = None) -> int | None:
+        text = self.read(rel)
+        if text is None:
+            return default
+        text = text.strip()
+        if not re.fullmatch(r"-?\d+", text):
+            raise FactsError(f"malformed number in {self.path(rel)}: {text!r}")
+        return int(text)
+
+    def read_cpulist(self, rel: str, default: frozenset[int] | None = None) -> frozenset[int] | None:
+        text = self.read(rel)
+        if text is None:
+            return default
+        try:
+            return parse_cpulist(text)
+        except CpulistError as exc:
+            raise FactsError(f"malformed cpulist in {self.path(rel)}: {text.strip()!r} ({exc})") from None
+
+    def read_mask(self, rel: str, default: frozenset[int] | None = None) -> frozenset[int] | None:
+        text = self.read(rel)
+        if text is None:
+            return default
+        try:
+            return parse_mask(text)
+        except CpulistError as exc:
+            raise FactsError(f"malformed CPU mask in {self.path(rel)}: {text.strip()!r} ({exc})") from None
+
+    def listdir(self, rel: str) -> list[str]:
+        try:
+            return sorted(os.listdir(self._prefix + rel.lstrip("/")))
+        except (FileNotFoundError, NotADirectoryError, PermissionError):
+            return []
+
+    def numbered(self, rel: str, prefix: str) -> list[int]:
+        """Numbers N of the entries ``prefixN`` in a directory, sorted."""
+        out = []
+        for name in self.listdir(rel):
+            if name.startswith(prefix) and name[len(prefix):].isdigit():
+                out.append(int(name[len(prefix):]))
+        return sorted(out)
+
+    def realpath(self, rel: str) -> str | None:
+        """Resolve a symlink inside the sysroot; the result is relative to the root."""
+        p = self.path(rel)
+        if not os.path.exists(p):
+            return None
+        real = os.path.realpath(p)
+        root = os.path.realpath(self.root).rstrip("/") + "/"
+        if not real.startswith(root):
+            return None  # a link that leaves the sysroot is not followed
+        return real[len(root):]

@@ -1,0 +1,79 @@
+"""Is this a virtual machine, which hypervisor, and can its topology be trusted?"""
+
+from __future__ import annotations
+
+from hostkit.facts.sysroot import Sysroot
+
+# DMI vendor / product substrings -> hypervisor name (as systemd-detect-virt names them).
+_DMI_VENDORS = [
+    ("vmware", "vmware"),
+    ("qemu", "kvm"),
+    ("kvm", "kvm"),
+    ("amazon ec2", "amazon"),
+    ("google", "google"),
+    ("microsoft corporation", "microsoft"),
+    ("innotek", "oracle"),
+    ("virtualbox", "oracle"),
+    ("xen", "xen"),
+    ("parallels", "parallels"),
+    ("openstack", "kvm"),
+    ("bochs", "bochs"),
+]
+
+# A guest this large spans physical NUMA nodes on any host sold today; if it
+# still shows a single NUMA node, the hypervisor has flattened NUMA away.
+LARGE_GUEST_CPUS = 32
+
+
+def detect_hypervisor(sr: Sysroot, cpuinfo: dict) -> tuple[str | None, list[str]]:
+    """The hypervisor's name (or ``None`` on bare metal) and the evidence for it."""
+    evidence: list[str] = []
+    name: str | None = None
+    vendor = (sr.read("sys/class/dmi/id/sys_vendor", "") or "").strip()
+    product = (sr.read("sys/class/dmi/id/product_name", "") or "").strip()
+    dmi = f"{vendor} {product}".lower()
+    for needle, hv in _DMI_VENDORS:
+        if needle in dmi:
+            # "Microsoft Corporation" makes real hardware too; only its "Virtual Machine" is Hyper-V.
+            if hv == "microsoft" and "virtual" not in dmi:
+                continue
+            name = hv
+            evidence.append(f"DMI sys_vendor={vendor!r} product_name={product!r}")
+            break
+    hv_type = (sr.read("sys/hypervisor/type", "") or "").strip()
+    if hv_type:
+        name = name or hv_type
+        evidence.append(f"/sys/hypervisor/type={hv_type!r}")
+    clocksources = (sr.read("sys/devices/system/clocksource/clocksource0/available_clocksource", "") or "").split()
+    if "kvm-clock" in clocksources:
+        name = name or "kvm"
+        evidence.append("kvm-clock clocksource")
+    if "hypervisor" in cpuinfo["flags"]:
+        name = name or "unknown"
+        evidence.append("'hypervisor' flag in /proc/cpuinfo")
+    return name, evidence
+
+
+def read_virtualization(sr: Sysroot, cpuinfo: dict, topo: dict) -> dict:
+    hypervisor, evidence = detect_hypervisor(sr, cpuinfo)
+    reasons: list[str] = []
+    if hypervisor:
+        cpus = len(topo["per_cpu"])
+        nodes = len([n for n in topo["numa_nodes"] if n["cpus"]])
+        if cpus > 1 and topo["sockets"] == cpus and topo["cores_per_socket"] == 1 and topo["threads_per_core"] == 1:
+            reasons.append(
+                f"every vCPU is shown as its own socket ({topo['sockets']} sockets x 1 core x 1 thread): "
+                "the guest cannot see which vCPUs share a physical core, cache or socket")
+        if nodes == 1 and cpus >= LARGE_GUEST_CPUS:
+            reasons.append(
+                f"{cpus} vCPUs in one NUMA node: a guest this large spans physical NUMA nodes, "
+                "so the hypervisor hides where memory lives and first-touch placement is blind")
+        if topo["numa_per_socket"] == 0 and nodes > 1:
+            reasons.append(f"{nodes} NUMA nodes span {topo['sockets']} sockets: virtual sockets do not match NUMA")
+    return {
+        "hypervisor": hypervisor,
+        "virtual": hypervisor is not None,
+        "evidence": evidence,
+        "deceptive_topology": bool(reasons),
+        "reasons": reasons,
+    }

@@ -1,0 +1,342 @@
+"""Sysroot fixtures: trees of real ``/proc`` and ``/sys`` file names standing in for other machines.
+
+Two kinds:
+
+* **generated** from a small spec (``fixture_specs.yml``): sockets, cores,
+  threads, NUMA nodes per socket, cores per L3, NICs, cmdline, sysctls;
+* **captured** from a real machine (``captures/NAME.json``, written by
+  :func:`hostkit.facts.capture.capture`).
+
+``materialize(name, dest)`` writes either kind to a directory. The lab
+(:mod:`hostkit.lab.lab`) gives every lab host its own writable copy.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass, field
+from importlib import resources
+from pathlib import Path
+
+import yaml
+
+from hostkit.cpulist import format_cpulist, format_mask
+from hostkit.errors import BadInput
+
+SPECS_FILE = "fixture_specs.yml"
+CAPTURES_DIR = "captures"
+
+
+@dataclass
+class Tree:
+    """Files, symlinks and empty directories of a sysroot, by relative path."""
+
+    files: dict[str, str] = field(default_factory=dict)
+    symlinks: dict[str, str] = field(default_factory=dict)
+    dirs: set[str] = field(default_factory=set)
+
+    def put(self, rel: str, content) -> None:
+        text = str(content)
+        self.files[rel] = text if text.endswith("\n") else text + "\n"
+
+    def write(self, dest: Path) -> None:
+        dest.mkdir(parents=True, exist_ok=True)
+        for rel in sorted(self.dirs):
+            (dest / rel).mkdir(parents=True, exist_ok=True)
+        for rel, text in self.files.items():
+            p = dest / rel
+            p.parent.mkdir(parents=True, exist_ok=True)
+            p.write_text(text)
+        for rel, target in self.symlinks.items():
+            p = dest / rel
+            p.parent.mkdir(parents=True, exist_ok=True)
+            if p.is_symlink() or p.exists():
+                p.unlink()
+            os.symlink(target, p)
+
+
+def load_specs() -> dict[str, dict]:
+    text = resources.files("hostkit.lab").joinpath(SPECS_FILE).read_text()
+    return yaml.safe_load(text)
+
+
+def capture_names() -> list[str]:
+    d = resources.files("hostkit.lab").joinpath(CAPTURES_DIR)
+    return sorted(p.name[:-5] for p in d.iterdir() if p.name.endswith(".json"))
+
+
+def fixture_names() -> list[str]:
+    return sorted(load_specs()) + capture_names()
+
+
+def describe(name: str) -> str:
+    specs = load_specs()
+    if name in specs:
+        return specs[name]["description"]
+    if name in capture_names():
+        return f"captured from a real machine ({name})"
+    raise BadInput(f"unknown fixture {name!r}; known: {', '.join(fixture_names())}")
+
+
+def materialize(name: str, dest: str | os.PathLike) -> Path:
+    """Write fixture ``name`` under ``dest`` (created); returns the path."""
+    dest = Path(dest)
+    specs = load_specs()
+    if name in specs:
+        build_tree(specs[name], name).write(dest)
+    elif name in capture_names():
+        data = json.loads(resources.files("hostkit.lab").joinpath(CAPTURES_DIR).joinpath(f"{name}.json").read_text())
+        Tree(files=data["files"], symlinks=data.get("symlinks", {}), dirs=set(data.get("dirs", []))).write(dest)
+    else:
+        raise BadInput(f"unknown fixture {name!r}; known: {', '.join(fixture_names())}")
+    return dest
+
+
+# --------------------------------------------------------------------------- generation
+
+def build_tree(spec: dict, name: str) -> Tree:
+    t = Tree()
+    S, C, T = spec["sockets"], spec["cores_per_socket"], spec["threads_per_core"]
+    ncores = S * C
+    ncpus = ncores * T
+    allcpus = range(ncpus)
+
+    def cpu_id(thread: int, socket: int, core: int) -> int:
+        return thread * ncores + socket * C + core
+
+    single_node = spec.get("single_node", False)
+    nps = spec["numa_per_socket"]
+    cores_per_node = C // nps
+
+    def node_of(socket: int, core: int) -> int:
+        return 0 if single_node else socket * nps + core // cores_per_node
+
+    cores_per_l3 = spec["cores_per_l3"]
+    sys_cpu = "sys/devices/system/cpu"
+    nodes: dict[int, set[int]] = {}
+    l3_groups: dict[tuple[int, int], set[int]] = {}
+    for s in range(S):
+        for c in range(C):
+            for th in range(T):
+                cpu = cpu_id(th, s, c)
+                nodes.setdefault(node_of(s, c), set()).add(cpu)
+                l3_groups.setdefault((s, c // cores_per_l3), set()).add(cpu)
+
+    # ---- /sys/devices/system/cpu
+    for leaf in ("possible", "present", "online"):
+        t.put(f"{sys_cpu}/{leaf}", format_cpulist(allcpus))
+    t.put(f"{sys_cpu}/offline", "")
+    iso = _cmdline_isolcpus(spec["cmdline"])
+    t.put(f"{sys_cpu}/isolated", iso)
+    t.put(f"{sys_cpu}/kernel_max", 8191)
+    t.put(f"{sys_cpu}/smt/control", spec["smt_control"])
+    t.put(f"{sys_cpu}/smt/active", 1 if T > 1 else 0)
+    freq = spec.get("cpufreq")
+    if freq:
+        t.dirs.add(f"{sys_cpu}/cpufreq")
+    for s in range(S):
+        package = [cpu_id(th, s, c) for c in range(C) for th in range(T)]
+        for c in range(C):
+            siblings = [cpu_id(th, s, c) for th in range(T)]
+            l3 = sorted(l3_groups[(s, c // cores_per_l3)])
+            for th in range(T):
+                cpu = cpu_id(th, s, c)
+                base = f"{sys_cpu}/cpu{cpu}"
+                topo = f"{base}/topology"
+                t.put(f"{topo}/physical_package_id", s)
+                t.put(f"{topo}/die_id", 0)
+                t.put(f"{topo}/core_id", c)
+                t.put(f"{topo}/cluster_id", c)
+                for leaf, cpus in (("core_cpus", siblings), ("thread_siblings", siblings),
+                                   ("core_siblings", package), ("package_cpus", package),
+                                   ("die_cpus", package), ("cluster_cpus", siblings)):
+                    t.put(f"{topo}/{leaf}", format_mask(cpus, ncpus))
+                    t.put(f"{topo}/{leaf}_list", format_cpulist(cpus))
+                if cpu != 0:
+                    t.put(f"{base}/online", 1)
+                t.dirs.add(f"{base}/node{node_of(s, c)}")
+                caches = [
+                    (1, "Data", 48, siblings, 12, 64), (1, "Instruction", 32, siblings, 8, 64),
+                    (2, "Unified", 1024 if spec["vendor"] == "AuthenticAMD" else 2048, siblings, 8 if spec["vendor"] == "AuthenticAMD" else 16, 2048 if spec["vendor"] == "AuthenticAMD" else 2048),
+                    (3, "Unified", spec["l3_size_kb"], l3, 16 if spec["vendor"] == "AuthenticAMD" else 15, 0),
+                ]
+                for idx, (level, ctype, size_kb, shared, ways, _) in enumerate(caches):
+                    leafdir = f"{base}/cache/index{idx}"
+                    t.put(f"{leafdir}/level", level)
+                    t.put(f"{leafdir}/type", ctype)
+                    t.put(f"{leafdir}/size", f"{size_kb}K")
+                    t.put(f"{leafdir}/ways_of_associativity", ways)
+                    t.put(f"{leafdir}/coherency_line_size", 64)
+                    t.put(f"{leafdir}/physical_line_partition", 1)
+                    t.put(f"{leafdir}/number_of_sets", size_kb * 1024 // (64 * ways))
+                    t.put(f"{leafdir}/shared_cpu_map", format_mask(shared, ncpus))
+                    t.put(f"{leafdir}/shared_cpu_list", format_cpulist(shared))
+                    t.put(f"{leafdir}/id", c if level < 3 else s * (C // cores_per_l3) + c // cores_per_l3)
+                if freq:
+                    fd = f"{base}/cpufreq"
+                    t.put(f"{fd}/scaling_driver", freq["driver"])
+                    t.put(f"{fd}/scaling_governor", freq["governor"])
+                    t.put(f"{fd}/scaling_available_governors", " ".join(freq["available"]))
+                    t.put(f"{fd}/cpuinfo_max_freq", 3700000)
+                    t.put(f"{fd}/cpuinfo_min_freq", 1500000)
+                    t.put(f"{fd}/scaling_max_freq", 3700000)
+                    t.put(f"{fd}/scaling_min_freq", 1500000)
+                    t.put(f"{fd}/affected_cpus", cpu)
+
+    # ---- /sys/devices/system/node
+    sys_node = "sys/devices/system/node"
+    node_ids = sorted(nodes)
+    for leaf in ("possible", "online", "has_cpu", "has_memory", "has_normal_memory"):
+        t.put(f"{sys_node}/{leaf}", format_cpulist(node_ids))
+    for n in node_ids:
+        t.put(f"{sys_node}/node{n}/cpumap", format_mask(nodes[n], ncpus))
+        t.put(f"{sys_node}/node{n}/cpulist", format_cpulist(nodes[n]))
+        t.put(f"{sys_node}/node{n}/distance", " ".join(str(_distance(a, n, nps, single_node)) for a in node_ids))
+        mem = spec["memory_per_node_kb"]
+        t.put(f"{sys_node}/node{n}/meminfo",
+              f"Node {n} MemTotal:       {mem} kB\nNode {n} MemFree:        {mem * 9 // 10} kB\n")
+
+    # ---- virtualization evidence
+    dmi = spec.get("dmi") or {}
+    for key, value in dmi.items():
+        t.put(f"sys/class/dmi/id/{key}", value)
+    hv = spec.get("hypervisor")
+    t.put("sys/devices/system/clocksource/clocksource0/available_clocksource",
+          "kvm-clock tsc acpi_pm" if hv == "kvm" else "tsc hpet acpi_pm")
+
+    # ---- /proc/cpuinfo
+    flags = "fpu vme de pse tsc msr pae mce cx8 apic sep mtrr pge mca cmov pat pse36 clflush mmx fxsr sse sse2 ht syscall nx lm constant_tsc rep_good nopl xtopology nonstop_tsc cpuid pni ssse3 fma cx16 sse4_1 sse4_2 x2apic movbe popcnt aes xsave avx f16c rdrand lahf_lm abm avx2 bmi1 bmi2"
+    if hv:
+        flags += " hypervisor"
+    blocks = []
+    for cpu in allcpus:
+        th, rem = divmod(cpu, ncores)
+        s, c = divmod(rem, C)
+        blocks.append(
+            f"processor\t: {cpu}\nvendor_id\t: {spec['vendor']}\ncpu family\t: {spec['family']}\n"
+            f"model\t\t: {spec['model']}\nmodel name\t: {spec['model_name']}\nstepping\t: 1\n"
+            f"cpu MHz\t\t: 2250.000\ncache size\t: 1024 KB\nphysical id\t: {s}\nsiblings\t: {C * T}\n"
+            f"core id\t\t: {c}\ncpu cores\t: {C}\napicid\t\t: {s * 256 + c * 2 + th}\n"
+            f"fpu\t\t: yes\nflags\t\t: {flags}\nbogomips\t: 4500.00\n")
+    t.put("proc/cpuinfo", "\n".join(blocks))
+
+    # ---- kernel
+    t.put("proc/cmdline", spec["cmdline"])
+    t.put("proc/sys/kernel/osrelease", spec["release"])
+    t.put("proc/sys/kernel/hostname", name)
+    sysctl = dict(spec.get("sysctl") or {})
+    t.put("proc/sys/kernel/sched_rt_runtime_us", sysctl.get("sched_rt_runtime_us", 950000))
+    t.put("proc/sys/kernel/sched_rt_period_us", sysctl.get("sched_rt_period_us", 1000000))
+    t.put("proc/sys/kernel/numa_balancing", sysctl.get("numa_balancing", 1 if len(node_ids) > 1 else 0))
+    t.put("proc/sys/kernel/timer_migration", sysctl.get("timer_migration", 1))
+    t.put("proc/sys/vm/zone_reclaim_mode", sysctl.get("zone_reclaim_mode", 0))
+    t.put("proc/sys/vm/stat_interval", sysctl.get("stat_interval", 1))
+
+    # ---- /proc/stat with steal
+    steal_pct = float(spec.get("steal_percent", 0.0))
+    lines = []
+    tot = [0] * 10
+    for cpu in allcpus:
+        user, system, idle = 120000 + cpu * 7, 30000 + cpu * 3, 900000
+        busy = user + system + idle
+        steal = int(busy * steal_pct / (100 - steal_pct)) if steal_pct else 0
+        vals = [user, 0, system, idle, 500, 0, 200, steal, 0, 0]
+        tot = [a + b for a, b in zip(tot, vals)]
+        lines.append(f"cpu{cpu} " + " ".join(map(str, vals)))
+    t.put("proc/stat", "cpu  " + " ".join(map(str, tot)) + "\n" + "\n".join(lines)
+          + "\nintr 0\nctxt 123456789\nbtime 1764400000\nprocesses 4242\nprocs_running 1\nprocs_blocked 0\n")
+
+    _build_irqs_and_nics(t, spec, ncpus, nodes, node_of)
+    # ---- /etc: what the roles will edit
+    t.put("etc/default/grub", 'GRUB_DEFAULT=0\nGRUB_TIMEOUT=5\nGRUB_DISTRIBUTOR="Debian"\n'
+          'GRUB_CMDLINE_LINUX_DEFAULT="quiet"\nGRUB_CMDLINE_LINUX=""\n')
+    t.put("etc/hostname", name)
+    t.dirs.update({"etc/sysctl.d", "etc/default/grub.d", "var/lib"})
+    return t
+
+
+def _distance(a: int, b: int, nps: int, single: bool) -> int:
+    if a == b:
+        return 10
+    if single:
+        return 10
+    return 12 if a // nps == b // nps else 32
+
+
+def _cmdline_isolcpus(cmdline: str) -> str:
+    for tok in cmdline.split():
+        if tok.startswith("isolcpus="):
+            parts = [p for p in tok.split("=", 1)[1].split(",") if p not in ("nohz", "domain", "managed_irq")]
+            return ",".join(parts)
+    return ""
+
+
+def _build_irqs_and_nics(t: Tree, spec: dict, ncpus: int, nodes: dict[int, set[int]], node_of) -> None:
+    """Legacy IRQs, NIC queues (MSI-X) and NVMe managed IRQs in /proc/interrupts and /proc/irq."""
+    allcpus = set(range(ncpus))
+    irqs: list[tuple[int, str, str, str, set[int], set[int], int]] = []  # irq, chip, hwirq, name, affinity, effective, node
+    for irq, hw, name in ((0, "2-edge", "timer"), (1, "1-edge", "i8042"), (4, "4-edge", "ttyS0"),
+                          (8, "8-edge", "rtc0"), (9, "9-fasteoi", "acpi")):
+        irqs.append((irq, "IO-APIC", hw, name, allcpus, {0}, -1))
+    nxt = 24
+    for nic in spec.get("nics") or []:
+        socket = nic.get("socket")
+        node = nic.get("node", node_of(socket, 0) if socket is not None else -1)
+        local = nodes.get(node, allcpus) if node >= 0 else allcpus
+        pci = nic["pci"]
+        bus = pci.split(":")[1]
+        devrel = f"sys/devices/pci0000:{bus}/{pci}"
+        prefix = nic.get("driver_irq_prefix")
+        nic_irqs = []
+        for q in range(nic["queues"]):
+            qname = f"{prefix}-{nic['name']}-rxtx-{q}" if prefix else f"{nic['name']}-TxRx-{q}"
+            cpu = sorted(local)[q % len(local)]
+            irqs.append((nxt, f"PCI-MSIX-{pci}", f"{q}-edge", qname, set(local), {cpu}, node))
+            nic_irqs.append(nxt)
+            nxt += 1
+        if nic.get("virtio"):
+            devrel_net = f"{devrel}/virtio1/net/{nic['name']}"
+            t.put(f"{devrel}/virtio1/vendor", "0x1af4")
+        else:
+            devrel_net = f"{devrel}/net/{nic['name']}"
+        t.put(f"{devrel}/numa_node", node)
+        t.put(f"{devrel}/local_cpulist", format_cpulist(local))
+        t.put(f"{devrel}/local_cpus", format_mask(local, ncpus))
+        for i in nic_irqs:
+            t.put(f"{devrel}/msi_irqs/{i}", "msix")
+        t.put(f"{devrel_net}/address", "0c:42:a1:00:00:%02x" % (len(t.symlinks) + 1))
+        t.put(f"{devrel_net}/operstate", "up")
+        t.symlinks[f"{devrel_net}/device"] = "../../../virtio1" if nic.get("virtio") else "../../../" + pci
+        t.symlinks[f"sys/class/net/{nic['name']}"] = "../../" + devrel_net[len("sys/"):]
+    t.dirs.add("sys/class/net")
+    nvme = spec.get("nvme")
+    if nvme:
+        cpus_sorted = sorted(allcpus)
+        per = max(1, len(cpus_sorted) // nvme["queues"])
+        irqs.append((nxt, f"PCI-MSIX-{nvme['pci']}", "0-edge", "nvme0q0", allcpus, {0}, 0))
+        nxt += 1
+        for q in range(nvme["queues"]):
+            chunk = set(cpus_sorted[q * per:(q + 1) * per]) or {cpus_sorted[-1]}
+            irqs.append((nxt, f"PCI-MSIX-{nvme['pci']}", f"{q + 1}-edge", f"nvme0q{q + 1}", chunk, {min(chunk)}, 0))
+            t.put(f"proc/irq/{nxt}/.managed", "1")  # hostkit-lab marker: the kernel refuses writes (EIO)
+            nxt += 1
+
+    header = " " * 4 + "".join(f"{'CPU%d' % c:>11}" for c in range(ncpus))
+    rows = [header]
+    for irq, chip, hw, name, aff, eff, node in irqs:
+        counts = "".join(f"{(1000 + irq if c in eff else 0):>11}" for c in range(ncpus))
+        rows.append(f"{irq:>3}:{counts}  {chip:>9}  {hw}  {name}")
+        base = f"proc/irq/{irq}"
+        t.put(f"{base}/smp_affinity", format_mask(aff, ncpus))
+        t.put(f"{base}/smp_affinity_list", format_cpulist(aff))
+        t.put(f"{base}/effective_affinity", format_mask(eff, ncpus))
+        t.put(f"{base}/effective_affinity_list", format_cpulist(eff))
+        t.put(f"{base}/node", node)
+        t.dirs.add(f"{base}/{name}")
+    for label, text in (("NMI", "Non-maskable interrupts"), ("LOC", "Local timer interrupts"),
+                        ("RES", "Rescheduling interrupts")):
+        rows.append(f"{label}:" + "".join(f"{100:>11}" for _ in range(ncpus)) + f"   {text}")
+    rows.append("ERR:          0")
+    t.put("proc/interrupts", "\n".join(rows))
+    t.put("proc/irq/default_smp_affinity", format_mask(allcpus, ncpus))

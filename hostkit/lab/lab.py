@@ -1,0 +1,366 @@
+"""The lab: real ``sshd`` hosts on loopback addresses, each with its own sysroot.
+
+``Lab(dir).up(...)`` starts one sshd per host on ``127.0.0.2``, ``127.0.0.3``,
+... with generated host keys and a generated client key, writes a
+``known_hosts`` (strict host-key checking stays on), an ``ssh_config`` and an
+Ansible inventory whose hosts carry ``hostkit_sysroot``. ``down()`` stops
+exactly the sshd processes it started (by pid, checked against their command
+line) and removes the lab directory.
+
+Lab hosts share this machine's kernel and boot loader; only their sysroot
+trees are their own.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import time
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+import yaml
+
+from hostkit.errors import BadInput, LabError
+from hostkit.lab import fixtures
+
+SSHD = "/usr/sbin/sshd"
+SSH_KEYGEN = "ssh-keygen"
+DEFAULT_DIR = ".hostkit/lab"
+DEFAULT_PORT = 2222
+STATE_FILE = "lab.json"
+MAX_HOSTS = 200  # 127.0.0.2 .. 127.0.0.201
+
+
+@dataclass
+class LabHost:
+    name: str
+    address: str
+    port: int
+    sysroot: str
+    source: str  # fixture name or the directory it was copied from
+    pid: int | None = None
+
+
+def _check_free(address: str, port: int) -> None:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            s.bind((address, port))
+        except OSError as exc:
+            raise LabError(f"cannot start a lab host on {address}:{port}: {exc.strerror}; "
+                           f"is another lab running? (hostkit lab status / --port)") from None
+
+
+def _wait_port(address: str, port: int, timeout: float) -> bool:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            with socket.create_connection((address, port), timeout=0.5) as s:
+                if s.recv(4).startswith(b"SSH-"):
+                    return True
+        except OSError:
+            time.sleep(0.05)
+    return False
+
+
+def pid_alive(pid: int) -> bool:
+    """A live process (not gone, not a zombie waiting for a reaper that never comes)."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return False
+    return stat.rsplit(")", 1)[1].split()[0] != "Z"
+
+
+def _pid_is_ours(pid: int, config: str) -> bool:
+    try:
+        cmdline = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
+    except OSError:
+        return False
+    # sshd rewrites its title ("sshd: /usr/sbin/sshd -f CONFIG [listener] ..."): search the whole line.
+    return config.encode() in b" ".join(cmdline)
+
+
+class Lab:
+    def __init__(self, directory: str | os.PathLike = DEFAULT_DIR) -> None:
+        self.dir = Path(directory).absolute()
+
+    # ------------------------------------------------------------------ paths
+    @property
+    def state_file(self) -> Path:
+        return self.dir / STATE_FILE
+
+    @property
+    def inventory(self) -> Path:
+        return self.dir / "inventory.yml"
+
+    @property
+    def known_hosts(self) -> Path:
+        return self.dir / "known_hosts"
+
+    @property
+    def ssh_config(self) -> Path:
+        return self.dir / "ssh_config"
+
+    @property
+    def client_key(self) -> Path:
+        return self.dir / "keys" / "client_ed25519"
+
+    def host_dir(self, name: str) -> Path:
+        return self.dir / "hosts" / name
+
+    # ------------------------------------------------------------------ state
+    def hosts(self) -> list[LabHost]:
+        if not self.state_file.exists():
+            return []
+        data = json.loads(self.state_file.read_text())
+        return [LabHost(**h) for h in data["hosts"]]
+
+    def _save(self, hosts: list[LabHost], port: int) -> None:
+        data = {"port": port, "hosts": [asdict(h) for h in hosts]}
+        _write_private(self.state_file, json.dumps(data, indent=2) + "\n")
+
+    # ------------------------------------------------------------------ up
+    def up(self, n_hosts: int | None = None, host_specs: list[tuple[str, str]] | None = None,
+           port: int = DEFAULT_PORT, progress=None) -> list[LabHost]:
+        """Start the lab. ``host_specs``: (name, fixture-name-or-directory) pairs."""
+        if shutil.which(SSHD) is None and not Path(SSHD).exists():
+            raise LabError(f"{SSHD} not found: install openssh-server (make setup does)")
+        if self.hosts():
+            raise LabError(f"a lab is already up in {self.dir} (hostkit lab down --dir {self.dir})")
+        specs = list(host_specs or [])
+        if n_hosts is not None or not specs:
+            names = fixtures.fixture_names()
+            count = len(names) if n_hosts is None else n_hosts
+            if count < 1 or count > MAX_HOSTS:
+                raise BadInput(f"--hosts must be between 1 and {MAX_HOSTS}, got {count}")
+            taken = {n for n, _ in specs}
+            i = 1
+            while len(specs) < count + (len(host_specs or [])):
+                name = f"lab-{i}"
+                i += 1
+                if name not in taken:
+                    specs.append((name, names[(len(specs) - len(host_specs or [])) % len(names)]))
+        self._validate_specs(specs)
+        if not 1 <= port <= 65535:
+            raise BadInput(f"--port must be 1-65535, got {port}")
+        for i in range(len(specs)):
+            _check_free(f"127.0.0.{i + 2}", port)
+
+        self.dir.mkdir(parents=True, exist_ok=True)
+        os.chmod(self.dir, 0o700)
+        Path("/run/sshd").mkdir(mode=0o755, exist_ok=True)  # sshd's privilege separation directory
+        (self.dir / "keys").mkdir(mode=0o700, exist_ok=True)
+        if not self.client_key.exists():
+            _keygen(self.client_key, "hostkit-lab-client")
+        authorized = self.dir / "authorized_keys"
+        _write_private(authorized, self.client_key.with_suffix(".pub").read_text())
+
+        hosts: list[LabHost] = []
+        try:
+            for i, (name, source) in enumerate(specs):
+                hd = self.host_dir(name)
+                hd.mkdir(parents=True, exist_ok=True)
+                root = hd / "root"
+                if Path(source).is_dir():
+                    shutil.copytree(source, root, symlinks=True)
+                else:
+                    fixtures.materialize(source, root)
+                host = LabHost(name=name, address=f"127.0.0.{i + 2}", port=port, sysroot=str(root), source=source)
+                host.pid = self._start_sshd(host, authorized)
+                hosts.append(host)
+                self._save(hosts, port)
+                if progress:
+                    progress(host)
+        except BaseException:
+            self._stop(hosts)
+            shutil.rmtree(self.dir, ignore_errors=True)
+            raise
+        self._write_client_files(hosts)
+        return hosts
+
+    @staticmethod
+    def _validate_specs(specs: list[tuple[str, str]]) -> None:
+        seen = set()
+        known = set(fixtures.fixture_names())
+        for name, source in specs:
+            if not name or not all(c.isalnum() or c in "-_." for c in name):
+                raise BadInput(f"invalid lab host name {name!r}: use letters, digits, '-', '_' and '.'")
+            if name in seen:
+                raise BadInput(f"lab host {name!r} given twice")
+            seen.add(name)
+            if Path(source).is_dir():
+                if not (Path(source) / "sys/devices/system/cpu").is_dir():
+                    raise BadInput(f"sysroot {source} for lab host {name!r} has no sys/devices/system/cpu")
+            elif source not in known:
+                raise BadInput(f"lab host {name!r}: {source!r} is neither a directory nor a fixture "
+                               f"(fixtures: {', '.join(sorted(known))})")
+        if len(specs) > MAX_HOSTS:
+            raise BadInput(f"at most {MAX_HOSTS} lab hosts, got {len(specs)}")
+
+    def _start_sshd(self, host: LabHost, authorized: Path) -> int:
+        hd = self.host_dir(host.name)
+        key = hd / "ssh_host_ed25519_key"
+        _keygen(key, f"hostkit-lab-{host.name}")
+        config = hd / "sshd_config"
+        pidfile = hd / "sshd.pid"
+        config.write_text("\n".join([
+            "# hostkit lab host " + host.name,
+            f"ListenAddress {host.address}:{host.port}",
+            f"HostKey {key}",
+            f"PidFile {pidfile}",
+            f"AuthorizedKeysFile {authorized}",
+            "PermitRootLogin prohibit-password",
+            "PubkeyAuthentication yes",
+            "PasswordAuthentication no",
+            "KbdInteractiveAuthentication no",
+            "UsePAM no",
+            # The lab directory may live under /tmp (pytest), which StrictModes refuses as a
+            # parent; the lab's own directory is 0700 and authorized_keys 0600 (written here).
+            "StrictModes no",
+            "PrintMotd no",
+            "MaxStartups 64:30:128",
+            "MaxSessions 64",
+            "Subsystem sftp internal-sftp",
+            f"SetEnv HOSTKIT_LAB_HOST={host.name}",
+            "",
+        ]))
+        test = subprocess.run([SSHD, "-t", "-f", str(config)], capture_output=True, text=True)
+        if test.returncode != 0:
+            raise LabError(f"sshd rejected the config of {host.name}: {test.stderr.strip()}")
+        log = hd / "sshd.log"
+        proc = subprocess.run([SSHD, "-f", str(config), "-E", str(log)], capture_output=True, text=True)
+        if proc.returncode != 0:
+            raise LabError(f"sshd for {host.name} did not start: {proc.stderr.strip() or _tail(log)}")
+        if not _wait_port(host.address, host.port, 10):
+            raise LabError(f"sshd for {host.name} is not answering on {host.address}:{host.port}: {_tail(log)}")
+        for _ in range(100):
+            if pidfile.exists() and pidfile.read_text().strip():
+                return int(pidfile.read_text().strip())
+            time.sleep(0.05)
+        raise LabError(f"sshd for {host.name} wrote no pid file {pidfile}")
+
+    def _write_client_files(self, hosts: list[LabHost]) -> None:
+        kh_lines, cfg_lines = [], []
+        for h in hosts:
+            pub = (self.host_dir(h.name) / "ssh_host_ed25519_key.pub").read_text().split()
+            kh_lines.append(f"[{h.address}]:{h.port} {pub[0]} {pub[1]}")
+            cfg_lines += [
+                f"Host {h.name}",
+                f"  HostName {h.address}",
+                f"  Port {h.port}",
+                "  User root",
+                f"  IdentityFile {self.client_key}",
+                "  IdentitiesOnly yes",
+                f"  UserKnownHostsFile {self.known_hosts}",
+                "  StrictHostKeyChecking yes",
+                "  BatchMode yes",
+                "",
+            ]
+        _write_private(self.known_hosts, "\n".join(kh_lines) + "\n")
+        _write_private(self.ssh_config, "\n".join(cfg_lines))
+        inventory = {
+            "all": {
+                "vars": {
+                    "ansible_user": "root",
+                    "ansible_python_interpreter": "/usr/bin/python3",
+                    "ansible_ssh_private_key_file": str(self.client_key),
+                    "ansible_ssh_common_args": (
+                        f"-o UserKnownHostsFile={self.known_hosts} -o StrictHostKeyChecking=yes "
+                        "-o IdentitiesOnly=yes -o BatchMode=yes"),
+                    "hostkit_known_hosts": str(self.known_hosts),
+                    "hostkit_lab": True,
+                },
+                "children": {
+                    "lab": {
+                        "hosts": {
+                            h.name: {
+                                "ansible_host": h.address,
+                                "ansible_port": h.port,
+                                "hostkit_sysroot": h.sysroot,
+                                "hostkit_fixture": h.source,
+                            } for h in hosts
+                        }
+                    }
+                },
+            }
+        }
+        header = "# Generated by `hostkit lab up`; strict host-key checking against known_hosts stays on.\n"
+        _write_private(self.inventory, header + yaml.safe_dump(inventory, sort_keys=False))
+
+    # ------------------------------------------------------------------ status / down
+    def status(self) -> list[dict]:
+        out = []
+        for h in self.hosts():
+            config = str(self.host_dir(h.name) / "sshd_config")
+            alive = h.pid is not None and _pid_is_ours(h.pid, config)
+            answering = alive and _wait_port(h.address, h.port, 1.0)
+            out.append({**asdict(h), "running": alive, "answering": answering})
+        return out
+
+    def _stop(self, hosts: list[LabHost]) -> list[str]:
+        stopped = []
+        for h in hosts:
+            config = str(self.host_dir(h.name) / "sshd_config")
+            if h.pid and _pid_is_ours(h.pid, config):
+                os.kill(h.pid, signal.SIGTERM)
+                for _ in range(100):
+                    if not _pid_is_ours(h.pid, config):
+                        break
+                    time.sleep(0.05)
+                else:
+                    os.kill(h.pid, signal.SIGKILL)
+                stopped.append(h.name)
+        return stopped
+
+    def stop_host(self, name: str) -> None:
+        """Stop one host's sshd (fault tests); ``start_host`` brings it back."""
+        self._stop([h for h in self.hosts() if h.name == name])
+
+    def start_host(self, name: str) -> None:
+        hosts = self.hosts()
+        for h in hosts:
+            if h.name == name:
+                config = self.host_dir(name) / "sshd_config"
+                log = self.host_dir(name) / "sshd.log"
+                subprocess.run([SSHD, "-f", str(config), "-E", str(log)], check=True)
+                if not _wait_port(h.address, h.port, 10):
+                    raise LabError(f"sshd for {name} did not come back")
+                h.pid = int((self.host_dir(name) / "sshd.pid").read_text().strip())
+        self._save(hosts, hosts[0].port if hosts else DEFAULT_PORT)
+
+    def down(self) -> list[str]:
+        if not self.dir.exists():
+            return []
+        stopped = self._stop(self.hosts())
+        shutil.rmtree(self.dir, ignore_errors=True)
+        return stopped
+
+
+def _keygen(path: Path, comment: str) -> None:
+    if path.exists():
+        path.unlink()
+        path.with_suffix(".pub").unlink(missing_ok=True)
+    subprocess.run([SSH_KEYGEN, "-q", "-t", "ed25519", "-N", "", "-C", comment, "-f", str(path)],
+                   check=True, capture_output=True)
+    os.chmod(path, 0o600)
+
+
+def _write_private(path: Path, text: str) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "w") as f:
+        f.write(text)
+    os.chmod(path, 0o600)
+
+
+def _tail(path: Path, n: int = 5) -> str:
+    try:
+        return " | ".join(path.read_text().strip().splitlines()[-n:])
+    except OSError:
+        return "(no log)"

@@ -1,0 +1,199 @@
+"""Run hostkit's playbooks through ansible-runner and turn its events into results.
+
+The shape follows ansible-runner's own API: one keyword entry point
+(:func:`run_playbook`) returning a result object with ``.status``, ``.rc``,
+``.stats`` and per-host results. A failed play is a status, not an exception.
+The runner's private data dir is kept under ``.hostkit/runs/<run-id>/`` as the
+audit trail of what ran.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from hostkit.paths import playbook_path, project_root, runs_dir
+
+HOST_EVENTS = {
+    "runner_on_ok": "ok",
+    "runner_on_failed": "failed",
+    "runner_on_unreachable": "unreachable",
+    "runner_on_skipped": "skipped",
+}
+
+
+@dataclass
+class TaskResult:
+    task: str
+    status: str  # ok | failed | unreachable | skipped
+    changed: bool
+    res: dict
+
+
+@dataclass
+class HostResult:
+    name: str
+    status: str = "ok"  # ok | failed | unreachable
+    changed: int = 0
+    tasks: list[TaskResult] = field(default_factory=list)
+    msg: str | None = None
+
+    def result_of(self, task: str) -> TaskResult | None:
+        for t in self.tasks:
+            if t.task == task:
+                return t
+        return None
+
+
+@dataclass
+class RunResult:
+    run_id: str
+    status: str  # successful | failed | timeout | canceled
+    rc: int
+    stats: dict
+    hosts: dict[str, HostResult]
+    private_data_dir: str
+    seconds: float
+
+
+def _path_with_our_ansible() -> str:
+    """PATH with the bin/ of the Python running hostkit first (a venv need not be activated)."""
+    return os.pathsep.join([str(Path(sys.executable).parent), os.environ.get("PATH", "/usr/bin:/bin")])
+
+
+def summarize_error(msg) -> str:
+    """One line for a host's failure; SSH's host-key banners become a plain statement."""
+    text = " ".join(str(msg or "").replace("@", " ").split())
+    if "REMOTE HOST IDENTIFICATION HAS CHANGED" in text:
+        return "host key CHANGED: the key offered is not the one in known_hosts; refusing to connect"
+    if "Host key verification failed" in text or "No ED25519 host key is known" in text:
+        return "host key verification failed: the host's key is not in known_hosts; refusing to connect"
+    return text[:400]
+
+
+def _close_masters(control_dir: str) -> None:
+    """Stop the run's SSH master connections and remove their directory: nothing outlives a run."""
+    for sock in Path(control_dir).glob("*"):
+        subprocess.run(["ssh", "-O", "exit", "-o", f"ControlPath={sock}", "hostkit-run"],
+                       capture_output=True, timeout=10, check=False)
+    shutil.rmtree(control_dir, ignore_errors=True)
+
+
+def new_run_id() -> str:
+    return time.strftime("%Y%m%dT%H%M%SZ", time.gmtime()) + "-" + uuid.uuid4().hex[:6]
+
+
+def run_playbook(
+    playbook: str,
+    inventory: str,
+    *,
+    limit: str | None = None,
+    extravars: dict | None = None,
+    forks: int | None = None,
+    check: bool = False,
+    diff: bool = False,
+    tags: str | None = None,
+    run_id: str | None = None,
+    on_event: Callable[[str, str, str], None] | None = None,
+    timeout: int | None = None,
+) -> RunResult:
+    """Run ``playbooks/<playbook>`` against ``inventory``.
+
+    ``on_event(host, task, status)`` is called for every per-host task result
+    as it arrives (the CLI uses it for live progress).
+    """
+    import ansible_runner
+
+    run_id = run_id or new_run_id()
+    pdd = runs_dir() / run_id
+    pdd.mkdir(parents=True, exist_ok=True)
+    os.chmod(pdd, 0o700)
+    cmdline = []
+    if check:
+        cmdline.append("--check")
+    if diff:
+        cmdline.append("--diff")
+    if tags:
+        cmdline += ["--tags", tags]
+    hosts: dict[str, HostResult] = {}
+
+    def handler(event: dict) -> bool:
+        kind = event.get("event")
+        if kind not in HOST_EVENTS:
+            return True
+        data = event.get("event_data", {})
+        host = data.get("host")
+        if not host:
+            return True
+        status = HOST_EVENTS[kind]
+        res = data.get("res") or {}
+        if kind == "runner_on_failed" and data.get("ignore_errors"):
+            status = "ok"
+        task = data.get("task", "")
+        hr = hosts.setdefault(host, HostResult(name=host))
+        changed = bool(res.get("changed"))
+        hr.tasks.append(TaskResult(task=task, status=status, changed=changed, res=res))
+        hr.changed += int(changed)
+        if status in ("failed", "unreachable") and hr.status != "unreachable":
+            hr.status = status
+            hr.msg = summarize_error(res.get("msg") or res.get("stderr") or res.get("reason") or status)
+        if on_event:
+            on_event(host, task, status)
+        return True
+
+    root = project_root()
+    control_dir = tempfile.mkdtemp(prefix="hk-cp-")  # short: unix socket paths are limited to 108 bytes
+    envvars = {
+        "ANSIBLE_ROLES_PATH": str(root / "roles"),
+        "ANSIBLE_LIBRARY": str(root / "library"),
+        "ANSIBLE_HOST_KEY_CHECKING": "True",
+        "ANSIBLE_PIPELINING": "True",
+        "ANSIBLE_SSH_ARGS": "-C -o ControlMaster=auto -o ControlPersist=60s",
+        # One control-socket directory per run: a master connection from an earlier run
+        # (another inventory, another known_hosts) must never skip this run's host-key check.
+        "ANSIBLE_SSH_CONTROL_PATH_DIR": control_dir,
+        "ANSIBLE_RETRY_FILES_ENABLED": "False",
+        "ANSIBLE_NOCOLOR": "True",
+        "ANSIBLE_DEPRECATION_WARNINGS": "False",
+        "ANSIBLE_TIMEOUT": "10",
+        "PATH": _path_with_our_ansible(),
+    }
+    start = time.monotonic()
+    try:
+        r = ansible_runner.run(
+            private_data_dir=str(pdd),
+            project_dir=str(playbook_path(playbook).parent),
+            playbook=playbook_path(playbook).name,
+            inventory=str(Path(inventory).absolute()),
+            limit=limit,
+            extravars=extravars or {},
+            forks=forks,
+            cmdline=" ".join(cmdline) or None,
+            envvars=envvars,
+            quiet=True,
+            suppress_env_files=True,
+            event_handler=handler,
+            timeout=timeout,
+            ident="run",
+        )
+    finally:
+        _close_masters(control_dir)
+    stats = r.stats or {}
+    # Hosts the play never reached with a task event still appear in the stats.
+    for key in ("ok", "changed", "failures", "dark", "skipped", "processed"):
+        for host in (stats.get(key) or {}):
+            hr = hosts.setdefault(host, HostResult(name=host))
+            if key == "dark":
+                hr.status = "unreachable"
+            elif key == "failures" and hr.status == "ok":
+                hr.status = "failed"
+    return RunResult(run_id=run_id, status=r.status, rc=r.rc, stats=stats, hosts=hosts,
+                     private_data_dir=str(pdd), seconds=time.monotonic() - start)
