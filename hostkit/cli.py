@@ -11,7 +11,7 @@ import json
 import sys
 from pathlib import Path
 
-from hostkit.errors import EXIT_BAD_INPUT, EXIT_FAILED, EXIT_OK, BadInput, HostkitError
+from hostkit.errors import EXIT_BAD_INPUT, EXIT_FAILED, EXIT_OK, EXIT_REFUSED, BadInput, HostkitError
 
 EPILOG = """\
 exit codes: 0 ok, 1 a check/host/SLO failed, 2 bad input (nothing changed), 3 refused by a safety guard
@@ -106,6 +106,130 @@ def _facts_remote(args) -> int:
         err.print(f"run {run.run_id}: {len(results) - len(failed)} ok, {len(failed)} failed/unreachable "
                   f"({run.seconds:.1f} s); artifacts in {run.private_data_dir}")
     return EXIT_FAILED if failed else EXIT_OK
+
+
+# ----------------------------------------------------------------------------- plan
+
+def plans_for(args) -> dict[str, dict]:
+    """Per host: {"plan": ...} or {"status": "unreachable"|"failed", "error": ...}; BadInput on bad input."""
+    from hostkit.facts import gather
+    from hostkit.plan import make_plan
+    from hostkit.profiles import apply_overrides, load_profile
+
+    if not getattr(args, "inventory", None):
+        facts = gather(args.sysroot)
+        profile = load_profile(args.profile)
+        return {"localhost": {"status": "ok", "facts": facts,
+                              "plan": make_plan(facts, profile, force=args.force, host="localhost")}}
+    from hostkit.runner.facts import gather_remote
+    from hostkit.runner.inventory import load_inventory
+
+    hosts = {h.name: h for h in load_inventory(args.inventory, args.limit)}
+    # Profiles and overrides are checked for every host before any host is contacted.
+    profiles = {}
+    for name, h in hosts.items():
+        profile = load_profile(args.profile or h.vars.get("hostkit_profile"))
+        profiles[name] = apply_overrides(profile, h.vars.get("hostkit_overrides"),
+                                         source=f"{name}: hostkit_overrides")
+    results, _ = gather_remote(args.inventory, args.limit, forks=getattr(args, "forks", None))
+    out = {}
+    for name, r in results.items():
+        if r["status"] != "ok":
+            out[name] = r
+            continue
+        profile, pinned = profiles[name]
+        try:
+            plan = make_plan(r["facts"], profile, pinned, force=args.force, host=name)
+        except BadInput as exc:
+            raise BadInput(f"{name}: {exc}") from None
+        out[name] = {"status": "ok", "facts": r["facts"], "plan": plan}
+    return out
+
+
+def cmd_plan(args) -> int:
+    from hostkit.plan.render import PLAN_HEADER, plan_rows, plan_text
+
+    results = plans_for(args)
+    if args.json:
+        doc = {h: (r["plan"] if r["status"] == "ok" else {"status": r["status"], "error": r.get("error")})
+               for h, r in results.items()}
+        _emit_json(doc["localhost"] if list(doc) == ["localhost"] else doc)
+    else:
+        con = _console()
+        for host, r in results.items():
+            if r["status"] != "ok":
+                con.print(f"[bold]{host}[/bold]: {r['status']}: {r.get('error')}")
+                continue
+            plan = r["plan"]
+            con.print(_table(PLAN_HEADER, plan_rows(plan),
+                             title=f"{host}: profile {plan['profile']}" + (" (REFUSED)" if plan["refused"] else "")))
+            print(plan_text(plan))
+            print()
+    if any(r["status"] == "ok" and r["plan"]["refused"] for r in results.values()):
+        return EXIT_REFUSED
+    return EXIT_FAILED if any(r["status"] != "ok" for r in results.values()) else EXIT_OK
+
+
+# ----------------------------------------------------------------------------- apply
+
+def cmd_apply(args) -> int:
+    from hostkit.runner.apply import apply, validate_tags
+
+    validate_tags(args.tags)  # before any host is contacted
+    err = _console(stderr=True)
+    if not args.json:
+        err.print(f"gathering facts and planning ({args.inventory})...")
+    plans = plans_for(args)
+
+    def progress(host: str, task: str, status: str) -> None:
+        if not args.json:
+            mark = {"ok": "ok", "failed": "FAILED", "unreachable": "UNREACHABLE", "skipped": "skip"}.get(status, status)
+            err.print(f"  {host}: {task} [{mark}]", markup=False)
+
+    result = apply(plans, args.inventory, check=args.check, diff=args.diff, tags=args.tags,
+                   forks=args.forks, on_event=progress)
+    if args.json:
+        _emit_json({
+            "run_id": result.run_id, "check": args.check,
+            "hosts": {n: {"status": h.status, "changed": h.changed, "roles": h.roles,
+                          "reboot_required": h.reboot_required, "refused": h.refused, "msg": h.msg,
+                          "would_run": h.would_run, "irq_refused": h.irq_refused}
+                      for n, h in result.hosts.items()},
+            "artifacts": result.run.private_data_dir if result.run else None,
+        })
+    else:
+        rows = []
+        for n, h in result.hosts.items():
+            failed_roles = [r for r, v in h.roles.items() if v["failed"]]
+            rows.append([n, h.status.upper() if h.status in ("failed", "unreachable", "refused") else h.status,
+                         str(h.changed), ",".join(failed_roles) or "-",
+                         "yes" if h.reboot_required else "no", str(len(h.would_run)),
+                         (h.msg or "; ".join(h.refused) or "")[:100]])
+        _console().print(_table(["host", "status", "changed", "failed roles", "reboot required", "would run",
+                                 "message"], rows,
+                                title=f"hostkit apply{' --check' if args.check else ''}: run {result.run_id}"))
+        if args.diff and result.run:
+            for n in result.plans:
+                for t in result.run.hosts.get(n).tasks if result.run.hosts.get(n) else []:
+                    for d in _diffs(t.res):
+                        print(f"--- {n}: {d.get('before_header', t.task)}\n{_unified(d)}")
+    if result.failed:
+        return EXIT_FAILED
+    return EXIT_REFUSED if result.refused else EXIT_OK
+
+
+def _diffs(res: dict) -> list[dict]:
+    d = res.get("diff")
+    if not d:
+        return []
+    return [x for x in (d if isinstance(d, list) else [d]) if x.get("before") != x.get("after")]
+
+
+def _unified(d: dict) -> str:
+    import difflib
+
+    return "".join(difflib.unified_diff(str(d.get("before", "")).splitlines(True), str(d.get("after", "")).splitlines(True),
+                                        fromfile="before", tofile="after"))
 
 
 # ----------------------------------------------------------------------------- lab
@@ -210,6 +334,43 @@ def build_parser() -> argparse.ArgumentParser:
     f.add_argument("--json", action="store_true", help="print JSON on stdout instead of the summary")
     f.add_argument("-v", "--verbose", action="store_true", help="with --json -i: still print progress on stderr")
     f.set_defaults(func=cmd_facts)
+
+    pl = sub.add_parser("plan", help="compute the tuning plan (CPU partition, cmdline, sysctls, ...)",
+                        formatter_class=argparse.RawDescriptionHelpFormatter,
+                        description="Facts + profile -> a concrete tuning plan, per host. Nothing is changed.\n"
+                                    "Exit 3 when a guard refuses (isolation on a VM or deceptive topology,\n"
+                                    "a node without housekeeping, nothing isolated); exit 2 on bad input.",
+                        epilog="profiles: bare-metal-inference (default), vmware-guest, baseline, or a YAML path.\n"
+                               "inventory vars: hostkit_profile chooses the profile, hostkit_overrides overrides\n"
+                               "any profile key or pins isolated/housekeeping/irq_cpus, e.g.\n"
+                               "  hostkit_overrides: {isolated: \"8-63\", reserve_per_node: 3}")
+    psrc = pl.add_mutually_exclusive_group()
+    psrc.add_argument("--sysroot", default="/", metavar="DIR", help="plan for the host under DIR (default /)")
+    psrc.add_argument("-i", "--inventory", metavar="INVENTORY", help="plan for every inventory host (facts over SSH)")
+    pl.add_argument("--limit", metavar="PATTERN")
+    pl.add_argument("--profile", metavar="NAME|FILE", help="override the profile (default: hostkit_profile or "
+                    "bare-metal-inference)")
+    pl.add_argument("--force", action="store_true", help="allow isolation on a VM / deceptive topology")
+    pl.add_argument("--json", action="store_true")
+    pl.set_defaults(func=cmd_plan)
+
+    ap = sub.add_parser("apply", help="plan and apply the tuning through Ansible (journaled, check/diff)",
+                        formatter_class=argparse.RawDescriptionHelpFormatter,
+                        description="Facts -> plan per host -> playbooks/apply.yml through ansible-runner.\n"
+                                    "Every change is journaled on the host first; --check changes nothing.\n"
+                                    "A host refused by a guard is reported and not touched; the others proceed.",
+                        epilog="roles (for --tags): bios_nps, isolcpus, irq_affinity, cpu_governor, rt_runtime,\n"
+                               "numa_sysctl, containerd, kubelet. Run artifacts: .hostkit/runs/<run-id>/")
+    ap.add_argument("-i", "--inventory", required=True, metavar="INVENTORY")
+    ap.add_argument("--limit", metavar="PATTERN")
+    ap.add_argument("--profile", metavar="NAME|FILE")
+    ap.add_argument("--force", action="store_true", help="allow isolation on a VM / deceptive topology")
+    ap.add_argument("--check", action="store_true", help="report what would change; change nothing")
+    ap.add_argument("--diff", action="store_true", help="show file and value diffs")
+    ap.add_argument("--tags", metavar="ROLES", help="comma-separated roles to run")
+    ap.add_argument("--forks", type=int, default=None)
+    ap.add_argument("--json", action="store_true")
+    ap.set_defaults(func=cmd_apply, sysroot="/")
 
     lab = sub.add_parser("lab", help="start/stop real sshd lab hosts on loopback",
                          description="A lab of real sshd hosts on 127.0.0.2, 127.0.0.3, ... each with its own "

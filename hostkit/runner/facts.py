@@ -24,7 +24,7 @@ def gather_remote(inventory: str, limit: str | None = None, *, forks: int | None
     for h in hosts:
         hr = result.hosts.get(h.name)
         if hr is None:
-            out[h.name] = {"status": "failed", "error": "no result from Ansible (see the run's artifacts)"}
+            out[h.name] = {"status": "failed", "error": result.error or "no result from Ansible (see the run's artifacts)"}
             continue
         if hr.status == "unreachable":
             out[h.name] = {"status": "unreachable", "error": _one_line(hr.msg)}

@@ -36,6 +36,7 @@ class TaskResult:
     status: str  # ok | failed | unreachable | skipped
     changed: bool
     res: dict
+    role: str = ""
 
 
 @dataclass
@@ -62,6 +63,7 @@ class RunResult:
     hosts: dict[str, HostResult]
     private_data_dir: str
     seconds: float
+    error: str | None = None  # the playbook failed as a whole (syntax, missing role, ...)
 
 
 def _path_with_our_ansible() -> str:
@@ -140,13 +142,13 @@ def run_playbook(
         task = data.get("task", "")
         hr = hosts.setdefault(host, HostResult(name=host))
         changed = bool(res.get("changed"))
-        hr.tasks.append(TaskResult(task=task, status=status, changed=changed, res=res))
+        hr.tasks.append(TaskResult(task=task, status=status, changed=changed, res=res, role=data.get("role") or ""))
         hr.changed += int(changed)
         if status in ("failed", "unreachable") and hr.status != "unreachable":
             hr.status = status
             hr.msg = summarize_error(res.get("msg") or res.get("stderr") or res.get("reason") or status)
         if on_event:
-            on_event(host, task, status)
+            on_event(host, (data.get("role") + ": " if data.get("role") else "") + task, status)
         return True
 
     root = project_root()
@@ -154,6 +156,7 @@ def run_playbook(
     envvars = {
         "ANSIBLE_ROLES_PATH": str(root / "roles"),
         "ANSIBLE_LIBRARY": str(root / "library"),
+        "ANSIBLE_MODULE_UTILS": str(root / "module_utils"),
         "ANSIBLE_HOST_KEY_CHECKING": "True",
         "ANSIBLE_PIPELINING": "True",
         "ANSIBLE_SSH_ARGS": "-C -o ControlMaster=auto -o ControlPersist=60s",
@@ -195,5 +198,17 @@ def run_playbook(
                 hr.status = "unreachable"
             elif key == "failures" and hr.status == "ok":
                 hr.status = "failed"
+    error = None
+    if r.rc != 0 and not any(h.tasks for h in hosts.values()):
+        error = _playbook_error(r.stdout.read() if hasattr(r.stdout, "read") else "")
     return RunResult(run_id=run_id, status=r.status, rc=r.rc, stats=stats, hosts=hosts,
-                     private_data_dir=str(pdd), seconds=time.monotonic() - start)
+                     private_data_dir=str(pdd), seconds=time.monotonic() - start, error=error)
+
+
+def _playbook_error(stdout: str) -> str:
+    """The first [ERROR] of an ansible-playbook that failed before running any task."""
+    lines = stdout.splitlines()
+    for i, line in enumerate(lines):
+        if "ERROR" in line:
+            return " ".join(x.strip() for x in lines[i:i + 3] if x.strip())[:500]
+    return "ansible-playbook failed before running any task (see the run's artifacts)"

@@ -1,0 +1,34 @@
+"""Human output of a plan: the per-NUMA-node partition and one line of reason per decision."""
+
+from __future__ import annotations
+
+
+def plan_rows(plan: dict) -> list[list[str]]:
+    return [[str(n["id"]), n["cpus"], n["housekeeping"] or "-", n["isolated"] or "-", n["irq_cpus"] or "-"]
+            for n in plan["nodes"]]
+
+
+PLAN_HEADER = ["node", "CPUs", "housekeeping", "isolated", "IRQ CPUs"]
+
+
+def plan_text(plan: dict) -> str:
+    lines = []
+    if plan["cmdline"]:
+        lines.append(f"kernel cmdline: {plan['cmdline']}")
+    if plan["cmdline_remove"]:
+        lines.append(f"kernel cmdline: remove {' '.join(plan['cmdline_remove'])}")
+    lines.append("sysctl: " + " ".join(f"{k}={v}" for k, v in plan["sysctl"].items()))
+    lines.append(f"governor: {plan['governor'] or 'unchanged'}; IRQ affinity: "
+                 f"{'IRQ CPUs ' + plan['irq_cpus'] if plan['irq']['affinity'] else 'unchanged'}; "
+                 f"irqbalance: {plan['irq']['irqbalance']}")
+    if plan["kubelet"].get("enabled"):
+        k = plan["kubelet"]["config"]
+        lines.append(f"kubelet: cpuManagerPolicy={k['cpuManagerPolicy']} topologyManagerPolicy="
+                     f"{k['topologyManagerPolicy']} reservedSystemCPUs={k.get('reservedSystemCPUs', '-')}")
+    for c in plan["bios"]["checks"]:
+        state = {True: "ok", False: "MISMATCH", None: "unknown"}[c["ok"]]
+        lines.append(f"bios {c['name']}: expected {c['expected']}, got {c['actual']} ({state})")
+    lines += [f"why: {r}" for r in plan["reasons"]]
+    lines += [f"WARNING: {w}" for w in plan["warnings"]]
+    lines += [f"REFUSED: {r}" for r in plan["refused"]]
+    return "\n".join(lines)

@@ -1,0 +1,67 @@
+"""Declarative tuning profiles: shipped YAML (``bare-metal-inference``, ``vmware-guest``,
+``baseline``) or a path to a YAML file; ``extends`` chains; validated on load."""
+
+from __future__ import annotations
+
+from importlib import resources
+from pathlib import Path
+
+import yaml
+
+from hostkit.errors import BadInput
+from hostkit.profiles.schema import PLAN_OVERRIDES, SCHEMA, defaults, merge, validate
+
+DEFAULT_PROFILE = "bare-metal-inference"
+
+
+def shipped() -> list[str]:
+    d = resources.files("hostkit.profiles")
+    return sorted(p.name[:-4] for p in d.iterdir() if p.name.endswith(".yml"))
+
+
+def _read(ref: str) -> tuple[dict, str]:
+    if ref in shipped():
+        text = resources.files("hostkit.profiles").joinpath(f"{ref}.yml").read_text()
+        source = f"profile {ref}"
+    else:
+        p = Path(ref)
+        if not p.is_file():
+            raise BadInput(f"unknown profile {ref!r}: not a shipped profile ({', '.join(shipped())}) "
+                           "nor a YAML file")
+        text = p.read_text()
+        source = f"profile {p}"
+    try:
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        raise BadInput(f"{source} is not valid YAML: {exc}".splitlines()[0]) from None
+    if not isinstance(data, dict):
+        raise BadInput(f"{source} must be a YAML mapping")
+    return data, source
+
+
+def load_profile(ref: str | None = None, _seen: tuple = ()) -> dict:
+    """The fully resolved profile: schema defaults < extended profile < this one."""
+    ref = ref or DEFAULT_PROFILE
+    if ref in _seen:
+        raise BadInput(f"profile {ref!r} extends itself (chain: {' -> '.join(_seen + (ref,))})")
+    data, source = _read(ref)
+    data = validate(data, SCHEMA, source=source)
+    base = load_profile(data["extends"], _seen + (ref,)) if data.get("extends") else defaults()
+    merged = merge(base, data)
+    merged["name"] = data.get("name") or ref
+    merged["extends"] = data.get("extends")
+    return merged
+
+
+def apply_overrides(profile: dict, overrides, source: str = "hostkit_overrides") -> tuple[dict, dict]:
+    """Split inventory overrides into profile values and pinned plan values; validate both."""
+    if overrides is None:
+        return profile, {}
+    if not isinstance(overrides, dict):
+        raise BadInput(f"{source} must be a mapping, got {type(overrides).__name__}")
+    plan_part = {k: v for k, v in overrides.items() if k in PLAN_OVERRIDES}
+    profile_part = {k: v for k, v in overrides.items() if k not in PLAN_OVERRIDES}
+    plan_part = validate(plan_part, PLAN_OVERRIDES, source=source)
+    profile_part = validate(profile_part, {k: v for k, v in SCHEMA.items() if k not in ("name", "extends")},
+                            source=source)
+    return merge(profile, profile_part), plan_part

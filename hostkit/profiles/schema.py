@@ -1,0 +1,177 @@
+"""The profile schema: every key, its type and its bounds, checked on load.
+
+A profile is a YAML mapping. Unknown keys and wrong types are errors naming
+the key (``kubelet.cpu_manager_policy: expected one of ...``). Inventory
+overrides (``hostkit_overrides``) go through the same checks.
+"""
+
+from __future__ import annotations
+
+from hostkit.cpulist import parse_cpulist
+from hostkit.errors import BadInput, CpulistError
+
+ISOLCPUS_FLAGS = ("domain", "managed_irq", "nohz")
+GOVERNORS = ("performance", "powersave", "schedutil", "ondemand", "conservative", "userspace")
+KERNEL_ARG_CHARS = set("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-.,=:/")
+
+
+class Field:
+    def __init__(self, kind, default=None, *, choices=None, min=None, max=None, nullable=False, doc=""):
+        self.kind, self.default, self.choices = kind, default, choices
+        self.min, self.max, self.nullable, self.doc = min, max, nullable, doc
+
+
+# kind: "int", "bool", "str", "cpulist", "kernel_args", "sysctl", or a nested dict of Fields.
+SCHEMA: dict = {
+    "name": Field("str", doc="profile name"),
+    "description": Field("str", "", doc="one line for people"),
+    "extends": Field("str", None, nullable=True, doc="name or path of a profile this one builds on"),
+    "isolation": Field("bool", True, doc="isolate inference CPUs (isolcpus, nohz_full, rcu_nocbs, irqaffinity)"),
+    "allow_virtual": Field("bool", False, doc="allow isolation on a virtual machine without --force"),
+    "reserve_per_node": Field("int", 2, min=1, max=64, doc="housekeeping physical cores on every NUMA node"),
+    "irq_cores": Field("int", 0, min=0, max=64, doc="extra housekeeping cores on the NIC's NUMA node(s) for IRQs"),
+    "isolcpus_flags": Field("flags", ["managed_irq", "domain"], doc="isolcpus= flags"),
+    "cmdline_extra": Field("kernel_args", [], doc="extra kernel arguments appended to the boot config"),
+    "sysctl": {
+        "kernel.sched_rt_runtime_us": Field("int", 950000, min=-1, max=1000000, nullable=True,
+                                            doc="RT budget per period; -1 disables throttling; never < 900000 here"),
+        "kernel.numa_balancing": Field("int", 0, min=0, max=3, nullable=True, doc="automatic NUMA balancing"),
+        "kernel.timer_migration": Field("int", 0, min=0, max=1, nullable=True, doc="timer migration to busy CPUs"),
+        "vm.zone_reclaim_mode": Field("int", 0, min=0, max=7, nullable=True, doc="reclaim local zone before remote"),
+        "vm.stat_interval": Field("int", 10, min=1, max=3600, nullable=True, doc="vmstat update interval (s)"),
+    },
+    "governor": Field("str", "performance", choices=GOVERNORS, nullable=True,
+                      doc="cpufreq governor for every CPU; null leaves it alone"),
+    "irq_affinity": Field("bool", True, doc="move every movable IRQ to the IRQ CPUs"),
+    "irqbalance": Field("str", "banned", choices=("banned", "restore", "leave"),
+                        doc="banned: IRQBALANCE_BANNED_CPULIST = isolated; restore: give IRQs back to irqbalance"),
+    "containerd": {
+        "enabled": Field("bool", True, doc="render /etc/containerd/config.toml"),
+        "systemd_cgroup": Field("bool", True, doc="runc SystemdCgroup = true"),
+        "nri": Field("bool", True, doc="enable NRI where the version supports it"),
+    },
+    "kubelet": {
+        "enabled": Field("bool", True, doc="write the kubelet configuration drop-in"),
+        "cpu_manager_policy": Field("str", "static", choices=("static", "none")),
+        "full_pcpus_only": Field("bool", True),
+        "topology_manager_policy": Field("str", "single-numa-node",
+                                         choices=("none", "best-effort", "restricted", "single-numa-node")),
+        "topology_manager_scope": Field("str", "pod", choices=("pod", "container")),
+        "memory_manager_policy": Field("str", "Static", choices=("None", "Static")),
+        "reserved_memory_mib_per_node": Field("int", 1024, min=0, max=1048576),
+    },
+    "bios": {
+        "numa_per_socket": Field("int", None, min=0, max=16, nullable=True, doc="expected NPS/SNC nodes per socket"),
+        "smt": Field("bool", None, nullable=True, doc="expected SMT state; null: no expectation"),
+        "min_memory_channels_per_socket": Field("int", None, min=1, max=24, nullable=True),
+        "enforce": Field("bool", True, doc="a failed BIOS check fails the host (else a warning)"),
+    },
+    "smoke": {
+        "transport": Field("str", "shm", choices=("shm", "socket")),
+        "target_p999_ms": Field("float", 1.0, min=0.001, max=100000.0),
+    },
+}
+
+# Plan values an inventory may pin through hostkit_overrides, beside any profile key.
+PLAN_OVERRIDES = {
+    "isolated": Field("cpulist", doc="pin the isolated CPUs"),
+    "housekeeping": Field("cpulist", doc="pin the housekeeping CPUs"),
+    "irq_cpus": Field("cpulist", doc="pin the CPUs IRQs go to"),
+}
+
+
+def defaults(schema: dict = SCHEMA) -> dict:
+    out = {}
+    for key, f in schema.items():
+        out[key] = defaults(f) if isinstance(f, dict) else _copy(f.default)
+    return out
+
+
+def _copy(v):
+    return list(v) if isinstance(v, list) else v
+
+
+def validate(data, schema: dict = SCHEMA, prefix: str = "", source: str = "profile") -> dict:
+    """Check a (partial) mapping against the schema; returns it with values normalised."""
+    if not isinstance(data, dict):
+        raise BadInput(f"{source}: {prefix.rstrip('.') or 'top level'} must be a mapping, got {type(data).__name__}")
+    out = {}
+    for key, value in data.items():
+        where = f"{prefix}{key}"
+        if key not in schema:
+            known = ", ".join(sorted(schema))
+            raise BadInput(f"{source}: unknown key {where!r} (known: {known})")
+        f = schema[key]
+        if isinstance(f, dict):
+            out[key] = validate(value, f, where + ".", source)
+        else:
+            out[key] = check_value(value, f, where, source)
+    return out
+
+
+def check_value(value, f: Field, where: str, source: str):
+    if value is None:
+        if f.nullable or f.default is None:
+            return None
+        raise BadInput(f"{source}: {where} must not be null")
+    kind = f.kind
+    if kind == "bool":
+        if not isinstance(value, bool):
+            raise BadInput(f"{source}: {where} must be true or false, got {value!r}")
+    elif kind == "int":
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise BadInput(f"{source}: {where} must be an integer, got {value!r}")
+    elif kind == "float":
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            raise BadInput(f"{source}: {where} must be a number, got {value!r}")
+        value = float(value)
+    elif kind == "str":
+        if not isinstance(value, str):
+            raise BadInput(f"{source}: {where} must be a string, got {value!r}")
+    elif kind == "cpulist":
+        if isinstance(value, int) and not isinstance(value, bool):
+            value = str(value)
+        if not isinstance(value, str):
+            raise BadInput(f"{source}: {where} must be a cpulist string like \"8-63\", got {value!r}")
+        try:
+            parse_cpulist(value)
+        except CpulistError as exc:
+            raise BadInput(f"{source}: {where}: {exc}") from None
+    elif kind == "flags":
+        if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+            raise BadInput(f"{source}: {where} must be a list of strings, got {value!r}")
+        bad = [v for v in value if v not in ISOLCPUS_FLAGS]
+        if bad:
+            raise BadInput(f"{source}: {where}: unknown isolcpus flag(s) {bad} (known: {', '.join(ISOLCPUS_FLAGS)})")
+    elif kind == "kernel_args":
+        if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+            raise BadInput(f"{source}: {where} must be a list of kernel arguments, got {value!r}")
+        for arg in value:
+            if not arg or not set(arg) <= KERNEL_ARG_CHARS:
+                raise BadInput(f"{source}: {where}: {arg!r} is not a plain kernel argument "
+                               "(letters, digits and _-.,=:/ only)")
+    if f.choices is not None and value not in f.choices:
+        raise BadInput(f"{source}: {where} must be one of {', '.join(map(str, f.choices))}; got {value!r}")
+    if f.min is not None and value < f.min:
+        raise BadInput(f"{source}: {where} must be >= {f.min}, got {value!r}")
+    if f.max is not None and value > f.max:
+        raise BadInput(f"{source}: {where} must be <= {f.max}, got {value!r}")
+    return value
+
+
+def merge(base: dict, over: dict) -> dict:
+    out = dict(base)
+    for k, v in over.items():
+        out[k] = merge(base[k], v) if isinstance(v, dict) and isinstance(base.get(k), dict) else v
+    return out
+
+
+def doc_table(schema: dict = SCHEMA, prefix: str = "") -> list[tuple[str, str, str]]:
+    """(key, default, meaning) rows for the documentation."""
+    rows = []
+    for key, f in schema.items():
+        if isinstance(f, dict):
+            rows += doc_table(f, f"{prefix}{key}.")
+        else:
+            rows.append((f"{prefix}{key}", repr(f.default), f.doc + (f" ({'/'.join(map(str, f.choices))})" if f.choices else "")))
+    return rows

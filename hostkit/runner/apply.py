@@ -1,0 +1,104 @@
+"""``hostkit apply``: facts -> plan per host -> extravars -> playbooks/apply.yml through ansible-runner."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from hostkit.errors import BadInput
+from hostkit.paths import state_dir
+from hostkit.runner.run import RunResult, new_run_id, run_playbook
+
+ROLES = ["bios_nps", "isolcpus", "irq_affinity", "cpu_governor", "rt_runtime", "numa_sysctl", "containerd", "kubelet"]
+
+
+@dataclass
+class HostApply:
+    name: str
+    status: str  # ok | changed | failed | unreachable | refused | skipped
+    changed: int = 0
+    roles: dict[str, dict] = field(default_factory=dict)  # role -> {"changed": n, "failed": bool}
+    reboot_required: bool = False
+    refused: list[str] = field(default_factory=list)
+    msg: str | None = None
+    would_run: list[list[str]] = field(default_factory=list)
+    irq_refused: list[dict] = field(default_factory=list)
+
+
+@dataclass
+class ApplyResult:
+    run_id: str
+    hosts: dict[str, HostApply]
+    run: RunResult | None
+    plans: dict[str, dict]
+
+    @property
+    def failed(self) -> bool:
+        return any(h.status in ("failed", "unreachable") for h in self.hosts.values())
+
+    @property
+    def refused(self) -> bool:
+        return any(h.status == "refused" for h in self.hosts.values())
+
+
+def validate_tags(tags: str | None) -> str | None:
+    if not tags:
+        return None
+    names = [t.strip() for t in tags.split(",") if t.strip()]
+    unknown = [t for t in names if t not in ROLES]
+    if unknown:
+        raise BadInput(f"--tags: unknown role(s) {', '.join(unknown)} (roles: {', '.join(ROLES)})")
+    return ",".join(names)
+
+
+def apply(plans: dict[str, dict], inventory: str, *, check: bool = False, diff: bool = False,
+          tags: str | None = None, forks: int | None = None, run_id: str | None = None,
+          on_event=None) -> ApplyResult:
+    """Run apply.yml for every host whose plan is not refused.
+
+    ``plans``: host -> {"status": "ok", "plan": ...} or {"status": "unreachable"|"failed", ...}
+    (as returned by the CLI's plans_for); refused and unreachable hosts are reported, not run.
+    """
+    tags = validate_tags(tags)
+    run_id = run_id or new_run_id()
+    hosts: dict[str, HostApply] = {}
+    runnable: dict[str, dict] = {}
+    for name, r in plans.items():
+        if r["status"] != "ok":
+            hosts[name] = HostApply(name, r["status"], msg=r.get("error"))
+        elif r["plan"]["refused"]:
+            hosts[name] = HostApply(name, "refused", refused=list(r["plan"]["refused"]))
+        else:
+            runnable[name] = r["plan"]
+    run = None
+    if runnable:
+        run = run_playbook(
+            "apply.yml", inventory, limit=",".join(runnable), forks=forks or max(5, len(runnable)),
+            check=check, diff=diff, tags=tags, run_id=run_id, on_event=on_event,
+            extravars={"hostkit_plans": runnable, "hostkit_run_id": run_id,
+                       "hostkit_state_dir": str(state_dir())},
+        )
+        for name in runnable:
+            hosts[name] = _host_result(name, run)
+    return ApplyResult(run_id=run_id, hosts=hosts, run=run, plans={k: v for k, v in runnable.items()})
+
+
+def _host_result(name: str, run: RunResult) -> HostApply:
+    hr = run.hosts.get(name)
+    if hr is None:
+        return HostApply(name, "failed", msg=run.error or "no result from Ansible (see the run's artifacts)")
+    out = HostApply(name, hr.status, changed=hr.changed, msg=hr.msg)
+    for t in hr.tasks:
+        role = t.role or "-"
+        r = out.roles.setdefault(role, {"changed": 0, "failed": False, "tasks": 0})
+        r["tasks"] += 1
+        r["changed"] += int(t.changed)
+        r["failed"] = r["failed"] or t.status in ("failed", "unreachable")
+        res = t.res or {}
+        if res.get("reboot_required"):
+            out.reboot_required = True
+        if res.get("would_run") and res.get("argv"):
+            out.would_run.append(list(res["argv"]))
+        out.irq_refused += res.get("refused") or []
+    if out.status == "ok" and out.changed:
+        out.status = "changed"
+    return out
