@@ -232,6 +232,72 @@ def _unified(d: dict) -> str:
                                         fromfile="before", tofile="after"))
 
 
+# ----------------------------------------------------------------------------- history / rollback
+
+def cmd_history(args) -> int:
+    from hostkit.runner.remote import run_runtime
+
+    results, _ = run_runtime(args.inventory, ["history"], args.limit)
+    if args.json:
+        _emit_json({h: (r["doc"] if r["status"] == "ok" else r) for h, r in results.items()})
+    else:
+        rows = []
+        for host, r in results.items():
+            if r["status"] != "ok":
+                rows.append([host, r["status"].upper(), "", "", "", r.get("error", "")[:80]])
+                continue
+            if not r["doc"]["runs"]:
+                rows.append([host, "(no hostkit runs)", "", "", "", ""])
+            for run in r["doc"]["runs"]:
+                rows.append([host, run["run_id"] + (" (adopted)" if run["adopted"] else ""), str(run["changes"]),
+                             ",".join(run["roles"]), run["last_change"] or "-", run["rolled_back"] or "-"])
+        _console().print(_table(["host", "run", "changes", "roles", "last change", "rolled back"], rows,
+                                title="hostkit history"))
+    return EXIT_FAILED if any(r["status"] != "ok" for r in results.values()) else EXIT_OK
+
+
+def cmd_rollback(args) -> int:
+    from hostkit.runner.remote import run_runtime
+
+    if args.run_id and args.all:
+        raise BadInput("--run-id and --all exclude each other")
+    if args.run_id and not all(c.isalnum() or c in "-_T" for c in args.run_id):
+        raise BadInput(f"--run-id {args.run_id!r} is not a hostkit run id")
+    argv = ["rollback"] + (["--run-id", args.run_id] if args.run_id else []) + (["--all"] if args.all else []) \
+        + (["--check"] if args.check else []) + (["--diff"] if args.diff else [])
+    results, run = run_runtime(args.inventory, argv, args.limit)
+    failed = False
+    if args.json:
+        _emit_json({"check": args.check, "hosts": {h: (r["doc"] if r["status"] == "ok" else r)
+                                                    for h, r in results.items()}})
+    rows = []
+    for host, r in results.items():
+        if r["status"] != "ok":
+            failed = True
+            rows.append([host, r["status"].upper(), "", "", "", "", "", r.get("error", "")[:80]])
+            continue
+        d = r["doc"]
+        ok = not d["errors"] and (d["verify"] is None or d["verify"]["ok"])
+        failed = failed or not ok
+        rows.append([host, ("would change" if d["check"] and d["changed"] else
+                            "changed" if d["changed"] else "unchanged") if ok else "FAILED",
+                     ",".join(d["runs"]) or "-", str(len(d["actions"])), str(d["unchanged"]),
+                     "-" if d["verify"] is None else ("ok" if d["verify"]["ok"] else
+                                                     f"{len(d['verify']['mismatches'])} mismatch(es)"),
+                     "yes" if d["reboot_required"] else "no",
+                     "; ".join(e["path"] + ": " + e["error"] for e in d["errors"])[:80]])
+        if args.diff and not args.json:
+            for a in d["actions"]:
+                if a.get("diff"):
+                    print(f"--- {host}: {a['path']}\n{_unified(a['diff'])}")
+                elif a["kind"] == "value":
+                    print(f"--- {host}: {a['path']}: {a['from']} -> {a['to']}")
+    if not args.json:
+        _console().print(_table(["host", "status", "runs", "restored", "unchanged", "re-check", "reboot required",
+                                 "errors"], rows, title=f"hostkit rollback{' --check' if args.check else ''}"))
+    return EXIT_FAILED if failed else EXIT_OK
+
+
 # ----------------------------------------------------------------------------- lab
 
 def cmd_lab(args) -> int:
@@ -371,6 +437,28 @@ def build_parser() -> argparse.ArgumentParser:
     ap.add_argument("--forks", type=int, default=None)
     ap.add_argument("--json", action="store_true")
     ap.set_defaults(func=cmd_apply, sysroot="/")
+
+    hi = sub.add_parser("history", help="list hostkit runs per host (from the hosts' journals)")
+    hi.add_argument("-i", "--inventory", required=True, metavar="INVENTORY")
+    hi.add_argument("--limit", metavar="PATTERN")
+    hi.add_argument("--json", action="store_true")
+    hi.set_defaults(func=cmd_history)
+
+    rb = sub.add_parser("rollback", help="restore exactly what hostkit changed, newest change first",
+                        formatter_class=argparse.RawDescriptionHelpFormatter,
+                        description="From each host's journal, restore previous runtime values and file contents\n"
+                                    "(mode and owner included; files hostkit created are removed). Default: the\n"
+                                    "latest run; --all: every run back to the first. A second rollback changes\n"
+                                    "nothing. The host is re-checked against the restored values afterwards.")
+    rb.add_argument("-i", "--inventory", required=True, metavar="INVENTORY")
+    rb.add_argument("--limit", metavar="PATTERN")
+    rbw = rb.add_mutually_exclusive_group()
+    rbw.add_argument("--run-id", metavar="ID", help="roll back this run (see hostkit history)")
+    rbw.add_argument("--all", action="store_true", help="roll back every hostkit run, newest first")
+    rb.add_argument("--check", action="store_true", help="report what would be restored; change nothing")
+    rb.add_argument("--diff", action="store_true", help="show file diffs and value changes")
+    rb.add_argument("--json", action="store_true")
+    rb.set_defaults(func=cmd_rollback)
 
     lab = sub.add_parser("lab", help="start/stop real sshd lab hosts on loopback",
                          description="A lab of real sshd hosts on 127.0.0.2, 127.0.0.3, ... each with its own "

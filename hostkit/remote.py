@@ -19,16 +19,39 @@ def main(argv: list[str] | None = None) -> int:
     sub = parser.add_subparsers(dest="cmd", required=True)
     facts = sub.add_parser("facts")
     facts.add_argument("--sysroot", default="/")
+    hist = sub.add_parser("history")
+    hist.add_argument("--sysroot", default="/")
+    rb = sub.add_parser("rollback")
+    rb.add_argument("--sysroot", default="/")
+    rb.add_argument("--run-id")
+    rb.add_argument("--all", action="store_true")
+    rb.add_argument("--check", action="store_true")
+    rb.add_argument("--diff", action="store_true")
     args = parser.parse_args(argv)
     try:
+        sysroot = args.sysroot or "/"
         if args.cmd == "facts":
             from hostkit.facts import gather
 
-            doc = gather(args.sysroot or "/")
+            doc = gather(sysroot)
+        elif args.cmd == "history":
+            from hostkit.facts.sysroot import Sysroot
+            from hostkit.state.journal import history
+
+            Sysroot(sysroot)  # the same checks as facts: an existing Linux root
+            doc = history(sysroot)
+        else:
+            from hostkit.facts.sysroot import Sysroot
+            from hostkit.state.rollback import rollback
+
+            Sysroot(sysroot)
+            doc = rollback(sysroot, run_id=args.run_id, all_runs=args.all, check=args.check, diff=args.diff)
     except HostkitError as exc:
         json.dump({"error": str(exc), "exit_code": exc.exit_code}, sys.stdout)
         sys.stdout.write("\n")
         return exc.exit_code
     json.dump(doc, sys.stdout)
     sys.stdout.write("\n")
+    if args.cmd == "rollback" and (doc["errors"] or (doc["verify"] and not doc["verify"]["ok"])):
+        return 1
     return 0

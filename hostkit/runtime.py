@@ -28,6 +28,10 @@ SHIPPED = [
     "facts/kernel.py",
     "facts/cpufreq.py",
     "facts/irqs.py",
+    "state/__init__.py",
+    "state/journal_io.py",
+    "state/journal.py",
+    "state/rollback.py",
 ]
 
 MAIN = "from hostkit.remote import main\nraise SystemExit(main())\n"

@@ -30,7 +30,7 @@ import re
 import shlex
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible.module_utils.hostkit_journal import Journal, atomic_write, file_state, is_live, sysroot_path
+from ansible.module_utils.hostkit_journal import Journal, atomic_write, file_state, is_live, missing_parents, sysroot_path
 
 GRUB = "/etc/default/grub"
 DROPIN = "/etc/default/grub.d/hostkit.cfg"
@@ -148,8 +148,9 @@ def main():
         module.exit_json(**result)
     for path, full, before, new in changes:
         try:
+            created = [d[len(full) - len(path):] for d in missing_parents(full)] if new is not None else []
             journal.record({"kind": "file", "role": p["role"], "path": path, "before": before,
-                            "after": {"exists": new is not None}})
+                            "after": {"exists": new is not None}, "created_dirs": created})
         except (IOError, OSError) as exc:
             module.fail_json(msg="cannot write the journal %s (stopped before %s): %s" % (journal.path, path, exc))
         if new is None:

@@ -30,7 +30,7 @@ import subprocess
 import tempfile
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible.module_utils.hostkit_journal import Journal, atomic_write, file_state, sysroot_path
+from ansible.module_utils.hostkit_journal import Journal, atomic_write, file_state, missing_parents, sysroot_path
 
 
 def main():
@@ -86,8 +86,10 @@ def main():
 
     journal = Journal(p["sysroot"], p["run_id"])
     try:
+        created = [d[len(full) - len(p["path"]):] for d in missing_parents(full)] if p["state"] == "present" else []
         journal.record({"kind": "file", "role": p["role"], "path": p["path"], "before": before,
-                        "after": {"exists": p["state"] == "present", "mode": p["mode"]}})
+                        "after": {"exists": p["state"] == "present", "mode": p["mode"]},
+                        "created_dirs": created})
     except (IOError, OSError) as exc:
         module.fail_json(msg="cannot write the journal %s (nothing changed): %s" % (journal.path, exc), **result)
     if p["state"] == "absent":

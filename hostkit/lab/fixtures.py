@@ -249,8 +249,18 @@ def build_tree(spec: dict, name: str) -> Tree:
 
     _build_irqs_and_nics(t, spec, ncpus, nodes, node_of)
     # ---- /etc: what the roles will edit
+    # The boot config holds what the host booted with (beyond BOOT_IMAGE/root/ro), so a host
+    # tuned by another tool carries its isolcpus= in /etc/default/grub as well.
+    extra = " ".join(tok for tok in spec["cmdline"].split()
+                     if not tok.startswith(("BOOT_IMAGE=", "root=")) and tok not in ("ro", "quiet"))
     t.put("etc/default/grub", 'GRUB_DEFAULT=0\nGRUB_TIMEOUT=5\nGRUB_DISTRIBUTOR="Debian"\n'
-          'GRUB_CMDLINE_LINUX_DEFAULT="quiet"\nGRUB_CMDLINE_LINUX=""\n')
+          f'GRUB_CMDLINE_LINUX_DEFAULT="quiet"\nGRUB_CMDLINE_LINUX="{extra}"\n')
+    if spec.get("irqbalance"):
+        t.put("etc/default/irqbalance", "# Configuration for the irqbalance daemon\n\n"
+              "# Should irqbalance be enabled?\nENABLED=\"1\"\n#IRQBALANCE_ONESHOT=\n"
+              "#IRQBALANCE_BANNED_CPULIST=\n")
+    for name, policy in (spec.get("kubelet_state") or {}).items():
+        t.put(f"var/lib/kubelet/{name}", json.dumps({"policyName": policy, "defaultCpuSet": "", "checksum": 1}))
     t.put("etc/hostname", name)
     t.dirs.update({"etc/sysctl.d", "etc/default/grub.d", "var/lib"})
     return t

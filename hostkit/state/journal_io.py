@@ -1,0 +1,139 @@
+# -*- coding: utf-8 -*-
+"""The change journal and atomic file writes: shared by hostkit's Ansible modules (as
+``module_utils/hostkit_journal.py``, a symlink to this file) and the runtime's rollback.
+Standard library only; Python 2-compatible syntax because Ansible may load it anywhere.
+
+The journal (``<sysroot>/var/lib/hostkit/journal/<run-id>.json``, mode 0600)
+is written *before* each change: the previous runtime value or the previous
+file content (or its absence) with a hash, mode and owner, then the new value.
+A run cut off mid-way therefore rolls back to the state before it.
+"""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import base64
+import datetime
+import errno
+import hashlib
+import json
+import os
+import tempfile
+
+JOURNAL_DIR = "var/lib/hostkit/journal"
+WOULD_RUN_LOG = "var/lib/hostkit/would-run.jsonl"
+
+
+def sysroot_path(sysroot, path):
+    """``path`` (absolute on the host) under ``sysroot`` ('' or '/' = the real root)."""
+    root = (sysroot or "/").rstrip("/")
+    return root + "/" + path.lstrip("/")
+
+
+def is_live(sysroot):
+    return os.path.realpath(sysroot or "/") == "/"
+
+
+def sha256(data):
+    return hashlib.sha256(data).hexdigest()
+
+
+def file_state(full):
+    """Everything rollback needs to put a file back exactly."""
+    try:
+        st = os.lstat(full)
+    except OSError as exc:
+        if exc.errno == errno.ENOENT:
+            return {"exists": False}
+        raise
+    with open(full, "rb") as f:
+        data = f.read()
+    state = {"exists": True, "sha256": sha256(data), "mode": "%04o" % (st.st_mode & 0o7777),
+             "uid": st.st_uid, "gid": st.st_gid}
+    try:
+        state["content"] = data.decode("utf-8")
+    except UnicodeDecodeError:
+        state["content_b64"] = base64.b64encode(data).decode("ascii")
+    return state
+
+
+def state_bytes(state):
+    if "content_b64" in state:
+        return base64.b64decode(state["content_b64"])
+    return state.get("content", "").encode("utf-8")
+
+
+def missing_parents(full):
+    """Directories ``atomic_write`` would create for ``full``, outermost first (journaled, so
+    rollback can remove them again)."""
+    out = []
+    d = os.path.dirname(full)
+    while d and d != "/" and not os.path.isdir(d):
+        out.insert(0, d)
+        d = os.path.dirname(d)
+    return out
+
+
+def atomic_write(full, data, mode=0o644, uid=None, gid=None):
+    d = os.path.dirname(full)
+    if not os.path.isdir(d):
+        os.makedirs(d, 0o755)
+    fd, tmp = tempfile.mkstemp(dir=d, prefix=".hostkit-")
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+            f.flush()
+            os.fsync(f.fileno())
+        os.chmod(tmp, mode)
+        if uid is not None and gid is not None:
+            os.chown(tmp, uid, gid)
+        os.rename(tmp, full)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise
+
+
+def now():
+    return datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+class Journal(object):
+    def __init__(self, sysroot, run_id):
+        if not run_id or "/" in run_id or run_id.startswith("."):
+            raise ValueError("invalid run id %r" % (run_id,))
+        self.sysroot = sysroot
+        self.run_id = run_id
+        self.dir = sysroot_path(sysroot, JOURNAL_DIR)
+        self.path = os.path.join(self.dir, run_id + ".json")
+
+    def load(self):
+        try:
+            with open(self.path) as f:
+                return json.load(f)
+        except (IOError, OSError):
+            return {"run_id": self.run_id, "started": now(), "entries": []}
+
+    def record(self, entry):
+        """Append one entry and make it durable before the caller changes anything."""
+        if not os.path.isdir(self.dir):
+            os.makedirs(self.dir, 0o700)
+        os.chmod(self.dir, 0o700)
+        doc = self.load()
+        entry = dict(entry)
+        entry["seq"] = len(doc["entries"]) + 1
+        entry["time"] = now()
+        doc["entries"].append(entry)
+        atomic_write(self.path, (json.dumps(doc, indent=1, sort_keys=True) + "\n").encode("utf-8"), mode=0o600)
+        return entry
+
+
+def record_would_run(sysroot, argv, reason):
+    """On a sysroot other than '/', a command that would act on the real machine is logged, not run."""
+    full = sysroot_path(sysroot, WOULD_RUN_LOG)
+    d = os.path.dirname(full)
+    if not os.path.isdir(d):
+        os.makedirs(d, 0o700)
+    with open(full, "a") as f:
+        f.write(json.dumps({"time": now(), "argv": argv, "reason": reason}) + "\n")

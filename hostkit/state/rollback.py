@@ -1,0 +1,202 @@
+"""Exact rollback from a host's journal, newest change first.
+
+Files come back with their content, mode and owner (or are removed when
+hostkit created them, with the directories it created); runtime values come
+back as they were. Entries whose change never happened (a run cut off
+mid-way) restore a state that is already there: a no-op. A second rollback
+therefore changes nothing.
+
+On a sysroot other than ``/``, commands that act on the machine (update-grub,
+systemctl) are recorded as "would run", never run.
+"""
+
+from __future__ import annotations
+
+import errno
+import json
+import os
+
+from hostkit.errors import BadInput
+from hostkit.state.journal import ROLLBACK_SUFFIX, journal_dir, load_runs
+from hostkit.state.journal_io import (atomic_write, file_state, is_live, now, record_would_run, state_bytes,
+                                      sysroot_path)
+
+# A restored file that a service reads: the command that makes it take effect.
+FOLLOW_UP = [
+    ("/etc/default/grub", ["update-grub"], True),
+    ("/etc/default/irqbalance", ["systemctl", "try-restart", "irqbalance.service"], False),
+    ("/etc/systemd/system/", ["systemctl", "daemon-reload"], False),
+    ("/etc/containerd/", ["systemctl", "try-restart", "containerd.service"], False),
+    ("/etc/kubernetes/", ["systemctl", "try-restart", "kubelet.service"], False),
+    ("/var/lib/kubelet/", ["systemctl", "try-restart", "kubelet.service"], False),
+]
+
+
+def select_runs(sysroot: str, run_id: str | None, all_runs: bool) -> list[dict]:
+    runs = load_runs(sysroot)
+    if run_id:
+        chosen = [r for r in runs if r.get("run_id") == run_id]
+        if not chosen:
+            raise BadInput(f"no run {run_id!r} in {journal_dir(sysroot)} "
+                           f"(runs: {', '.join(r['run_id'] for r in runs) or 'none'})")
+        return chosen
+    if all_runs:
+        return list(reversed(runs))
+    return runs[-1:]
+
+
+def _normal(kind: str, text: str):
+    text = (text or "").strip()
+    if kind == "int":
+        return text.split()[0] if text else text
+    if kind in ("cpulist", "mask"):
+        from hostkit.cpulist import parse_cpulist, parse_mask
+
+        try:
+            return parse_cpulist(text) if kind == "cpulist" else parse_mask(text)
+        except ValueError:
+            return text
+    return text
+
+
+def _file_matches(current: dict, before: dict) -> bool:
+    if not before.get("exists"):
+        return not current.get("exists")
+    return (current.get("exists") and current.get("sha256") == before.get("sha256")
+            and current.get("mode") == before.get("mode")
+            and current.get("uid") == before.get("uid") and current.get("gid") == before.get("gid"))
+
+
+def rollback(sysroot: str = "/", run_id: str | None = None, all_runs: bool = False,
+             check: bool = False, diff: bool = False) -> dict:
+    live = is_live(sysroot)
+    runs = select_runs(sysroot, run_id, all_runs)
+    actions: list[dict] = []
+    errors: list[dict] = []
+    unchanged = 0
+    follow_ups: list[list[str]] = []
+    reboot_required = False
+    dirs_to_remove: list[str] = []
+    for run in runs:
+        for entry in reversed(run.get("entries", [])):
+            if entry.get("kind") == "values":
+                for item in reversed(entry.get("items", [])):
+                    full = sysroot_path(sysroot, item["path"])
+                    try:
+                        with open(full) as f:
+                            current = f.read().rstrip("\n")
+                    except OSError as exc:
+                        errors.append({"path": item["path"], "error": f"cannot read: {exc.strerror}"})
+                        continue
+                    kind = item.get("kind", "str")
+                    if _normal(kind, current) == _normal(kind, item["before"]):
+                        unchanged += 1
+                        continue
+                    act = {"run_id": run["run_id"], "path": item["path"], "kind": "value",
+                           "from": current, "to": item["before"]}
+                    if not check:
+                        try:
+                            with open(full, "w") as f:
+                                f.write(item["before"] + "\n")
+                        except OSError as exc:
+                            if exc.errno == errno.EIO:
+                                act["refused"] = "the kernel refused the write (EIO)"
+                            else:
+                                errors.append({"path": item["path"], "error": str(exc)})
+                                continue
+                    actions.append(act)
+            else:
+                path = entry["path"]
+                full = sysroot_path(sysroot, path)
+                before = entry["before"]
+                current = file_state(full)
+                dirs_to_remove += [sysroot_path(sysroot, d) for d in entry.get("created_dirs", [])]
+                if _file_matches(current, before):
+                    unchanged += 1
+                    continue
+                act = {"run_id": run["run_id"], "path": path, "kind": "file",
+                       "action": "restore" if before.get("exists") else "remove"}
+                if diff:
+                    act["diff"] = {"before": current.get("content", ""), "after": before.get("content", "")}
+                if not check:
+                    try:
+                        if before.get("exists"):
+                            atomic_write(full, state_bytes(before), mode=int(before["mode"], 8),
+                                         uid=before.get("uid"), gid=before.get("gid"))
+                        else:
+                            os.unlink(full)
+                    except OSError as exc:
+                        errors.append({"path": path, "error": str(exc)})
+                        continue
+                actions.append(act)
+                for prefix, argv, reboot in FOLLOW_UP:
+                    if path.startswith(prefix):
+                        if argv not in follow_ups:
+                            follow_ups.append(argv)
+                        reboot_required = reboot_required or reboot
+    # Directories hostkit created, deepest first, when they are empty again.
+    for d in sorted(set(dirs_to_remove), key=len, reverse=True):
+        if os.path.isdir(d) and not os.listdir(d):
+            if not check:
+                os.rmdir(d)
+            actions.append({"path": d[len(sysroot_path(sysroot, "/")) - 1:], "kind": "dir", "action": "remove"})
+
+    ran, would_run = [], []
+    if not check:
+        for argv in follow_ups:
+            if live:
+                import subprocess
+
+                proc = subprocess.run(argv, capture_output=True, text=True)
+                ran.append({"argv": argv, "rc": proc.returncode, "stderr": proc.stderr.strip()[-300:]})
+            else:
+                record_would_run(sysroot, argv, "rollback restored a file this command reads")
+                would_run.append(argv)
+        for run in runs:
+            marker = os.path.join(journal_dir(sysroot), run["run_id"] + ROLLBACK_SUFFIX)
+            atomic_write(marker, (json.dumps({"time": now(), "actions": len(actions)}) + "\n").encode(), mode=0o600)
+    else:
+        would_run = follow_ups
+
+    verify = verify_restored(sysroot, runs) if not check else None
+    return {
+        "changed": bool(actions),
+        "check": check,
+        "runs": [r["run_id"] for r in runs],
+        "actions": actions,
+        "unchanged": unchanged,
+        "errors": errors,
+        "ran": ran,
+        "would_run": would_run,
+        "reboot_required": reboot_required and bool(actions),
+        "verify": verify,
+    }
+
+
+def verify_restored(sysroot: str, runs: list[dict]) -> dict:
+    """Re-check: every journaled path holds its oldest recorded 'before' again."""
+    expected: dict[str, tuple] = {}
+    for run in runs:  # newest first: the oldest run's 'before' is written last and wins
+        for entry in reversed(run.get("entries", [])):
+            if entry.get("kind") == "values":
+                for item in reversed(entry.get("items", [])):
+                    expected[item["path"]] = ("value", item.get("kind", "str"), item["before"])
+            else:
+                expected[entry["path"]] = ("file", None, entry["before"])
+    mismatches = []
+    for path, (kind, vkind, before) in expected.items():
+        full = sysroot_path(sysroot, path)
+        if kind == "file":
+            if not _file_matches(file_state(full), before):
+                mismatches.append({"path": path, "expected": "absent" if not before.get("exists")
+                                   else f"sha256 {before['sha256'][:12]} mode {before['mode']}",
+                                   "got": "present" if os.path.exists(full) else "absent"})
+        else:
+            try:
+                with open(full) as f:
+                    current = f.read().rstrip("\n")
+            except OSError:
+                current = None
+            if current is None or _normal(vkind, current) != _normal(vkind, before):
+                mismatches.append({"path": path, "expected": before, "got": current})
+    return {"ok": not mismatches, "checked": len(expected), "mismatches": mismatches}
