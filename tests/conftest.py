@@ -53,3 +53,24 @@ def _state_dir(tmp_path, monkeypatch):
     """Runs and runtime artifacts of a test go to its own tmp dir, not the checkout."""
     monkeypatch.setenv("HOSTKIT_STATE_DIR", str(tmp_path / ".hostkit"))
     monkeypatch.setenv("HOSTKIT_PROJECT_DIR", str(REPO))
+
+
+def excluding_hostkit_state(tree: dict[str, str]) -> dict[str, str]:
+    """A tree hash without hostkit's own state (journal, would-run log): what 'no byte changed' compares."""
+    return {k: v for k, v in tree.items() if not k.startswith("var/lib/hostkit")}
+
+
+@pytest.fixture(scope="module")
+def make_lab(tmp_path_factory):
+    """Start a private lab for one test module: ``make_lab([(name, fixture), ...], port)``."""
+    labs = []
+
+    def start(specs, port):
+        lab = Lab(tmp_path_factory.mktemp("modlab") / "lab")
+        lab.up(host_specs=specs, port=port)
+        labs.append(lab)
+        return lab
+
+    yield start
+    for lab in labs:
+        lab.down()

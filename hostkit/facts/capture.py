@@ -83,4 +83,6 @@ def capture(src: str = "/") -> dict:
             for irq in sr.listdir(f"{candidate}/msi_irqs"):
                 files[f"{candidate}/msi_irqs/{irq}"] = "msix\n"
             candidate = candidate.rsplit("/", 1)[0]
+    # Directories every real host has, where hostkit keeps its journal and writes configs.
+    dirs |= {"etc", "var/lib"}
     return {"files": dict(sorted(files.items())), "symlinks": symlinks, "dirs": sorted(dirs)}

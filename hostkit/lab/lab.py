@@ -318,6 +318,19 @@ class Lab:
                 stopped.append(h.name)
         return stopped
 
+    def kill_host(self, name: str) -> None:
+        """Drop a host off the network mid-run (fault tests): SIGKILL its sshd listener and every
+        session it serves, so even multiplexed (ControlPersist) connections break."""
+        for h in self.hosts():
+            if h.name != name or not h.pid:
+                continue
+            victims = [h.pid] + _children(h.pid)
+            for pid in victims:
+                try:
+                    os.kill(pid, signal.SIGKILL)
+                except ProcessLookupError:
+                    pass
+
     def stop_host(self, name: str) -> None:
         """Stop one host's sshd (fault tests); ``start_host`` brings it back."""
         self._stop([h for h in self.hosts() if h.name == name])
@@ -340,6 +353,26 @@ class Lab:
         stopped = self._stop(self.hosts())
         shutil.rmtree(self.dir, ignore_errors=True)
         return stopped
+
+
+def _children(pid: int) -> list[int]:
+    """Descendants of ``pid`` (the sshd sessions under a listener)."""
+    kids: dict[int, list[int]] = {}
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            stat = Path(f"/proc/{entry}/stat").read_text()
+        except OSError:
+            continue
+        ppid = int(stat.rsplit(")", 1)[1].split()[1])
+        kids.setdefault(ppid, []).append(int(entry))
+    out, todo = [], [pid]
+    while todo:
+        for child in kids.get(todo.pop(), []):
+            out.append(child)
+            todo.append(child)
+    return out
 
 
 def _keygen(path: Path, comment: str) -> None:

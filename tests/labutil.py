@@ -1,0 +1,45 @@
+"""Helpers for lab tests: run the CLI, edit the lab inventory, hash sysroots."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import yaml
+
+from tests.conftest import excluding_hostkit_state
+from tests.treehash import tree_hash
+
+
+def cli(*args, timeout: int = 600):
+    return subprocess.run([sys.executable, "-m", "hostkit.cli", *map(str, args)], capture_output=True, text=True,
+                          timeout=timeout)
+
+
+def cli_json(*args):
+    proc = cli(*args, "--json")
+    try:
+        return proc.returncode, json.loads(proc.stdout), proc
+    except json.JSONDecodeError:
+        raise AssertionError(f"no JSON from hostkit {' '.join(map(str, args))}: rc={proc.returncode}\n"
+                             f"stdout={proc.stdout[-2000:]}\nstderr={proc.stderr[-2000:]}") from None
+
+
+def inventory_with(lab, path: Path, host_vars: dict[str, dict]) -> Path:
+    """A copy of the lab inventory with extra variables per host."""
+    inv = yaml.safe_load(lab.inventory.read_text())
+    hosts = inv["all"]["children"]["lab"]["hosts"]
+    for name, extra in host_vars.items():
+        hosts[name].update(extra)
+    path.write_text(yaml.safe_dump(inv, sort_keys=False))
+    return path
+
+
+def trees(lab) -> dict[str, dict[str, str]]:
+    return {h.name: excluding_hostkit_state(tree_hash(h.sysroot)) for h in lab.hosts()}
+
+
+def sysroot(lab, name: str) -> Path:
+    return Path(next(h.sysroot for h in lab.hosts() if h.name == name))
