@@ -153,7 +153,7 @@ def cmd_plan(args) -> int:
     if args.json:
         doc = {h: (r["plan"] if r["status"] == "ok" else {"status": r["status"], "error": r.get("error")})
                for h, r in results.items()}
-        _emit_json(doc["localhost"] if list(doc) == ["localhost"] else doc)
+        _emit_json(doc if args.inventory else doc["localhost"])
     else:
         con = _console()
         for host, r in results.items():

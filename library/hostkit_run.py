@@ -19,6 +19,8 @@ options:
   reason: {type: str, default: '', description: Why it runs (recorded).}
 """
 
+import os
+
 from ansible.module_utils.basic import AnsibleModule
 from ansible.module_utils.hostkit_journal import is_live, record_would_run
 
@@ -42,6 +44,10 @@ def main():
                          msg="would run (lab sysroot): %s" % " ".join(p["argv"]))
     if module.check_mode:
         module.exit_json(changed=True, would_run=True, argv=p["argv"])
+    if os.path.basename(p["argv"][0]) == "systemctl" and not os.path.isdir("/run/systemd/system"):
+        # A container or a minimal VM: no systemd to talk to. Nothing to restart or reload.
+        module.exit_json(changed=False, would_run=False, skipped_reason="systemd is not running on this host",
+                         argv=p["argv"], msg="skipped (systemd is not running): %s" % " ".join(p["argv"]))
     rc, out, err = module.run_command(p["argv"])
     if rc != 0:
         module.fail_json(msg="%s failed (rc=%d): %s" % (" ".join(p["argv"]), rc, (err or out).strip()[-500:]),

@@ -13,7 +13,7 @@ description:
   - One call for hundreds of CPUs or IRQs (an Ansible loop over 384 CPUs costs minutes).
   - Values are compared normalised (int, cpulist, hex mask, bracketed choice) before writing.
   - Writes the kernel refuses with EIO (managed or per-CPU IRQs) are reported in C(refused), not failures,
-    when C(tolerate_eio) is set. In a lab sysroot, a C(.managed) file beside an IRQ's files stands for that EIO.
+    when C(tolerate_refused) is set. In a lab sysroot, a C(.managed) file beside an IRQ's files stands for that EIO.
 options:
   sysroot: {description: Root the paths are under., type: str, default: ''}
   items:
@@ -21,7 +21,7 @@ options:
     type: list
     elements: dict
     required: true
-  tolerate_eio: {description: Report EIO writes instead of failing., type: bool, default: false}
+  tolerate_refused: {description: Report writes the kernel refuses (EIO, EPERM, EINVAL) instead of failing., type: bool, default: false}
   run_id: {description: Journal run id., type: str, required: true}
   role: {description: Role name recorded in the journal., type: str, default: ''}
 """
@@ -31,6 +31,11 @@ import os
 
 from ansible.module_utils.basic import AnsibleModule
 from ansible.module_utils.hostkit_journal import Journal, is_live, sysroot_path
+
+
+# How the kernel refuses an IRQ affinity: EIO for managed IRQs (irq_can_set_affinity_usr),
+# EPERM/EINVAL for per-CPU or chip-restricted ones.
+REFUSED_ERRNOS = (errno.EIO, errno.EPERM, errno.EINVAL)
 
 
 def parse_cpulist(text):
@@ -65,7 +70,7 @@ def main():
         argument_spec=dict(
             sysroot=dict(type="str", default=""),
             items=dict(type="list", elements="dict", required=True),
-            tolerate_eio=dict(type="bool", default=False),
+            tolerate_refused=dict(type="bool", default=False),
             run_id=dict(type="str", required=True),
             role=dict(type="str", default=""),
         ),
@@ -80,7 +85,7 @@ def main():
             module.fail_json(msg="bad item %r: needs an absolute path and kind int/str/cpulist/mask" % (item,))
         value = str(item.get("value"))
         full = sysroot_path(p["sysroot"], path)
-        if lab and p["tolerate_eio"] and os.path.exists(os.path.join(os.path.dirname(full), ".managed")):
+        if lab and p["tolerate_refused"] and os.path.exists(os.path.join(os.path.dirname(full), ".managed")):
             pre_refused.append({"path": path, "error": "Input/output error (lab: managed IRQ)"})
             continue
         try:
@@ -107,7 +112,7 @@ def main():
 
     journal = Journal(p["sysroot"], p["run_id"])
     try:
-        journal.record({"kind": "values", "role": p["role"],
+        entry = journal.record({"kind": "values", "role": p["role"],
                         "items": [{"path": t["path"], "before": t["before"], "after": t["after"], "kind": t["kind"]}
                                   for t in todo]})
     except (IOError, OSError) as exc:
@@ -119,10 +124,13 @@ def main():
                 f.write(t["after"] + "\n")
             written += 1
         except (IOError, OSError) as exc:
-            if exc.errno == errno.EIO and p["tolerate_eio"]:
+            if exc.errno in REFUSED_ERRNOS and p["tolerate_refused"]:
                 refused.append({"path": t["path"], "error": os.strerror(exc.errno)})
                 continue
             module.fail_json(msg="writing %s failed: %s" % (t["path"], exc), **result)
+    newly_refused = [r["path"] for r in refused if r not in pre_refused]
+    if newly_refused:
+        journal.drop_items(entry["seq"], newly_refused)
     result["refused"] = refused
     result["written"] = written
     result["changed"] = written > 0

@@ -129,6 +129,27 @@ class Journal(object):
         return entry
 
 
+    def drop_items(self, seq, paths):
+        """After the kernel refused some writes of entry ``seq``: forget those items (nothing
+        changed there). An entry left empty is removed, and a journal left empty is deleted,
+        so a run that changed nothing never becomes "the latest run" to roll back."""
+        paths = set(paths)
+        doc = self.load()
+        entries = []
+        for e in doc["entries"]:
+            if e.get("seq") == seq and e.get("kind") == "values":
+                e["items"] = [i for i in e["items"] if i["path"] not in paths]
+                if not e["items"]:
+                    continue
+            entries.append(e)
+        doc["entries"] = entries
+        if not entries:
+            if os.path.exists(self.path):
+                os.unlink(self.path)
+            return
+        atomic_write(self.path, (json.dumps(doc, indent=1, sort_keys=True) + "\n").encode("utf-8"), mode=0o600)
+
+
 def record_would_run(sysroot, argv, reason):
     """On a sysroot other than '/', a command that would act on the real machine is logged, not run."""
     full = sysroot_path(sysroot, WOULD_RUN_LOG)

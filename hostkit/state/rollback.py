@@ -40,6 +40,7 @@ def select_runs(sysroot: str, run_id: str | None, all_runs: bool) -> list[dict]:
             raise BadInput(f"no run {run_id!r} in {journal_dir(sysroot)} "
                            f"(runs: {', '.join(r['run_id'] for r in runs) or 'none'})")
         return chosen
+    runs = [r for r in runs if r.get("entries")]
     if all_runs:
         return list(reversed(runs))
     return runs[-1:]
@@ -99,8 +100,8 @@ def rollback(sysroot: str = "/", run_id: str | None = None, all_runs: bool = Fal
                             with open(full, "w") as f:
                                 f.write(item["before"] + "\n")
                         except OSError as exc:
-                            if exc.errno == errno.EIO:
-                                act["refused"] = "the kernel refused the write (EIO)"
+                            if exc.errno in (errno.EIO, errno.EPERM, errno.EINVAL):
+                                act["refused"] = f"the kernel refused the write ({errno.errorcode[exc.errno]})"
                             else:
                                 errors.append({"path": item["path"], "error": str(exc)})
                                 continue
@@ -129,6 +130,10 @@ def rollback(sysroot: str = "/", run_id: str | None = None, all_runs: bool = Fal
                         errors.append({"path": path, "error": str(exc)})
                         continue
                 actions.append(act)
+                if not before.get("exists") and path.startswith("/etc/systemd/system/") and path.endswith(".service"):
+                    disable = ["systemctl", "disable", os.path.basename(path)]
+                    if disable not in follow_ups:
+                        follow_ups.insert(0, disable)  # before the unit file is gone for good
                 for prefix, argv, reboot in FOLLOW_UP:
                     if path.startswith(prefix):
                         if argv not in follow_ups:
@@ -144,11 +149,16 @@ def rollback(sysroot: str = "/", run_id: str | None = None, all_runs: bool = Fal
     ran, would_run = [], []
     if not check:
         for argv in follow_ups:
-            if live:
+            if live and argv[0] == "systemctl" and not os.path.isdir("/run/systemd/system"):
+                ran.append({"argv": argv, "skipped": "systemd is not running on this host"})
+            elif live:
                 import subprocess
 
-                proc = subprocess.run(argv, capture_output=True, text=True)
-                ran.append({"argv": argv, "rc": proc.returncode, "stderr": proc.stderr.strip()[-300:]})
+                try:
+                    proc = subprocess.run(argv, capture_output=True, text=True)
+                    ran.append({"argv": argv, "rc": proc.returncode, "stderr": proc.stderr.strip()[-300:]})
+                except FileNotFoundError:
+                    ran.append({"argv": argv, "skipped": f"{argv[0]} is not installed"})
             else:
                 record_would_run(sysroot, argv, "rollback restored a file this command reads")
                 would_run.append(argv)
