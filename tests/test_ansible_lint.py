@@ -19,3 +19,21 @@ def test_ansible_lint_production_profile_passes():
                           cwd=REPO, capture_output=True, text=True, env=env, timeout=600)
     assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr[-4000:]
     assert "Profile 'production' was required, and it passed" in proc.stdout + proc.stderr
+
+
+def test_role_readmes_document_every_variable():
+    proc = subprocess.run([sys.executable, "scripts/role_readmes.py", "--check"], cwd=REPO,
+                          capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stdout
+
+
+def test_every_role_has_the_layout():
+    for role in (REPO / "roles").iterdir():
+        for part in ("defaults/main.yml", "vars/main.yml", "tasks/main.yml", "handlers/main.yml",
+                     "meta/argument_specs.yml", "meta/main.yml", "README.md"):
+            assert (role / part).exists(), f"{role.name}: {part}"
+        assert (role / "templates").is_dir(), role.name
+        for tpl in (role / "templates").glob("*.j2"):
+            text = tpl.read_text()
+            if not tpl.name.endswith(".json.j2") and not tpl.name == "irqbalance.j2":
+                assert text.startswith("{{ ansible_managed | comment }}"), tpl

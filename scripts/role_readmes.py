@@ -1,0 +1,92 @@
+#!/usr/bin/env python3
+"""Write roles/<role>/README.md from meta/argument_specs.yml and defaults/main.yml.
+
+    .venv/bin/python scripts/role_readmes.py          # rewrite the READMEs
+    .venv/bin/python scripts/role_readmes.py --check  # exit 1 when one is stale (tests run this)
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import yaml
+
+ROOT = Path(__file__).resolve().parent.parent
+INTRO = {
+    "bios_nps": "Read-only checks of what only the BIOS can set: NUMA nodes per socket (AMD NPS, Intel SNC), "
+                "SMT, populated memory channels (dmidecode, live hosts). A mismatch fails the host when "
+                "`bios_nps_enforce`, else warns.",
+    "isolcpus": "Kernel arguments `isolcpus=managed_irq,domain,I nohz_full=I rcu_nocbs=I irqaffinity=H` through "
+                "`/etc/default/grub.d/hostkit.cfg`; the same arguments set by another tool in `/etc/default/grub` "
+                "are removed (replaced, never duplicated). Sets `isolcpus_reboot_required` when `/proc/cmdline` "
+                "differs; reboots only with `isolcpus_reboot_ok` (in the lab, a reboot rewrites the sysroot's "
+                "`proc/cmdline`). `update-grub` runs as a handler (recorded as *would run* under a lab sysroot).",
+    "irq_affinity": "Every movable IRQ to the IRQ CPUs in one module call (NIC queues to the housekeeping CPUs "
+                    "of the NIC's node), `default_smp_affinity`; IRQs the kernel refuses (managed, per-CPU) are "
+                    "reported, not failed. Persistence: `IRQBALANCE_BANNED_CPULIST` when irqbalance is "
+                    "installed, else `hostkit-irq-affinity.service`.",
+    "cpu_governor": "`scaling_governor` on every CPU with cpufreq in one module call, and a boot-time unit. "
+                    "No cpufreq (VMs): not applicable, not failed.",
+    "rt_runtime": "`kernel.sched_rt_runtime_us` at runtime and in `/etc/sysctl.d/60-hostkit-rt.conf`; "
+                  "reports (and optionally sets) the cgroup v1 `cpu.rt_runtime_us` budget where "
+                  "`CONFIG_RT_GROUP_SCHED` is active.",
+    "numa_sysctl": "`kernel.numa_balancing`, `kernel.timer_migration`, `vm.zone_reclaim_mode`, "
+                   "`vm.stat_interval` at runtime and in `/etc/sysctl.d/61-hostkit-numa.conf`.",
+    "containerd": "`/etc/containerd/config.toml` rendered from the installed version's `containerd config "
+                  "default` with `SystemdCgroup = true` (and NRI where the version has it), validated by the "
+                  "real containerd (`containerd --config FILE config dump`) before it replaces the old file; "
+                  "`try-restart` handler with a readiness check.",
+    "kubelet": "A KubeletConfiguration drop-in: static CPU manager (`full-pcpus-only`), `single-numa-node` "
+               "topology manager, Static memory manager with `reservedMemory` per node, `reservedSystemCPUs` = "
+               "housekeeping. When a manager policy changes, its state file is removed before the restart "
+               "(kubelet crash-loops otherwise).",
+}
+COMMON = """
+Every change goes through hostkit's own modules (`hostkit_file`, `hostkit_values`, `hostkit_bootargs`,
+`hostkit_run`): the previous state is journaled on the host before the change
+(`<sysroot>/var/lib/hostkit/journal/<run-id>.json`, mode 0600), check and diff modes work, and a
+second run changes nothing. All paths are under `hostkit_sysroot`; when it is not `/`, commands that
+act on the machine itself are recorded in `var/lib/hostkit/would-run.jsonl`, never run.
+
+Common variables: `hostkit_sysroot` (inventory, default `''` = `/`), `hostkit_run_id` and
+`hostkit_plan` (set by `hostkit apply`).
+"""
+
+
+def render(role: Path) -> str:
+    spec = yaml.safe_load((role / "meta/argument_specs.yml").read_text())["argument_specs"]["main"]
+    defaults = yaml.safe_load((role / "defaults/main.yml").read_text()) or {}
+    lines = [f"# Role `{role.name}`", "", spec["short_description"] + ".", "", INTRO[role.name], COMMON,
+             "| variable | type | default | description |", "|---|---|---|---|"]
+    for name, opt in spec["options"].items():
+        default = defaults.get(name, "")
+        default_text = f"`{default}`" if default != "" else "`''`"
+        kind = opt.get("type", "str") + (f" of {opt['elements']}" if opt.get("elements") else "")
+        desc = opt.get("description", "")
+        if opt.get("choices"):
+            desc += f" One of: {', '.join(map(str, opt['choices']))}."
+        lines.append(f"| `{name}` | {kind} | {default_text.replace('|', '&#124;')} | {desc} |")
+    return "\n".join(lines) + "\n"
+
+
+def main() -> int:
+    stale = []
+    for role in sorted((ROOT / "roles").iterdir()):
+        if not (role / "meta/argument_specs.yml").exists():
+            continue
+        text = render(role)
+        readme = role / "README.md"
+        if "--check" in sys.argv:
+            if not readme.exists() or readme.read_text() != text:
+                stale.append(str(readme))
+        else:
+            readme.write_text(text)
+    if stale:
+        print("stale role READMEs (run scripts/role_readmes.py):", *stale, sep="\n  ")
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
