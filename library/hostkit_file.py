@@ -21,11 +21,15 @@ options:
   state: {description: present or absent., type: str, default: present, choices: [present, absent]}
   mode: {description: File mode for a new file (octal string)., type: str, default: '0644'}
   validate: {description: "argv list run on a temp copy; '%s' is replaced by its path.", type: list, elements: str}
+  remove_regex: {description: "Edit mode - remove lines matching this (multiline) regex from the current content.", type: str}
+  append: {description: "Edit mode - text appended after the removal (nothing when empty).", type: str}
+  missing: {description: "Edit mode - when the file does not exist, skip (report missing) or create it.", type: str, default: skip, choices: [skip, create]}
   run_id: {description: Journal run id., type: str, required: true}
   role: {description: Role name recorded in the journal., type: str, default: ''}
 """
 
 import os
+import re
 import subprocess
 import tempfile
 
@@ -42,10 +46,14 @@ def main():
             state=dict(type="str", default="present", choices=["present", "absent"]),
             mode=dict(type="str", default="0644"),
             validate=dict(type="list", elements="str"),
+            remove_regex=dict(type="str"),
+            append=dict(type="str"),
+            missing=dict(type="str", default="skip", choices=["skip", "create"]),
             run_id=dict(type="str", required=True),
             role=dict(type="str", default=""),
         ),
-        required_if=[("state", "present", ["content"])],
+        required_if=[("state", "present", ["content", "remove_regex", "append"], True)],
+        mutually_exclusive=[("content", "remove_regex"), ("content", "append")],
         supports_check_mode=True,
     )
     p = module.params
@@ -54,6 +62,20 @@ def main():
     full = sysroot_path(p["sysroot"], p["path"])
     before = file_state(full)
     want_mode = int(p["mode"], 8)
+    edit = p["content"] is None and p["state"] == "present"
+    if edit:
+        if not before["exists"] and p["missing"] == "skip":
+            module.exit_json(changed=False, missing=True, path=p["path"], full_path=full)
+        text = before.get("content", "")
+        if p["remove_regex"]:
+            text = re.sub(p["remove_regex"], "", text, flags=re.MULTILINE)
+        if p["append"]:
+            if text and not text.endswith("\n"):
+                text += "\n"
+            text += p["append"] if p["append"].endswith("\n") else p["append"] + "\n"
+        p["content"] = text
+        if before["exists"]:
+            want_mode = int(before["mode"], 8)  # an edit keeps the file's mode
     if p["state"] == "absent":
         changed = before["exists"]
         after_text = ""
@@ -63,7 +85,7 @@ def main():
         same_content = before["exists"] and before.get("content") == p["content"]
         same_mode = before["exists"] and int(before["mode"], 8) == want_mode
         changed = not (same_content and same_mode)
-    result = dict(changed=changed, path=p["path"], full_path=full)
+    result = dict(changed=changed, path=p["path"], full_path=full, missing=False)
     if module._diff:
         result["diff"] = dict(before_header=p["path"], after_header=p["path"],
                               before=before.get("content", ""), after=after_text)

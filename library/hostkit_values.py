@@ -17,7 +17,10 @@ description:
 options:
   sysroot: {description: Root the paths are under., type: str, default: ''}
   items:
-    description: "List of {path, value, kind} with kind one of int, str, cpulist, mask."
+    description: >-
+      List of {path, value, kind} with kind one of int, str, cpulist, mask; optional allowed_from:
+      a file listing the values the kernel accepts (e.g. scaling_available_governors), checked
+      for every item before anything is written.
     type: list
     elements: dict
     required: true
@@ -85,6 +88,16 @@ def main():
             module.fail_json(msg="bad item %r: needs an absolute path and kind int/str/cpulist/mask" % (item,))
         value = str(item.get("value"))
         full = sysroot_path(p["sysroot"], path)
+        allowed_from = item.get("allowed_from")
+        if allowed_from:
+            try:
+                with open(sysroot_path(p["sysroot"], allowed_from)) as f:
+                    allowed = f.read().split()
+            except (IOError, OSError):
+                allowed = None
+            if allowed is not None and value not in allowed:
+                module.fail_json(msg="%s: %r is not offered (%s: %s); nothing changed"
+                                 % (path, value, allowed_from, " ".join(allowed)))
         if lab and p["tolerate_refused"] and os.path.exists(os.path.join(os.path.dirname(full), ".managed")):
             pre_refused.append({"path": path, "error": "Input/output error (lab: managed IRQ)"})
             continue
