@@ -48,6 +48,7 @@ test-lab: setup
 
 bench: setup
 	$(PY) bench/facts.py
+	$(PY) bench/apply_fleet.py
 
 clean:
 	-$(HOSTKIT) lab down 2>/dev/null

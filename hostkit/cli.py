@@ -298,6 +298,66 @@ def cmd_rollback(args) -> int:
     return EXIT_FAILED if failed else EXIT_OK
 
 
+# ----------------------------------------------------------------------------- smoke
+
+def cmd_smoke(args) -> int:
+    from hostkit.smoke.report import plot, prometheus, table_rows, text_summary
+    from hostkit.smoke.runner import SmokeConfig, parse_stall, run_smoke
+
+    if args.inventory:
+        raise BadInput("hostkit smoke -i (remote, through the smoke role) is not built yet: run `hostkit smoke` "
+                       "on the host itself")
+    profile = None
+    if args.profile:
+        from hostkit.profiles import load_profile
+
+        profile = load_profile(args.profile)
+    stall_ms = stall_every = None
+    if args.inject_stall:
+        stall_ms, stall_every = parse_stall(args.inject_stall)
+    cfg = SmokeConfig(
+        transport=args.transport or (profile["smoke"]["transport"] if profile else "shm"),
+        allocator=args.allocator, state_stride=args.state_stride, nslots=args.slots, infer_ms=args.infer_ms,
+        model=args.model, requests=args.requests, duration=args.duration, clients=args.clients,
+        client_batch=args.client_batch, rate=args.rate, max_batch=args.max_batch, min_batch=args.min_batch,
+        busy_poll=args.busy_poll, cpu=args.cpu, fifo=not args.no_fifo, request_timeout_s=args.request_timeout,
+        inject_stall_ms=stall_ms, inject_every_s=stall_every, with_cyclictest=args.with_cyclictest,
+        target_p999_ms=args.target_p999_ms or (profile["smoke"]["target_p999_ms"] if profile else 1.0))
+    if args.requests is not None and args.duration is not None:
+        raise BadInput("--requests and --duration exclude each other")
+    from hostkit.facts import gather
+
+    facts = gather("/")
+    if args.json:
+        result = run_smoke(cfg, facts=facts)
+    else:
+        from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
+
+        with Progress(TextColumn("smoke"), BarColumn(), TextColumn("{task.description}"), TimeElapsedColumn(),
+                      console=_console(stderr=True), transient=True) as bar:
+            task = bar.add_task("starting", total=cfg.duration or cfg.requests or 1)
+
+            def progress(done, total, elapsed, duration):
+                if duration:
+                    bar.update(task, completed=min(elapsed, duration), description=f"{done or 0} inferences")
+                else:
+                    bar.update(task, completed=done or 0, description=f"{done or 0}/{total}")
+
+            result = run_smoke(cfg, progress=progress, facts=facts)
+    values = result.pop("_deschedule_raw")
+    if args.prom:
+        Path(args.prom).write_text(prometheus(result, facts.get("hostname") or "localhost"))
+    if args.plot:
+        plot([(f"{result['transport']} (n={result['samples']})", result, values)], args.plot, cfg.target_p999_ms)
+    if args.json:
+        _emit_json(result)
+    else:
+        _console().print(_table(["metric (ms)", "n", "p50", "p99", "p999", "max"], table_rows(result),
+                                title="hostkit smoke"))
+        print(text_summary(result))
+    return EXIT_OK if result["slo"]["passed"] else EXIT_FAILED
+
+
 # ----------------------------------------------------------------------------- lab
 
 def cmd_lab(args) -> int:
@@ -459,6 +519,47 @@ def build_parser() -> argparse.ArgumentParser:
     rb.add_argument("--diff", action="store_true", help="show file diffs and value changes")
     rb.add_argument("--json", action="store_true")
     rb.set_defaults(func=cmd_rollback)
+
+    sm = sub.add_parser("smoke", help="on-host SHM inference smoke test: p999 deschedule against a target",
+                        formatter_class=argparse.RawDescriptionHelpFormatter,
+                        description="Rebuilds the seeds' shared-memory inference path on this host and measures\n"
+                                    "deschedule = wall - thread CPU of every inference (time runnable but not\n"
+                                    "running). Exit 1 when p999 misses --target-p999-ms or the run faulted.",
+                        epilog="examples:\n"
+                               "  hostkit smoke --duration 10                        shm transport, 2 ms model\n"
+                               "  hostkit smoke --transport socket --requests 20000  TCP loopback + pickle\n"
+                               "  hostkit smoke --inject-stall 20@0.5 --duration 5   calibration: stalls it must see\n"
+                               "  hostkit smoke --with-cyclictest --plot cdf.png --prom /var/lib/node_exporter/hk.prom\n"
+                               "credible p999 needs >= 10,000 samples (100,000 for a stable one)")
+    sm.add_argument("-i", "--inventory", metavar="INVENTORY", help="run on every inventory host (not built yet)")
+    sm.add_argument("--profile", metavar="NAME|FILE", help="take transport and target from a profile")
+    sm.add_argument("--transport", choices=["shm", "socket"], default=None, help="default shm")
+    sm.add_argument("--allocator", choices=["partition", "flock"], default="partition",
+                    help="slot allocation: lock-free partition (default) or the seed's flock")
+    sm.add_argument("--state-stride", type=int, choices=[4, 64], default=64,
+                    help="bytes per slot state: 64 (own cache line, default) or 4 (packed, false sharing)")
+    sm.add_argument("--slots", type=int, default=256)
+    sm.add_argument("--infer-ms", type=float, default=2.0, help="synthetic model time (0: transport only)")
+    sm.add_argument("--model", metavar="FILE.onnx", help="an ONNX model (needs onnxruntime)")
+    run_len = sm.add_mutually_exclusive_group()
+    run_len.add_argument("--requests", type=int, default=None, help="number of inferences (default 20000)")
+    run_len.add_argument("--duration", type=float, default=None, metavar="S", help="run for S seconds")
+    sm.add_argument("--clients", type=int, default=2)
+    sm.add_argument("--client-batch", type=int, default=4, help="requests each client submits at once")
+    sm.add_argument("--rate", type=float, default=None, help="open loop: requests/s (coordinated-omission correct)")
+    sm.add_argument("--max-batch", type=int, default=16)
+    sm.add_argument("--min-batch", type=int, default=8)
+    sm.add_argument("--busy-poll", action="store_true", help="worker polls without the 0.5 ms idle sleep")
+    sm.add_argument("--cpu", type=int, default=None, help="worker CPU (default: an isolated CPU, else the last)")
+    sm.add_argument("--no-fifo", action="store_true", help="never use SCHED_FIFO")
+    sm.add_argument("--request-timeout", type=float, default=2.0, metavar="S")
+    sm.add_argument("--inject-stall", metavar="MS@EVERY_S", help="SIGSTOP the worker MS every EVERY_S seconds")
+    sm.add_argument("--with-cyclictest", action="store_true", help="run cyclictest on the worker CPU alongside")
+    sm.add_argument("--target-p999-ms", type=float, default=None, help="SLO (default 1.0 or the profile's)")
+    sm.add_argument("--json", action="store_true")
+    sm.add_argument("--plot", metavar="FILE.png")
+    sm.add_argument("--prom", metavar="FILE", help="Prometheus textfile for node_exporter")
+    sm.set_defaults(func=cmd_smoke)
 
     lab = sub.add_parser("lab", help="start/stop real sshd lab hosts on loopback",
                          description="A lab of real sshd hosts on 127.0.0.2, 127.0.0.3, ... each with its own "

@@ -1,0 +1,148 @@
+"""Naming the cause of a deschedule tail: the seeds' layered reasoning, as data.
+
+Causes, each with its evidence: RT throttling (FIFO in use and sched_rt_runtime_us below the
+period; the kernel's "RT throttling activated" line when readable), hypervisor stall (steal
+time on the worker CPU; deceptive topology), CFS contention (run_delay of the worker in
+/proc/<pid>/schedstat, non-voluntary context switches, other runnable tasks on its CPU),
+cross-NUMA shared memory (pages on another node than the worker's CPU), an injected stall
+(calibration), or none.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+
+USER_HZ = os.sysconf("SC_CLK_TCK")
+
+
+def read_proc(pid: int) -> dict:
+    out = {"run_delay_ns": None, "nonvoluntary": None, "voluntary": None}
+    try:
+        with open(f"/proc/{pid}/schedstat") as f:
+            out["run_delay_ns"] = int(f.read().split()[1])
+    except (OSError, IndexError, ValueError):
+        pass
+    try:
+        with open(f"/proc/{pid}/status") as f:
+            for line in f:
+                if line.startswith("nonvoluntary_ctxt_switches"):
+                    out["nonvoluntary"] = int(line.split()[1])
+                elif line.startswith("voluntary_ctxt_switches"):
+                    out["voluntary"] = int(line.split()[1])
+    except OSError:
+        pass
+    return out
+
+
+def cpu_steal_ticks(cpu: int) -> int | None:
+    try:
+        with open("/proc/stat") as f:
+            for line in f:
+                if line.startswith(f"cpu{cpu} "):
+                    return int(line.split()[8])
+    except (OSError, IndexError, ValueError):
+        pass
+    return None
+
+
+def runnable_on_cpu(cpu: int, exclude: set[int]) -> list[str]:
+    """Other tasks that are runnable (state R) with ``cpu`` as their last CPU."""
+    found = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit() or int(entry) in exclude:
+            continue
+        try:
+            with open(f"/proc/{entry}/stat") as f:
+                stat = f.read()
+        except OSError:
+            continue
+        comm = stat[stat.find("(") + 1:stat.rfind(")")]
+        fields = stat.rsplit(")", 1)[1].split()
+        if len(fields) > 36 and fields[0] == "R" and fields[36] == str(cpu):
+            found.append(f"{entry}:{comm}")
+    return found
+
+
+def kernel_log_rt_throttling_count() -> int | None:
+    """How many 'sched: RT throttling activated' lines the kernel log holds (None: unreadable).
+
+    The kernel prints the line once per boot, so the orchestrator compares the count before and
+    after a run: only a new line confirms throttling during this run.
+    """
+    try:
+        proc = subprocess.run(["dmesg"], capture_output=True, text=True, timeout=5)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    if proc.returncode != 0:
+        return None
+    return proc.stdout.count("RT throttling activated")
+
+
+def diagnose(result: dict, probes: dict, facts: dict | None) -> list[dict]:
+    """``result``: the run's figures; ``probes``: before/after readings taken by the orchestrator."""
+    d = result["deschedule_ms"]
+    tail = d["p999"] if d["p999"] is not None else 0.0
+    worst = d["max"] or 0.0
+    # A tail worth explaining: half the SLO target, and at least 0.5 ms.
+    notable = max(tail, worst if d["n"] and d["n"] < 10000 else tail) >= max(0.5, result.get("target_p999_ms", 1.0) / 2)
+    causes: list[dict] = []
+    wall_s = max(result["duration_s"], 1e-9)
+
+    if result.get("injected_stalls"):
+        inj = result["injected_stalls"]
+        causes.append({"cause": "injected_stall", "confidence": "certain",
+                       "evidence": f"{inj['count']} stall(s) of {inj['ms']} ms injected with SIGSTOP/SIGCONT; "
+                                   f"{inj['detected']} inference(s) saw >= {inj['detect_threshold_ms']} ms descheduled"})
+
+    runtime, period = probes.get("sched_rt_runtime_us"), probes.get("sched_rt_period_us")
+    if result["sched_fifo"]["used"] and runtime is not None and period and 0 <= runtime < period:
+        stall_ms = (period - runtime) / 1000
+        budget = runtime / period
+        duty = result.get("fifo_duty") or 0.0  # share of the run the worker spent in SCHED_FIFO
+        log = probes.get("rt_throttling_logged")
+        if log or (worst >= min(stall_ms * 0.5, 5.0) and duty >= 0.8 * budget):
+            confidence = "confirmed" if log else ("likely" if duty >= budget * 0.95 else "possible")
+            causes.append({"cause": "rt_throttling", "confidence": confidence,
+                           "evidence": f"SCHED_FIFO worker busy {duty:.0%} of the run against a budget of "
+                                       f"sched_rt_runtime_us={runtime} of {period} ({budget:.0%}): throttled up to "
+                                       f"{stall_ms:g} ms per period; max deschedule {worst:.1f} ms"
+                                       + ("; kernel log: 'sched: RT throttling activated'" if log else "")})
+
+    steal_ms = probes.get("steal_ms_on_worker_cpu")
+    if steal_ms and notable:
+        share = steal_ms / (wall_s * 1000) * 100
+        if steal_ms >= 1.0:
+            causes.append({"cause": "hypervisor_stall", "confidence": "likely" if share > 0.5 else "possible",
+                           "evidence": f"{steal_ms:.1f} ms of steal time on worker CPU {result['cpu']} during the "
+                                       f"run ({share:.2f}% of it)"})
+    if notable and facts and facts.get("virtualization", {}).get("deceptive_topology"):
+        causes.append({"cause": "hypervisor_stall", "confidence": "possible",
+                       "evidence": "deceptive topology: " + "; ".join(facts["virtualization"]["reasons"])})
+
+    run_delay = probes.get("run_delay_ms")
+    nvcsw = probes.get("nonvoluntary_switches")
+    others = probes.get("runnable_on_worker_cpu") or []
+    if notable and ((run_delay and run_delay > max(1.0, tail)) or others):
+        causes.append({"cause": "cfs_contention", "confidence": "likely" if others else "possible",
+                       "evidence": f"worker waited {run_delay or 0:.1f} ms runnable (schedstat run_delay), "
+                                   f"{nvcsw or 0} non-voluntary context switches"
+                                   + (f"; other runnable tasks on CPU {result['cpu']}: {', '.join(others[:5])}"
+                                      if others else "")})
+
+    nodes = result.get("shm_numa_nodes") or {}
+    worker_node = result.get("worker_numa_node")
+    if worker_node is not None and nodes:
+        remote = sum(c for n, c in nodes.items() if int(n) != worker_node)
+        if remote:
+            causes.append({"cause": "cross_numa_memory", "confidence": "likely",
+                           "evidence": f"{remote} of {sum(nodes.values())} shared-memory pages on another node "
+                                       f"than the worker's (node {worker_node}): {nodes}"})
+    if not causes and notable:
+        causes.append({"cause": "unexplained", "confidence": "n/a",
+                       "evidence": f"p999 deschedule {tail:.3f} ms, max {worst:.3f} ms, and no probe points at a "
+                                   "cause: look at the hypervisor's own statistics"})
+    if not causes:
+        causes.append({"cause": "none", "confidence": "n/a",
+                       "evidence": f"p999 deschedule {tail:.3f} ms, max {worst:.3f} ms: no tail cause found"})
+    return causes

@@ -1,0 +1,33 @@
+"""Latency summaries: nearest-rank percentiles, and whether a p999 is credible."""
+
+from __future__ import annotations
+
+import math
+
+CREDIBLE_P999 = 10_000  # below this, p999 is one of the ten largest samples or fewer: report max with n
+STABLE_P999 = 100_000
+SLOW_INFER_CPU_MS = 100.0  # the seeds' slow_infer thresholds
+SLOW_INFER_WALL_MS = 200.0
+
+
+def percentile(sorted_values: list[float], p: float) -> float | None:
+    if not sorted_values:
+        return None
+    k = max(0, min(len(sorted_values) - 1, math.ceil(p / 100.0 * len(sorted_values)) - 1))
+    return sorted_values[k]
+
+
+def summary(values: list[float]) -> dict:
+    v = sorted(values)
+    n = len(v)
+    out = {"n": n, "p50": percentile(v, 50), "p99": percentile(v, 99), "p999": percentile(v, 99.9),
+           "max": v[-1] if v else None, "mean": (sum(v) / n) if n else None}
+    return {k: (round(x, 4) if isinstance(x, float) else x) for k, x in out.items()}
+
+
+def credibility(n: int) -> str:
+    if n >= STABLE_P999:
+        return "stable"
+    if n >= CREDIBLE_P999:
+        return "credible"
+    return f"not credible: {n} samples < {CREDIBLE_P999}; read max with n"

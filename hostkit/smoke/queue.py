@@ -1,0 +1,298 @@
+"""SharedInferenceQueue: the seeds' POSIX shared-memory inference queue.
+
+One segment (``/dev/shm/<name>``, mode 0600) holds, for ``nslots`` slots:
+
+* the **state array** (FREE 0 -> WRITING 1 -> READY 2 -> PROCESSING 3 -> DONE 4 / ERROR 5 -> FREE),
+  one 32-bit state per slot, every state on its own 64-byte cache line by default
+  (``state_stride=64``); ``state_stride=4`` packs them as the seed did (16 states per
+  cache line: false sharing between clients and the worker);
+* per-slot **metadata** (64 bytes: sequence, owner pid, timestamps, inference wall/CPU);
+* the **request** region (16 KiB per slot) and the **response** region (32 KiB per slot);
+* the **tensor** region: per-slot ndarray slots written by the client and read in place by
+  the worker (zero-copy: both map the same pages).
+
+Slot allocation, two designs (``allocator``):
+
+* ``flock`` (the seed's): a client takes ``fcntl.flock`` on a lock file, finds a FREE slot,
+  marks it WRITING, unlocks;
+* ``partition`` (lock-free, one writer per transition): slot ``i`` belongs to client
+  ``i % nclients``; only its owner moves it FREE->WRITING->READY and DONE->FREE, only the
+  worker moves it READY->PROCESSING->DONE. A 32-bit aligned store is atomic on every
+  platform CPython runs on; x86's store ordering (TSO) makes the payload visible before the
+  state that publishes it. On weakly ordered CPUs (arm64) a fence would be needed.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import mmap
+import os
+import secrets
+import struct
+import time
+
+FREE, WRITING, READY, PROCESSING, DONE, ERROR = range(6)
+STATE_NAMES = ["FREE", "WRITING", "READY", "PROCESSING", "DONE", "ERROR"]
+MAGIC = b"HKSQ"
+HEADER = struct.Struct("<4sIIIIIII")  # magic, version, nslots, req, resp, tensor, state_stride, reserved
+HEADER_SIZE = 64
+META = struct.Struct("<QQQQQQII")  # seq, submit_ns, claim_ns, done_ns, wall_ns, cpu_ns, owner_pid, req_len
+META_SIZE = 64
+CACHE_LINE = 64
+
+
+SHM_DIR = "/dev/shm"
+SEGMENT_PREFIX = "hostkit-smoke-"
+
+
+def _align(n: int, a: int = 4096) -> int:
+    return (n + a - 1) // a * a
+
+
+class Segment:
+    """A POSIX shared-memory segment (what shm_open does on Linux: a file in /dev/shm).
+
+    Not multiprocessing.shared_memory: its resource tracker would unlink a segment when any
+    attached process exits (before Python 3.13), and the creator must own cleanup here.
+    """
+
+    def __init__(self, name: str, create: bool, size: int = 0) -> None:
+        if "/" in name or not name:
+            raise ValueError(f"bad segment name {name!r}")
+        self.name = name
+        self.path = os.path.join(SHM_DIR, name)
+        flags = os.O_RDWR | (os.O_CREAT | os.O_EXCL if create else 0)
+        fd = os.open(self.path, flags, 0o600)
+        try:
+            if create:
+                os.fchmod(fd, 0o600)
+                os.ftruncate(fd, size)
+            self.size = os.fstat(fd).st_size
+            self._mmap = mmap.mmap(fd, self.size)
+        finally:
+            os.close(fd)
+        self.buf = memoryview(self._mmap)
+
+    def close(self) -> None:
+        try:
+            self.buf.release()
+            self._mmap.close()
+        except BufferError:
+            pass  # a live numpy view still maps it; the mapping goes with the process
+
+    def unlink(self) -> None:
+        try:
+            os.unlink(self.path)
+        except FileNotFoundError:
+            pass
+
+
+class SharedInferenceQueue:
+    def __init__(self, shm: Segment, owner: bool) -> None:
+        self.shm = shm
+        self.owner = owner
+        magic, version, self.nslots, self.req_size, self.resp_size, self.tensor_size, self.state_stride, _ = \
+            HEADER.unpack_from(shm.buf, 0)
+        if magic != MAGIC or version != 1:
+            raise ValueError(f"/dev/shm/{shm.name} is not a hostkit inference queue")
+        self._layout()
+
+    # ------------------------------------------------------------------ create / attach
+    @classmethod
+    def create(cls, name: str | None = None, nslots: int = 256, req_size: int = 16384, resp_size: int = 32768,
+               tensor_size: int = 16384, state_stride: int = CACHE_LINE) -> "SharedInferenceQueue":
+        if nslots < 1 or nslots > 65536:
+            raise ValueError(f"nslots must be 1..65536, got {nslots}")
+        if state_stride not in (4, CACHE_LINE):
+            raise ValueError("state_stride must be 4 (packed) or 64 (one cache line per slot)")
+        size = cls._size(nslots, req_size, resp_size, tensor_size, state_stride)
+        shm = Segment(name or SEGMENT_PREFIX + secrets.token_hex(6), create=True, size=size)
+        HEADER.pack_into(shm.buf, 0, MAGIC, 1, nslots, req_size, resp_size, tensor_size, state_stride, 0)
+        return cls(shm, owner=True)
+
+    @classmethod
+    def attach(cls, name: str) -> "SharedInferenceQueue":
+        return cls(Segment(name, create=False), owner=False)
+
+    @staticmethod
+    def _offsets(n, req, resp, tensor, stride) -> tuple[int, int, int, int, int, int]:
+        """(state, meta, request, response, tensor, total size): regions page-aligned where large."""
+        off_state = HEADER_SIZE
+        off_meta = off_state + _align(n * stride, CACHE_LINE)
+        off_req = _align(off_meta + n * META_SIZE)
+        off_resp = off_req + _align(n * req)
+        off_tensor = off_resp + _align(n * resp)
+        return off_state, off_meta, off_req, off_resp, off_tensor, off_tensor + _align(n * tensor)
+
+    @classmethod
+    def _size(cls, nslots, req, resp, tensor, stride) -> int:
+        return cls._offsets(nslots, req, resp, tensor, stride)[-1]
+
+    def _layout(self) -> None:
+        n = self.nslots
+        (self.off_state, self.off_meta, self.off_req, self.off_resp, self.off_tensor, _) = self._offsets(
+            n, self.req_size, self.resp_size, self.tensor_size, self.state_stride)
+        self._states = self.shm.buf[self.off_state:self.off_state + n * self.state_stride].cast("I")
+        self._step = self.state_stride // 4
+
+    @property
+    def name(self) -> str:
+        return self.shm.name
+
+    # The header's last word: the run's stop flag (set by the orchestrator, read by everyone).
+    STOP_OFFSET = 28
+
+    def stop_requested(self) -> bool:
+        return struct.unpack_from("<I", self.shm.buf, self.STOP_OFFSET)[0] != 0
+
+    def request_stop(self) -> None:
+        struct.pack_into("<I", self.shm.buf, self.STOP_OFFSET, 1)
+
+    # Completed inferences (written by the worker alone): progress and liveness for the orchestrator.
+    COMPLETED_OFFSET = 40
+
+    def completed(self) -> int:
+        return struct.unpack_from("<Q", self.shm.buf, self.COMPLETED_OFFSET)[0]
+
+    def add_completed(self, n: int) -> None:
+        struct.pack_into("<Q", self.shm.buf, self.COMPLETED_OFFSET, self.completed() + n)
+
+    # ------------------------------------------------------------------ states
+    def state(self, i: int) -> int:
+        return self._states[i * self._step]
+
+    def set_state(self, i: int, value: int) -> None:
+        self._states[i * self._step] = value
+
+    def states(self) -> list[int]:
+        return [self._states[i * self._step] for i in range(self.nslots)]
+
+    def find(self, state: int, slots=None, limit: int | None = None) -> list[int]:
+        out = []
+        step, st = self._step, self._states
+        for i in (range(self.nslots) if slots is None else slots):
+            if st[i * step] == state:
+                out.append(i)
+                if limit is not None and len(out) >= limit:
+                    break
+        return out
+
+    # ------------------------------------------------------------------ metadata and payloads
+    def meta(self, i: int) -> tuple:
+        return META.unpack_from(self.shm.buf, self.off_meta + i * META_SIZE)
+
+    def set_meta(self, i: int, *values) -> None:
+        META.pack_into(self.shm.buf, self.off_meta + i * META_SIZE, *values)
+
+    def set_field(self, i: int, index: int, value: int) -> None:
+        fmt = "<Q" if index < 6 else "<I"
+        off = self.off_meta + i * META_SIZE + (index * 8 if index < 6 else 48 + (index - 6) * 4)
+        struct.pack_into(fmt, self.shm.buf, off, value)
+
+    def request(self, i: int) -> memoryview:
+        return self.shm.buf[self.off_req + i * self.req_size:self.off_req + (i + 1) * self.req_size]
+
+    def response(self, i: int) -> memoryview:
+        return self.shm.buf[self.off_resp + i * self.resp_size:self.off_resp + (i + 1) * self.resp_size]
+
+    def tensor(self, i: int, dtype="float32", count: int | None = None):
+        """The slot's ndarray slot as a numpy array over the shared pages (no copy)."""
+        import numpy as np
+
+        itemsize = np.dtype(dtype).itemsize
+        n = self.tensor_size // itemsize if count is None else count
+        return np.frombuffer(self.shm.buf, dtype=dtype, count=n, offset=self.off_tensor + i * self.tensor_size)
+
+    def tensor_address(self, i: int) -> int:
+        """Address of slot i's tensor in this process (zero-copy proofs compare buffers, not bytes)."""
+        import ctypes
+
+        return ctypes.addressof(ctypes.c_char.from_buffer(self.shm.buf, self.off_tensor + i * self.tensor_size))
+
+    def prefault(self) -> int:
+        """Touch every page from the calling CPU (first-touch NUMA placement); returns pages touched."""
+        buf = self.shm.buf
+        pages = 0
+        for off in range(0, len(buf), 4096):
+            buf[off] = buf[off]
+            pages += 1
+        return pages
+
+    # ------------------------------------------------------------------ cleanup
+    def close(self) -> None:
+        try:
+            self._states.release()
+        except ValueError:
+            pass
+        self.shm.close()
+
+    def unlink(self) -> None:
+        self.shm.unlink()
+
+
+class FlockAllocator:
+    """The seed's allocation: a file lock around "find a FREE slot, mark it WRITING"."""
+
+    name = "flock"
+
+    def __init__(self, queue: SharedInferenceQueue, lockfile: str) -> None:
+        self.q = queue
+        self.fd = os.open(lockfile, os.O_RDWR | os.O_CREAT, 0o600)
+        self.hint = 0
+
+    def acquire(self, timeout: float = 1.0) -> int | None:
+        deadline = time.monotonic() + timeout
+        while True:
+            fcntl.flock(self.fd, fcntl.LOCK_EX)
+            try:
+                n = self.q.nslots
+                for k in range(n):
+                    i = (self.hint + k) % n
+                    if self.q.state(i) == FREE:
+                        self.q.set_state(i, WRITING)
+                        self.hint = i + 1
+                        return i
+            finally:
+                fcntl.flock(self.fd, fcntl.LOCK_UN)
+            if time.monotonic() > deadline:
+                return None
+            time.sleep(0.0001)
+
+    def release(self, i: int) -> None:
+        self.q.set_state(i, FREE)
+
+    def owns(self, i: int) -> bool:
+        return True
+
+
+class PartitionAllocator:
+    """Lock-free: this client owns slots i with i % nclients == client_id; it alone writes FREE->WRITING."""
+
+    name = "partition"
+
+    def __init__(self, queue: SharedInferenceQueue, client_id: int, nclients: int) -> None:
+        if not 0 <= client_id < nclients <= queue.nslots:
+            raise ValueError(f"client {client_id} of {nclients} does not fit {queue.nslots} slots")
+        self.q = queue
+        self.slots = list(range(client_id, queue.nslots, nclients))
+        self.pos = 0
+
+    def acquire(self, timeout: float = 1.0) -> int | None:
+        deadline = time.monotonic() + timeout
+        n = len(self.slots)
+        while True:
+            for k in range(n):
+                i = self.slots[(self.pos + k) % n]
+                if self.q.state(i) == FREE:
+                    self.q.set_state(i, WRITING)
+                    self.pos = (self.pos + k + 1) % n
+                    return i
+            if time.monotonic() > deadline:
+                return None
+            time.sleep(0.0001)
+
+    def release(self, i: int) -> None:
+        self.q.set_state(i, FREE)
+
+    def owns(self, i: int) -> bool:
+        return i in self.slots
