@@ -134,6 +134,7 @@ class SharedInferenceQueue:
             n, self.req_size, self.resp_size, self.tensor_size, self.state_stride)
         self._states = self.shm.buf[self.off_state:self.off_state + n * self.state_stride].cast("I")
         self._step = self.state_stride // 4
+        self._np_states = None
 
     @property
     def name(self) -> str:
@@ -177,12 +178,36 @@ class SharedInferenceQueue:
                     break
         return out
 
+    def find_from(self, state: int, start: int, limit: int) -> list[int]:
+        """Slots in ``state`` in circular order from ``start`` (the worker resumes after the slot it
+        claimed last: fair to every client). One vectorised compare over the state array (a strided
+        numpy view, no copy) instead of a Python loop: ~2 us for 256 slots instead of ~15 us."""
+        if self._np_states is None:
+            import numpy as np
+
+            self._np = np
+            self._np_states = np.frombuffer(self.shm.buf, dtype=np.uint32, count=self.nslots * self._step,
+                                            offset=self.off_state)[:: self._step]
+        hits = self._np.flatnonzero(self._np_states == state)
+        if not len(hits):
+            return []
+        k = int(hits.searchsorted(start)) if start else 0
+        out = hits[k:k + limit].tolist()
+        if len(out) < limit and k:
+            out += hits[:min(k, limit - len(out))].tolist()
+        return out
+
     # ------------------------------------------------------------------ metadata and payloads
     def meta(self, i: int) -> tuple:
         return META.unpack_from(self.shm.buf, self.off_meta + i * META_SIZE)
 
     def set_meta(self, i: int, *values) -> None:
         META.pack_into(self.shm.buf, self.off_meta + i * META_SIZE, *values)
+
+    _DONE_FIELDS = struct.Struct("<QQQ")  # done_ns, wall_ns, cpu_ns: adjacent, written in one store
+
+    def set_done_fields(self, i: int, done_ns: int, wall_ns: int, cpu_ns: int) -> None:
+        self._DONE_FIELDS.pack_into(self.shm.buf, self.off_meta + i * META_SIZE + 24, done_ns, wall_ns, cpu_ns)
 
     def set_field(self, i: int, index: int, value: int) -> None:
         fmt = "<Q" if index < 6 else "<I"
@@ -220,6 +245,7 @@ class SharedInferenceQueue:
 
     # ------------------------------------------------------------------ cleanup
     def close(self) -> None:
+        self._np_states = None
         try:
             self._states.release()
         except ValueError:

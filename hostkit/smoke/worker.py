@@ -128,8 +128,11 @@ def _serve_shm(q: SharedInferenceQueue, model, cfg: dict, info: dict, stats: dic
     idle_sleep = 0.0 if cfg["busy_poll"] else cfg["idle_sleep_ms"] / 1000.0
     fifo = info["fifo_available"]
     tensor_count = q.tensor_size // 4
+    tensors = [q.tensor(i, count=tensor_count) for i in range(q.nslots)]  # views made once, no copies
+    pack_out = struct.Struct("<d").pack_into
+    cursor = 0
     while not q.stop_requested():
-        claimed = q.find(READY, limit=max_batch)
+        claimed = q.find_from(READY, cursor, max_batch)
         if not claimed:
             if idle_sleep:
                 time.sleep(idle_sleep)
@@ -137,8 +140,9 @@ def _serve_shm(q: SharedInferenceQueue, model, cfg: dict, info: dict, stats: dic
         if len(claimed) < min_batch and min_wait > 0:
             deadline = time.monotonic() + min_wait
             while len(claimed) < max_batch and time.monotonic() < deadline:
-                more = [i for i in q.find(READY, limit=max_batch) if i not in claimed]
+                more = [i for i in q.find_from(READY, cursor, max_batch) if i not in claimed]
                 claimed += more[: max_batch - len(claimed)]
+        cursor = (claimed[-1] + 1) % q.nslots
         now = time.monotonic_ns()
         for i in claimed:
             q.set_state(i, PROCESSING)
@@ -148,11 +152,9 @@ def _serve_shm(q: SharedInferenceQueue, model, cfg: dict, info: dict, stats: dic
             stats["fifo_batches"] += 1
         for i in claimed:
             try:
-                out, wall, cpu, done = _infer(model, q.tensor(i, count=tensor_count), fifo)
-                struct.pack_into("<d", q.response(i), 0, out)
-                q.set_field(i, 4, wall)
-                q.set_field(i, 5, cpu)
-                q.set_field(i, 3, done)
+                out, wall, cpu, done = _infer(model, tensors[i], fifo)
+                pack_out(q.shm.buf, q.off_resp + i * q.resp_size, out)
+                q.set_done_fields(i, done, wall, cpu)
                 q.set_state(i, DONE)
             except Exception:  # a model error is the request's ERROR, not the worker's death
                 q.set_state(i, ERROR)
