@@ -358,6 +358,32 @@ def cmd_smoke(args) -> int:
     return EXIT_OK if result["slo"]["passed"] else EXIT_FAILED
 
 
+# ----------------------------------------------------------------------------- migrate
+
+def cmd_migrate_report(args) -> int:
+    from hostkit.smoke import migration
+
+    pairs = migration.pair(migration.load_results(args.before), migration.load_results(args.after))
+    md = migration.markdown(pairs, args.before, args.after)
+    if args.md:
+        Path(args.md).write_text(md)
+    if args.plot:
+        migration.plot(pairs, args.plot)
+    if args.json:
+        _emit_json({host: {"before": {"p999_ms": b["slo"]["p999_ms"], "passed": b["slo"]["passed"],
+                                      "diagnosis": [d["cause"] for d in b["diagnosis"]]},
+                           "after": {"p999_ms": a["slo"]["p999_ms"], "passed": a["slo"]["passed"],
+                                     "diagnosis": [d["cause"] for d in a["diagnosis"]]}}
+                    for host, b, a in pairs})
+    elif not args.md:
+        print(md)
+    else:
+        for host, b, a in pairs:
+            print(f"{host}: before {migration.verdict(b)}; after {migration.verdict(a)}")
+        print(f"wrote {args.md}" + (f" and {args.plot}" if args.plot else ""))
+    return EXIT_OK if all(a["slo"]["passed"] for _, _, a in pairs) else EXIT_FAILED
+
+
 # ----------------------------------------------------------------------------- lab
 
 def cmd_lab(args) -> int:
@@ -560,6 +586,16 @@ def build_parser() -> argparse.ArgumentParser:
     sm.add_argument("--plot", metavar="FILE.png")
     sm.add_argument("--prom", metavar="FILE", help="Prometheus textfile for node_exporter")
     sm.set_defaults(func=cmd_smoke)
+
+    mg = sub.add_parser("migrate", help="migration evidence: smoke results before and after, side by side")
+    mgsub = mg.add_subparsers(dest="mg_cmd", required=True, parser_class=_Parser)
+    mr = mgsub.add_parser("report", help="compare two `hostkit smoke --json` files (exit 1 if after misses the SLO)")
+    mr.add_argument("before", metavar="BEFORE.json")
+    mr.add_argument("after", metavar="AFTER.json")
+    mr.add_argument("--md", metavar="FILE", help="write Markdown for a change ticket")
+    mr.add_argument("--plot", metavar="FILE.png", help="overlay the two deschedule CDFs")
+    mr.add_argument("--json", action="store_true")
+    mr.set_defaults(func=cmd_migrate_report)
 
     lab = sub.add_parser("lab", help="start/stop real sshd lab hosts on loopback",
                          description="A lab of real sshd hosts on 127.0.0.2, 127.0.0.3, ... each with its own "

@@ -244,3 +244,25 @@ def test_cli_json_contract_and_bad_input(tmp_path):
                          (["--requests", "10", "--duration", "1"], "not allowed with")):
         bad = subprocess.run([sys.executable, "-m", "hostkit.cli", "smoke", *args], capture_output=True, text=True)
         assert bad.returncode == 2 and needle in bad.stderr, bad.stderr
+
+
+def test_migration_report_from_two_real_runs(tmp_path):
+    def smoke(*extra):
+        proc = subprocess.run([sys.executable, "-m", "hostkit.cli", "smoke", "--duration", "2", "--infer-ms", "2",
+                               "--json", *extra], capture_output=True, text=True, timeout=120)
+        assert proc.returncode in (0, 1), proc.stderr
+        return json.loads(proc.stdout)
+
+    before, after = tmp_path / "vm.json", tmp_path / "bm.json"
+    before.write_text(json.dumps(smoke("--inject-stall", "20@0.5")))  # the VM's co-stops, stood in for
+    after.write_text(json.dumps(smoke()))
+    md, png = tmp_path / "report.md", tmp_path / "cdf.png"
+    proc = subprocess.run([sys.executable, "-m", "hostkit.cli", "migrate", "report", str(before), str(after),
+                           "--md", str(md), "--plot", str(png)], capture_output=True, text=True, timeout=120)
+    assert proc.returncode in (0, 1), proc.stderr
+    text = md.read_text()
+    assert "| deschedule p999 (ms) |" in text and "injected_stall" in text and "**Verdict after:**" in text
+    assert png.read_bytes()[:4] == b"\x89PNG"
+    bad = subprocess.run([sys.executable, "-m", "hostkit.cli", "migrate", "report", str(md), str(after)],
+                         capture_output=True, text=True)
+    assert bad.returncode == 2 and "is not JSON" in bad.stderr

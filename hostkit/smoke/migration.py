@@ -1,0 +1,118 @@
+"""Migration evidence: smoke results before (VM) and after (bare metal), side by side.
+
+Inputs are `hostkit smoke --json` documents: one host's result, or a fleet document
+``{"hosts": {name: result}}`` / ``{name: result}``. Hosts are matched by name; a single
+result on each side is compared as one host.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from hostkit.errors import BadInput
+
+ROWS = [
+    ("deschedule p50 (ms)", lambda r: r["deschedule_ms"]["p50"]),
+    ("deschedule p99 (ms)", lambda r: r["deschedule_ms"]["p99"]),
+    ("deschedule p999 (ms)", lambda r: r["deschedule_ms"]["p999"]),
+    ("deschedule max (ms)", lambda r: r["deschedule_ms"]["max"]),
+    ("queue wait p99 (ms)", lambda r: r["queue_wait_ms"]["p99"]),
+    ("rpc p50 (ms)", lambda r: r["rpc_ms"]["p50"]),
+    ("rpc p99 (ms)", lambda r: r["rpc_ms"]["p99"]),
+    ("throughput (req/s)", lambda r: r["throughput_rps"]),
+    ("samples", lambda r: r["samples"]),
+    ("slow_infer events", lambda r: r["slow_infer"]["count"]),
+    ("SCHED_FIFO", lambda r: "used" if r["sched_fifo"]["used"] else
+     ("available" if r["sched_fifo"]["available"] else "not permitted")),
+    ("transport", lambda r: r["transport"]),
+]
+
+
+def load_results(path: str) -> dict[str, dict]:
+    p = Path(path)
+    if not p.is_file():
+        raise BadInput(f"{path}: no such file")
+    try:
+        doc = json.loads(p.read_text())
+    except json.JSONDecodeError as exc:
+        raise BadInput(f"{path} is not JSON: {exc}") from None
+    if isinstance(doc, dict) and "deschedule_ms" in doc:
+        return {doc.get("host") or "host": doc}
+    hosts = doc.get("hosts", doc) if isinstance(doc, dict) else None
+    if not isinstance(hosts, dict) or not hosts or not all(isinstance(v, dict) and "deschedule_ms" in v
+                                                           for v in hosts.values()):
+        raise BadInput(f"{path} is not a hostkit smoke result (hostkit smoke --json)")
+    return hosts
+
+
+def pair(before: dict[str, dict], after: dict[str, dict]) -> list[tuple[str, dict, dict]]:
+    if len(before) == 1 and len(after) == 1:
+        (nb, rb), (na, ra) = next(iter(before.items())), next(iter(after.items()))
+        return [(nb if nb == na else f"{nb} -> {na}", rb, ra)]
+    common = [h for h in before if h in after]
+    if not common:
+        raise BadInput("the two files share no host name")
+    return [(h, before[h], after[h]) for h in common]
+
+
+def _fmt(v) -> str:
+    if isinstance(v, float):
+        return f"{v:.3f}" if v < 100 else f"{v:.1f}"
+    return str(v)
+
+
+def verdict(r: dict) -> str:
+    s = r["slo"]
+    return f"{'PASSED' if s['passed'] else 'MISSED'} (p999 {_fmt(s['p999_ms'])} ms vs target {s['target_p999_ms']} ms)"
+
+
+def markdown(pairs: list[tuple[str, dict, dict]], before_name: str, after_name: str) -> str:
+    out = ["# Migration evidence: SHM inference smoke test", "",
+           f"Before: `{before_name}` · After: `{after_name}`. Deschedule = wall − thread CPU time of each "
+           "inference: time the inference thread was runnable but not running.", ""]
+    for host, b, a in pairs:
+        out += [f"## {host}", "", "| | before | after | change |", "|---|---|---|---|"]
+        for label, get in ROWS:
+            vb, va = get(b), get(a)
+            change = ""
+            if isinstance(vb, (int, float)) and isinstance(va, (int, float)) and vb and not isinstance(vb, bool):
+                change = f"{va / vb:.2g}x"
+            out.append(f"| {label} | {_fmt(vb)} | {_fmt(va)} | {change} |")
+        out += ["", f"**Verdict before:** {verdict(b)}  ", f"**Verdict after:** {verdict(a)}", "",
+                "Diagnosis before:", ""]
+        out += [f"- {d['cause']} ({d['confidence']}): {d['evidence']}" for d in b["diagnosis"]]
+        out += ["", "Diagnosis after:", ""]
+        out += [f"- {d['cause']} ({d['confidence']}): {d['evidence']}" for d in a["diagnosis"]]
+        out.append("")
+    return "\n".join(out)
+
+
+def plot(pairs: list[tuple[str, dict, dict]], path: str) -> None:
+    """The two deschedule CDFs overlaid per host (log x), p999 and the target marked."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, axes = plt.subplots(1, len(pairs), figsize=(7 * len(pairs), 4.5), squeeze=False)
+    for ax, (host, b, a) in zip(axes[0], pairs):
+        for label, r in (("before", b), ("after", a)):
+            cdf = [max(x, 1e-4) for x in r.get("deschedule_cdf_ms") or []]
+            if not cdf:
+                continue
+            ys = [k / 1000 for k in range(len(cdf) - 1)] + [1.0]
+            line, = ax.plot(cdf, ys, label=f"{label}: p999 {_fmt(r['deschedule_ms']['p999'])} ms")
+            if r["deschedule_ms"]["p999"]:
+                ax.axvline(r["deschedule_ms"]["p999"], linestyle=":", color=line.get_color())
+        target = a["slo"]["target_p999_ms"]
+        ax.axvline(target, color="red", linewidth=1)
+        ax.annotate(f"target {target} ms", (target, 0.5), color="red", fontsize=8, rotation=90)
+        ax.set_xscale("log")
+        ax.set_xlabel("deschedule per inference (ms)")
+        ax.set_ylabel("cumulative share")
+        ax.set_title(host)
+        ax.legend(loc="lower right", fontsize=8)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
