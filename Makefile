@@ -49,6 +49,7 @@ test-lab: setup
 bench: setup
 	$(PY) bench/facts.py
 	$(PY) bench/apply_fleet.py
+	$(PY) bench/smoke_transport.py
 
 clean:
 	-$(HOSTKIT) lab down 2>/dev/null

@@ -462,6 +462,13 @@ def cmd_fixtures(args) -> int:
 
 # ----------------------------------------------------------------------------- parser
 
+def _fleet_args(p: argparse.ArgumentParser, json_help: str = "print JSON on stdout") -> None:
+    """-i/--limit/--json, the same on every command that works on an inventory."""
+    p.add_argument("-i", "--inventory", required=True, metavar="INVENTORY")
+    p.add_argument("--limit", metavar="PATTERN", help="only hosts matching this Ansible pattern")
+    p.add_argument("--json", action="store_true", help=json_help)
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = _Parser(prog="hostkit", description=(
         "Tune Linux hosts for latency-critical CPU inference, audit them, roll back, and prove the result."),
@@ -513,21 +520,17 @@ def build_parser() -> argparse.ArgumentParser:
                                     "A host refused by a guard is reported and not touched; the others proceed.",
                         epilog="roles (for --tags): bios_nps, isolcpus, irq_affinity, cpu_governor, rt_runtime,\n"
                                "numa_sysctl, containerd, kubelet. Run artifacts: .hostkit/runs/<run-id>/")
-    ap.add_argument("-i", "--inventory", required=True, metavar="INVENTORY")
-    ap.add_argument("--limit", metavar="PATTERN")
+    _fleet_args(ap)
     ap.add_argument("--profile", metavar="NAME|FILE")
     ap.add_argument("--force", action="store_true", help="allow isolation on a VM / deceptive topology")
     ap.add_argument("--check", action="store_true", help="report what would change; change nothing")
     ap.add_argument("--diff", action="store_true", help="show file and value diffs")
     ap.add_argument("--tags", metavar="ROLES", help="comma-separated roles to run")
     ap.add_argument("--forks", type=int, default=None)
-    ap.add_argument("--json", action="store_true")
     ap.set_defaults(func=cmd_apply, sysroot="/")
 
     hi = sub.add_parser("history", help="list hostkit runs per host (from the hosts' journals)")
-    hi.add_argument("-i", "--inventory", required=True, metavar="INVENTORY")
-    hi.add_argument("--limit", metavar="PATTERN")
-    hi.add_argument("--json", action="store_true")
+    _fleet_args(hi)
     hi.set_defaults(func=cmd_history)
 
     rb = sub.add_parser("rollback", help="restore exactly what hostkit changed, newest change first",
@@ -536,14 +539,12 @@ def build_parser() -> argparse.ArgumentParser:
                                     "(mode and owner included; files hostkit created are removed). Default: the\n"
                                     "latest run; --all: every run back to the first. A second rollback changes\n"
                                     "nothing. The host is re-checked against the restored values afterwards.")
-    rb.add_argument("-i", "--inventory", required=True, metavar="INVENTORY")
-    rb.add_argument("--limit", metavar="PATTERN")
+    _fleet_args(rb)
     rbw = rb.add_mutually_exclusive_group()
     rbw.add_argument("--run-id", metavar="ID", help="roll back this run (see hostkit history)")
     rbw.add_argument("--all", action="store_true", help="roll back every hostkit run, newest first")
     rb.add_argument("--check", action="store_true", help="report what would be restored; change nothing")
     rb.add_argument("--diff", action="store_true", help="show file diffs and value changes")
-    rb.add_argument("--json", action="store_true")
     rb.set_defaults(func=cmd_rollback)
 
     sm = sub.add_parser("smoke", help="on-host SHM inference smoke test: p999 deschedule against a target",

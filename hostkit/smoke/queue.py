@@ -256,7 +256,27 @@ class SharedInferenceQueue:
         self.shm.unlink()
 
 
-class FlockAllocator:
+class _Allocator:
+    """Slot allocation: ``acquire`` retries ``_try`` until a slot is WRITING for this client."""
+
+    name = ""
+
+    def _try(self) -> int | None:
+        raise NotImplementedError
+
+    def acquire(self, timeout: float = 1.0) -> int | None:
+        deadline = time.monotonic() + timeout
+        while True:
+            i = self._try()
+            if i is not None or time.monotonic() > deadline:
+                return i
+            time.sleep(0.0001)
+
+    def release(self, i: int) -> None:
+        self.q.set_state(i, FREE)
+
+
+class FlockAllocator(_Allocator):
     """The seed's allocation: a file lock around "find a FREE slot, mark it WRITING"."""
 
     name = "flock"
@@ -266,32 +286,22 @@ class FlockAllocator:
         self.fd = os.open(lockfile, os.O_RDWR | os.O_CREAT, 0o600)
         self.hint = 0
 
-    def acquire(self, timeout: float = 1.0) -> int | None:
-        deadline = time.monotonic() + timeout
-        while True:
-            fcntl.flock(self.fd, fcntl.LOCK_EX)
-            try:
-                n = self.q.nslots
-                for k in range(n):
-                    i = (self.hint + k) % n
-                    if self.q.state(i) == FREE:
-                        self.q.set_state(i, WRITING)
-                        self.hint = i + 1
-                        return i
-            finally:
-                fcntl.flock(self.fd, fcntl.LOCK_UN)
-            if time.monotonic() > deadline:
-                return None
-            time.sleep(0.0001)
-
-    def release(self, i: int) -> None:
-        self.q.set_state(i, FREE)
-
-    def owns(self, i: int) -> bool:
-        return True
+    def _try(self) -> int | None:
+        fcntl.flock(self.fd, fcntl.LOCK_EX)
+        try:
+            n = self.q.nslots
+            for k in range(n):
+                i = (self.hint + k) % n
+                if self.q.state(i) == FREE:
+                    self.q.set_state(i, WRITING)
+                    self.hint = i + 1
+                    return i
+            return None
+        finally:
+            fcntl.flock(self.fd, fcntl.LOCK_UN)
 
 
-class PartitionAllocator:
+class PartitionAllocator(_Allocator):
     """Lock-free: this client owns slots i with i % nclients == client_id; it alone writes FREE->WRITING."""
 
     name = "partition"
@@ -303,22 +313,12 @@ class PartitionAllocator:
         self.slots = list(range(client_id, queue.nslots, nclients))
         self.pos = 0
 
-    def acquire(self, timeout: float = 1.0) -> int | None:
-        deadline = time.monotonic() + timeout
+    def _try(self) -> int | None:
         n = len(self.slots)
-        while True:
-            for k in range(n):
-                i = self.slots[(self.pos + k) % n]
-                if self.q.state(i) == FREE:
-                    self.q.set_state(i, WRITING)
-                    self.pos = (self.pos + k + 1) % n
-                    return i
-            if time.monotonic() > deadline:
-                return None
-            time.sleep(0.0001)
-
-    def release(self, i: int) -> None:
-        self.q.set_state(i, FREE)
-
-    def owns(self, i: int) -> bool:
-        return i in self.slots
+        for k in range(n):
+            i = self.slots[(self.pos + k) % n]
+            if self.q.state(i) == FREE:
+                self.q.set_state(i, WRITING)
+                self.pos = (self.pos + k + 1) % n
+                return i
+        return None
