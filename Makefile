@@ -50,6 +50,7 @@ bench: setup
 	$(PY) bench/facts.py
 	$(PY) bench/apply_fleet.py
 	$(PY) bench/smoke_transport.py
+	$(PY) bench/audit_fleet.py
 
 clean:
 	-$(HOSTKIT) lab down 2>/dev/null

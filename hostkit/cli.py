@@ -186,8 +186,11 @@ def cmd_apply(args) -> int:
             mark = {"ok": "ok", "failed": "FAILED", "unreachable": "UNREACHABLE", "skipped": "skip"}.get(status, status)
             err.print(f"  {host}: {task} [{mark}]", markup=False)
 
+    if args.revert_on_fail and not args.verify_smoke:
+        raise BadInput("--revert-on-fail needs --verify-smoke")
     result = apply(plans, args.inventory, check=args.check, diff=args.diff, tags=args.tags,
                    forks=args.forks, on_event=progress)
+    verification = _verify_smoke(args, result) if args.verify_smoke and not args.check else {}
     if args.json:
         _emit_json({
             "run_id": result.run_id, "check": args.check,
@@ -196,6 +199,7 @@ def cmd_apply(args) -> int:
                           "would_run": h.would_run, "irq_refused": h.irq_refused}
                       for n, h in result.hosts.items()},
             "artifacts": result.run.private_data_dir if result.run else None,
+            "verify_smoke": verification,
         })
     else:
         rows = []
@@ -213,9 +217,43 @@ def cmd_apply(args) -> int:
                 for t in result.run.hosts.get(n).tasks if result.run.hosts.get(n) else []:
                     for d in _diffs(t.res):
                         print(f"--- {n}: {d.get('before_header', t.task)}\n{_unified(d)}")
-    if result.failed:
+        for host, v in verification.items():
+            print(f"smoke {host}: {v['verdict']}" + (f"; rolled back ({v['rollback']})" if v.get("rollback") else ""))
+    if result.failed or any(not v["passed"] for v in verification.values()):
         return EXIT_FAILED
     return EXIT_REFUSED if result.refused else EXIT_OK
+
+
+def _verify_smoke(args, result) -> dict:
+    """Smoke-test each changed host; with --revert-on-fail, roll back the run on hosts that miss the SLO."""
+    from hostkit.runner.inventory import load_inventory
+    from hostkit.runner.remote import run_runtime
+
+    changed = [h for h, r in result.hosts.items() if r.status == "changed"]
+    if not changed:
+        return {}
+    limit = ",".join(changed)
+
+    class SmokeArgs:  # the smoke command's options, from apply's
+        profile, duration, infer_ms, clients = args.profile, args.smoke_duration, 2.0, 2
+        transport = target_p999_ms = inject_stall = None
+
+    settings = smoke_settings_for(args.inventory, limit, SmokeArgs)
+    lab = any(h.vars.get("hostkit_lab") for h in load_inventory(args.inventory, limit))
+    results, _ = run_runtime(args.inventory, [], limit, forks=1 if lab else len(changed), playbook="smoke.yml",
+                             task="Run the smoke test under the sysroot",
+                             extravars={"hostkit_smoke_settings": settings})
+    out = {}
+    for host, r in results.items():
+        passed = r["status"] == "ok" and r["doc"]["slo"]["passed"]
+        verdict = (f"{'PASSED' if passed else 'MISSED'} p999 {r['doc']['slo']['p999_ms']} ms vs "
+                   f"{r['doc']['slo']['target_p999_ms']} ms" if r["status"] == "ok" else f"{r['status']}: {r.get('error')}")
+        out[host] = {"passed": passed, "verdict": verdict}
+        if not passed and args.revert_on_fail:
+            rb, _ = run_runtime(args.inventory, ["rollback", "--run-id", result.run_id], host)
+            ok = rb[host]["status"] == "ok" and not rb[host]["doc"]["errors"]
+            out[host]["rollback"] = f"run {result.run_id} rolled back" if ok else f"rollback failed: {rb[host]}"
+    return out
 
 
 def _diffs(res: dict) -> list[dict]:
@@ -256,8 +294,43 @@ def cmd_history(args) -> int:
     return EXIT_FAILED if any(r["status"] != "ok" for r in results.values()) else EXIT_OK
 
 
+def cmd_adopt(args) -> int:
+    """rollback --adopt: record each host's current tuning as a baseline run, then apply the profile."""
+    from hostkit.runner.apply import apply
+    from hostkit.runner.remote import run_runtime
+
+    plans = plans_for(args)  # bad input and refusals are known before anything is written
+    results, _ = run_runtime(args.inventory, ["adopt"], args.limit)
+    failed = [h for h, r in results.items() if r["status"] != "ok"]
+    for h in failed:
+        plans[h] = {"status": results[h]["status"], "error": results[h].get("error")}
+    applied = apply(plans, args.inventory, check=args.check, diff=args.diff)
+    doc = {h: {"adopted_run": r["doc"]["run_id"] if r["status"] == "ok" else None,
+               "adopted_files": r["doc"]["files"] if r["status"] == "ok" else [],
+               "apply_status": applied.hosts[h].status if h in applied.hosts else "not run",
+               "apply_run": applied.run_id, "reboot_required": applied.hosts[h].reboot_required
+               if h in applied.hosts else False}
+           for h, r in results.items()}
+    if args.json:
+        _emit_json({"hosts": doc})
+    else:
+        rows = [[h, v["adopted_run"] or "FAILED", str(len(v["adopted_files"])), v["apply_status"],
+                 "yes" if v["reboot_required"] else "no"] for h, v in doc.items()]
+        _console().print(_table(["host", "adopted baseline run", "files recorded", "apply", "reboot required"],
+                                rows, title="hostkit rollback --adopt"))
+        print(f"`hostkit rollback -i {args.inventory}` now returns these hosts to the adopted state.")
+    if failed or applied.failed:
+        return EXIT_FAILED
+    return EXIT_REFUSED if applied.refused else EXIT_OK
+
+
 def cmd_rollback(args) -> int:
     from hostkit.runner.remote import run_runtime
+
+    if args.adopt:
+        if args.run_id or args.all:
+            raise BadInput("--adopt takes no --run-id or --all: it records a new baseline, then applies")
+        return cmd_adopt(args)
 
     if args.run_id and args.all:
         raise BadInput("--run-id and --all exclude each other")
@@ -305,8 +378,7 @@ def cmd_smoke(args) -> int:
     from hostkit.smoke.runner import SmokeConfig, parse_stall, run_smoke
 
     if args.inventory:
-        raise BadInput("hostkit smoke -i (remote, through the smoke role) is not built yet: run `hostkit smoke` "
-                       "on the host itself")
+        return _smoke_remote(args)
     profile = None
     if args.profile:
         from hostkit.profiles import load_profile
@@ -356,6 +428,97 @@ def cmd_smoke(args) -> int:
                                 title="hostkit smoke"))
         print(text_summary(result))
     return EXIT_OK if result["slo"]["passed"] else EXIT_FAILED
+
+
+def smoke_settings_for(inventory: str, limit: str | None, args) -> dict[str, dict]:
+    """Per host: the profile's transport and target, then what the command line says."""
+    from hostkit.profiles import apply_overrides, load_profile
+    from hostkit.runner.inventory import load_inventory
+
+    settings = {}
+    for h in load_inventory(inventory, limit):
+        profile, _ = apply_overrides(load_profile(args.profile or h.vars.get("hostkit_profile")),
+                                     h.vars.get("hostkit_overrides"), source=f"{h.name}: hostkit_overrides")
+        settings[h.name] = {
+            "duration": args.duration or 10, "infer_ms": args.infer_ms, "clients": args.clients,
+            "transport": args.transport or profile["smoke"]["transport"],
+            "target_p999_ms": args.target_p999_ms or profile["smoke"]["target_p999_ms"],
+            "inject_stall": args.inject_stall or "",
+        }
+    return settings
+
+
+def _smoke_remote(args) -> int:
+    from hostkit.runner.inventory import load_inventory
+    from hostkit.runner.remote import run_runtime
+    from hostkit.smoke.runner import parse_stall
+
+    if args.requests is not None:
+        raise BadInput("hostkit smoke -i runs for --duration seconds per host (not --requests)")
+    if args.inject_stall:
+        parse_stall(args.inject_stall)
+    settings = smoke_settings_for(args.inventory, args.limit, args)
+    hosts = load_inventory(args.inventory, args.limit)
+    # Lab hosts share this machine: one at a time, or they would measure each other.
+    forks = args.forks or (1 if any(h.vars.get("hostkit_lab") for h in hosts) else len(hosts))
+    err = _console(stderr=True)
+    if not args.json:
+        err.print(f"smoke test on {len(hosts)} host(s), {forks} at a time, {settings[hosts[0].name]['duration']} s each")
+    results, run = run_runtime(args.inventory, [], args.limit, forks=forks, playbook="smoke.yml",
+                               task="Run the smoke test under the sysroot",
+                               extravars={"hostkit_smoke_settings": settings},
+                               on_event=None if args.json else (lambda h, t, s: err.print(f"  {h}: {t} [{s}]",
+                                                                                            markup=False)))
+    docs = {h: (r["doc"] if r["status"] == "ok" else r) for h, r in results.items()}
+    if args.json:
+        _emit_json({"run_id": run.run_id, "hosts": docs})
+    else:
+        rows = []
+        for host, r in results.items():
+            if r["status"] != "ok":
+                rows.append([host, r["status"].upper(), "", "", "", "", "", r.get("error", "")[:60]])
+                continue
+            d = r["doc"]
+            rows.append([host, d["transport"], str(d["samples"]), str(d["deschedule_ms"]["p99"]),
+                         str(d["deschedule_ms"]["p999"]), str(d["deschedule_ms"]["max"]),
+                         "PASSED" if d["slo"]["passed"] else "MISSED",
+                         ", ".join(x["cause"] for x in d["diagnosis"])])
+        _console().print(_table(["host", "transport", "samples", "p99 ms", "p999 ms", "max ms", "SLO", "diagnosis"],
+                                rows, title="hostkit smoke (deschedule)"))
+    ok = all(r["status"] == "ok" and r["doc"]["slo"]["passed"] for r in results.values())
+    return EXIT_OK if ok else EXIT_FAILED
+
+
+# ----------------------------------------------------------------------------- audit
+
+def cmd_audit(args) -> int:
+    from hostkit.audit.runner import audit, junit_xml
+
+    results = audit(args.inventory, args.limit, profile=args.profile, force=args.force)
+    if args.junit:
+        Path(args.junit).write_text(junit_xml(results))
+    if args.json:
+        _emit_json({"hosts": results})
+    else:
+        rows = []
+        for host, r in results.items():
+            c = r.get("counts") or {}
+            rows.append([host, r["status"].upper() if r["status"] not in ("pass",) else "pass",
+                         str(c.get("pass", "")), str(c.get("drift", "")), str(c.get("pending_reboot", "")),
+                         str(c.get("tolerated", "")), str(c.get("not_applicable", "")), (r.get("error") or "")[:70]])
+        _console().print(_table(["host", "status", "pass", "drift", "pending reboot", "tolerated", "n/a", "error"],
+                                rows, title="hostkit audit"))
+        for host, r in results.items():
+            for f in r.get("findings", []):
+                if f["status"] in ("drift", "pending_reboot"):
+                    print(f"{host}: {f['status'].upper()} {f['check']}: expected {f['expected']}, got {f['actual']} "
+                          f"({f['source']})" + (f" - {f['note']}" if f.get("note") else ""))
+    bad = any(r["status"] in ("drift", "unreachable", "failed", "refused") for r in results.values())
+    pending = any(r["status"] == "pending_reboot" for r in results.values())
+    if pending and not args.json:
+        print("WARNING: reboot pending on some hosts (planned kernel arguments not booted yet)"
+              + ("; --strict makes that a failure" if not args.strict else ""), file=sys.stderr)
+    return EXIT_FAILED if bad or (pending and args.strict) else EXIT_OK
 
 
 # ----------------------------------------------------------------------------- migrate
@@ -527,6 +690,10 @@ def build_parser() -> argparse.ArgumentParser:
     ap.add_argument("--diff", action="store_true", help="show file and value diffs")
     ap.add_argument("--tags", metavar="ROLES", help="comma-separated roles to run")
     ap.add_argument("--forks", type=int, default=None)
+    ap.add_argument("--verify-smoke", action="store_true", help="smoke-test every changed host after the apply")
+    ap.add_argument("--revert-on-fail", action="store_true",
+                    help="with --verify-smoke: roll a host back automatically when it misses its SLO")
+    ap.add_argument("--smoke-duration", type=float, default=10, metavar="S", help="seconds of smoke per host")
     ap.set_defaults(func=cmd_apply, sysroot="/")
 
     hi = sub.add_parser("history", help="list hostkit runs per host (from the hosts' journals)")
@@ -545,7 +712,12 @@ def build_parser() -> argparse.ArgumentParser:
     rbw.add_argument("--all", action="store_true", help="roll back every hostkit run, newest first")
     rb.add_argument("--check", action="store_true", help="report what would be restored; change nothing")
     rb.add_argument("--diff", action="store_true", help="show file diffs and value changes")
-    rb.set_defaults(func=cmd_rollback)
+    rb.add_argument("--adopt", action="store_true",
+                    help="host tuned by another tool: record its current tuning as a baseline run, then apply "
+                         "the profile (--profile or hostkit_profile), so even that can be rolled back")
+    rb.add_argument("--profile", metavar="NAME|FILE", help="with --adopt: the profile to apply")
+    rb.add_argument("--force", action="store_true", help="with --adopt: allow isolation on a VM")
+    rb.set_defaults(func=cmd_rollback, sysroot="/")
 
     sm = sub.add_parser("smoke", help="on-host SHM inference smoke test: p999 deschedule against a target",
                         formatter_class=argparse.RawDescriptionHelpFormatter,
@@ -558,7 +730,10 @@ def build_parser() -> argparse.ArgumentParser:
                                "  hostkit smoke --inject-stall 20@0.5 --duration 5   calibration: stalls it must see\n"
                                "  hostkit smoke --with-cyclictest --plot cdf.png --prom /var/lib/node_exporter/hk.prom\n"
                                "credible p999 needs >= 10,000 samples (100,000 for a stable one)")
-    sm.add_argument("-i", "--inventory", metavar="INVENTORY", help="run on every inventory host (not built yet)")
+    sm.add_argument("-i", "--inventory", metavar="INVENTORY",
+                    help="run on every inventory host through the smoke role (the runtime needs only python3)")
+    sm.add_argument("--limit", metavar="PATTERN", help="with -i: only these hosts")
+    sm.add_argument("--forks", type=int, default=None, help="with -i: hosts at a time (lab: 1)")
     sm.add_argument("--profile", metavar="NAME|FILE", help="take transport and target from a profile")
     sm.add_argument("--transport", choices=["shm", "socket"], default=None, help="default shm")
     sm.add_argument("--allocator", choices=["partition", "flock"], default="partition",
@@ -587,6 +762,19 @@ def build_parser() -> argparse.ArgumentParser:
     sm.add_argument("--plot", metavar="FILE.png")
     sm.add_argument("--prom", metavar="FILE", help="Prometheus textfile for node_exporter")
     sm.set_defaults(func=cmd_smoke)
+
+    au = sub.add_parser("audit", help="audit hosts with testinfra: drift, pending reboots, cross-layer consistency",
+                        formatter_class=argparse.RawDescriptionHelpFormatter,
+                        description="Compares each host's live state with its plan (computed as apply does), over\n"
+                                    "one testinfra SSH connection per host (host keys verified), hosts in parallel.\n"
+                                    "Exit 1 on drift or an unreachable host; a pending reboot alone warns (exit 0)\n"
+                                    "unless --strict.")
+    _fleet_args(au)
+    au.add_argument("--profile", metavar="NAME|FILE")
+    au.add_argument("--force", action="store_true", help="plan isolation on VMs as apply --force did")
+    au.add_argument("--junit", metavar="FILE", help="JUnit XML: one testcase per host x check")
+    au.add_argument("--strict", action="store_true", help="a pending reboot is a failure")
+    au.set_defaults(func=cmd_audit)
 
     mg = sub.add_parser("migrate", help="migration evidence: smoke results before and after, side by side")
     mgsub = mg.add_subparsers(dest="mg_cmd", required=True, parser_class=_Parser)

@@ -27,6 +27,17 @@ def main(argv: list[str] | None = None) -> int:
     rb.add_argument("--all", action="store_true")
     rb.add_argument("--check", action="store_true")
     rb.add_argument("--diff", action="store_true")
+    ad = sub.add_parser("adopt")
+    ad.add_argument("--sysroot", default="/")
+    sm = sub.add_parser("smoke")
+    sm.add_argument("--sysroot", default="/")
+    sm.add_argument("--duration", type=float)
+    sm.add_argument("--requests", type=int)
+    sm.add_argument("--infer-ms", type=float, default=2.0)
+    sm.add_argument("--transport", default="shm")
+    sm.add_argument("--clients", type=int, default=2)
+    sm.add_argument("--target-p999-ms", type=float, default=1.0)
+    sm.add_argument("--inject-stall")
     args = parser.parse_args(argv)
     try:
         sysroot = args.sysroot or "/"
@@ -34,6 +45,22 @@ def main(argv: list[str] | None = None) -> int:
             from hostkit.facts import gather
 
             doc = gather(sysroot)
+        elif args.cmd == "adopt":
+            from hostkit.facts.sysroot import Sysroot
+            from hostkit.state.adopt import adopt
+
+            Sysroot(sysroot)
+            doc = adopt(sysroot)
+        elif args.cmd == "smoke":
+            from hostkit.facts import gather
+            from hostkit.smoke.runner import SmokeConfig, parse_stall, run_smoke
+
+            stall = parse_stall(args.inject_stall) if args.inject_stall else (None, None)
+            cfg = SmokeConfig(duration=args.duration, requests=args.requests, infer_ms=args.infer_ms,
+                              transport=args.transport, clients=args.clients, target_p999_ms=args.target_p999_ms,
+                              inject_stall_ms=stall[0], inject_every_s=stall[1])
+            doc = run_smoke(cfg, facts=gather(sysroot))
+            doc.pop("_deschedule_raw", None)
         elif args.cmd == "history":
             from hostkit.facts.sysroot import Sysroot
             from hostkit.state.journal import history

@@ -32,9 +32,20 @@ SHIPPED = [
     "state/journal_io.py",
     "state/journal.py",
     "state/rollback.py",
+    "state/adopt.py",
+    "smoke/__init__.py",
+    "smoke/queue.py",
+    "smoke/model.py",
+    "smoke/worker.py",
+    "smoke/client.py",
+    "smoke/metrics.py",
+    "smoke/diagnose.py",
+    "smoke/runner.py",
 ]
 
-MAIN = "from hostkit.remote import main\nraise SystemExit(main())\n"
+# The guard matters: the smoke test spawns processes, and multiprocessing's spawn re-imports the
+# main module (as __mp_main__) in every child.
+MAIN = "from hostkit.remote import main\nif __name__ == '__main__':\n    raise SystemExit(main())\n"
 
 
 def build(dest_dir: str | Path) -> Path:

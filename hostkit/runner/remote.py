@@ -18,7 +18,8 @@ RUNTIME_TASK = "Run the hostkit runtime under the sysroot"
 
 
 def run_runtime(inventory: str, args: list[str], limit: str | None = None, *, forks: int | None = None,
-                on_event=None, playbook: str = "runtime.yml") -> tuple[dict[str, dict], RunResult]:
+                on_event=None, playbook: str = "runtime.yml", task: str = RUNTIME_TASK,
+                extravars: dict | None = None) -> tuple[dict[str, dict], RunResult]:
     """Per host: ``{"status": "ok", "doc": {...}}`` or ``{"status": "unreachable"|"failed", "error": str}``.
 
     A runtime that exits 1 (a check failed) still returns its document as ``ok``;
@@ -26,7 +27,7 @@ def run_runtime(inventory: str, args: list[str], limit: str | None = None, *, fo
     """
     hosts = load_inventory(inventory, limit)  # bad input fails here, before anything runs
     artifact = runtime.build(state_dir() / "runtime")
-    extravars = {"hostkit_runtime": str(artifact)}
+    extravars = {**(extravars or {}), "hostkit_runtime": str(artifact)}
     if playbook == "runtime.yml":
         extravars["hostkit_runtime_args"] = list(args)
     result = run_playbook(playbook, inventory, limit=limit, forks=forks or max(5, len(hosts)),
@@ -40,12 +41,12 @@ def run_runtime(inventory: str, args: list[str], limit: str | None = None, *, fo
         if hr.status == "unreachable":
             out[h.name] = {"status": "unreachable", "error": summarize_error(hr.msg)}
             continue
-        task = hr.result_of(RUNTIME_TASK)
-        stdout = (task.res.get("stdout") if task else "") or ""
+        result_task = hr.result_of(task)
+        stdout = (result_task.res.get("stdout") if result_task else "") or ""
         doc = parse_json_line(stdout)
         if doc is None:
             out[h.name] = {"status": "failed", "error": summarize_error(
-                hr.msg or (task.res.get("stderr") if task else None) or "the runtime printed no JSON")}
+                hr.msg or (result_task.res.get("stderr") if result_task else None) or "the runtime printed no JSON")}
         elif "error" in doc and doc.get("exit_code", 2) >= 2:
             out[h.name] = {"status": "failed", "error": doc["error"], "exit_code": doc.get("exit_code")}
         else:

@@ -86,11 +86,17 @@ def _run_shm(cfg, client_id, samples, errors) -> None:
         if t is None:
             t = tensors[i] = q.tensor(i, count=tensor_count)
         if payload is None:
-            import numpy as np
+            try:
+                import numpy as np
 
-            payload = np.linspace(0, 1, tensor_count, dtype=np.float32)
+                payload = np.linspace(0, 1, tensor_count, dtype=np.float32)
+            except ImportError:  # no numpy on this host: the same bytes, written as bytes
+                payload = struct.pack(f"<{tensor_count}f", *(k / tensor_count for k in range(tensor_count)))
         t[:] = payload  # the request tensor, written in place into the shared ndarray slot
-        t[0] = seq
+        if isinstance(t, memoryview):
+            struct.pack_into("<f", t, 0, seq)
+        else:
+            t[0] = seq
         now = time.monotonic_ns()
         q.set_meta(i, seq, now, 0, 0, 0, 0, pid, tensor_count * 4)
         q.set_state(i, READY)

@@ -47,6 +47,8 @@ class SyntheticModel:
     def _input(self, tensor=None):
         if self._np is None:
             return 0.0
+        if isinstance(tensor, (bytes, memoryview)):
+            tensor = self._np.frombuffer(tensor, dtype=self._np.float32)
         if tensor is not None and tensor.size >= 64 * 64:
             return tensor[: 64 * 64].reshape(64, 64)
         return self._np.ones((64, 64), dtype=self._np.float32)

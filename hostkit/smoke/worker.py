@@ -177,7 +177,10 @@ def _recv_exact(sock, n: int) -> bytes | None:
 
 def _serve_socket(server, model, cfg: dict, info: dict, stats: dict, conn) -> None:
     """The seeds' socket actor: length-prefixed pickles over TCP loopback."""
-    import numpy as np
+    try:
+        import numpy as np
+    except ImportError:
+        np = None
 
     sel = selectors.DefaultSelector()
     sel.register(server, selectors.EVENT_READ)
@@ -207,7 +210,7 @@ def _serve_socket(server, model, cfg: dict, info: dict, stats: dict, conn) -> No
             if fifo:
                 _set_fifo(True)
                 stats["fifo_batches"] += 1
-            tensor = np.frombuffer(msg["tensor"], dtype=np.float32)
+            tensor = np.frombuffer(msg["tensor"], dtype=np.float32) if np is not None else msg["tensor"]
             out, wall, cpu, done = _infer(model, tensor, fifo)
             if fifo:
                 _set_fifo(False)

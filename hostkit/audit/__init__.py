@@ -1,0 +1,1 @@
+"""Audit hosts with testinfra: drift, pending reboots, cross-layer consistency, reports."""

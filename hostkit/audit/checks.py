@@ -1,0 +1,301 @@
+"""The audit's checks: live state (read over SSH with testinfra) against the host's plan.
+
+Each check yields findings ``{"check", "status", "expected", "actual", "source"}`` with status
+``pass``, ``drift``, ``pending_reboot`` (the boot config holds the planned kernel arguments but
+the running kernel was booted without them), ``tolerated`` (the kernel refuses to move a
+managed or per-CPU IRQ) or ``not_applicable``. Values are compared normalised: cpulists against
+hex masks, integers against integers.
+"""
+
+from __future__ import annotations
+
+import re
+import shlex
+
+import yaml
+
+from hostkit.cpulist import format_cpulist, parse_cpulist, parse_mask
+from hostkit.errors import CpulistError
+
+# IRQs the kernel manages itself (affinity writes fail with EIO): block-device queues.
+MANAGED_IRQ_NAMES = re.compile(r"^(nvme\d+q\d+|virtio\d+-req\.\d+|.*-managed)$")
+
+
+def finding(check, status, expected=None, actual=None, source=None, note=None) -> dict:
+    f = {"check": check, "status": status, "expected": expected, "actual": actual, "source": source}
+    if note:
+        f["note"] = note
+    return f
+
+
+class HostView:
+    """Files of one host under its sysroot, read through a testinfra Host (one SSH connection)."""
+
+    def __init__(self, host, sysroot: str) -> None:
+        self.host = host
+        self.root = "" if sysroot in ("", "/") else sysroot.rstrip("/")
+        self._cache: dict[str, str | None] = {}
+
+    def path(self, p: str) -> str:
+        return self.root + p
+
+    def read(self, p: str) -> str | None:
+        if p not in self._cache:
+            f = self.host.file(self.path(p))
+            self._cache[p] = f.content_string if f.exists else None
+        return self._cache[p]
+
+    def exists(self, p: str) -> bool:
+        return self.host.file(self.path(p)).exists
+
+
+def _cmdline_args(text: str) -> dict[str, str | None]:
+    try:
+        tokens = shlex.split(text)
+    except ValueError:
+        tokens = text.split()
+    if "--" in tokens:
+        tokens = tokens[: tokens.index("--")]
+    out = {}
+    for t in tokens:
+        k, sep, v = t.partition("=")
+        out[k] = v if sep else None
+    return out
+
+
+def _boot_config_args(view: HostView) -> dict[str, str | None]:
+    """Arguments the next boot will have, as far as /etc/default/grub(.d) says."""
+    args: dict[str, str | None] = {}
+    for p in ("/etc/default/grub", "/etc/default/grub.d/hostkit.cfg"):
+        text = view.read(p) or ""
+        for m in re.finditer(r'GRUB_CMDLINE_LINUX(?:_DEFAULT)?="([^"]*)"', text):
+            args.update(_cmdline_args(m.group(1).replace("${GRUB_CMDLINE_LINUX_DEFAULT}", "")))
+    return args
+
+
+def check_kernel_args(view: HostView, plan: dict) -> list[dict]:
+    booted = _cmdline_args(view.read("/proc/cmdline") or "")
+    boot = _boot_config_args(view)
+    out = []
+    for arg, want in plan["cmdline_set"].items():
+        got = booted.get(arg, "<absent>") if arg in booted else "<absent>"
+        name = f"kernel arg {arg}"
+        if arg in booted and booted[arg] == want:
+            out.append(finding(name, "pass", want, got, "/proc/cmdline"))
+        elif arg in boot and boot[arg] == want:
+            out.append(finding(name, "pending_reboot", want, got, "/proc/cmdline",
+                               "the boot config holds it; the running kernel was booted without it"))
+        else:
+            out.append(finding(name, "drift", want, boot.get(arg, "<absent>") if arg in boot else got,
+                               "/etc/default/grub.d/hostkit.cfg"))
+    for arg in plan["cmdline_remove"]:
+        name = f"kernel arg {arg} removed"
+        if arg not in booted:
+            out.append(finding(name, "pass", "<absent>", "<absent>", "/proc/cmdline"))
+        elif arg not in boot:
+            out.append(finding(name, "pending_reboot", "<absent>", f"{arg}={booted[arg]}", "/proc/cmdline",
+                               "removed from the boot config; still in the running kernel"))
+        else:
+            out.append(finding(name, "drift", "<absent>", f"{arg}={boot[arg]}", "/etc/default/grub"))
+    if plan["isolation"] and plan["isolated"]:
+        iso = (view.read("/sys/devices/system/cpu/isolated") or "").strip()
+        booted_ok = all(booted.get(a) == v for a, v in plan["cmdline_set"].items())
+        status = "pass" if _same_cpus(iso, plan["isolated"]) else ("drift" if booted_ok else "pending_reboot")
+        out.append(finding("isolated CPUs", status, plan["isolated"], iso or "<none>",
+                           "/sys/devices/system/cpu/isolated"))
+    return out
+
+
+def _same_cpus(a: str, b: str) -> bool:
+    try:
+        return parse_cpulist(a or "") == parse_cpulist(b or "")
+    except CpulistError:
+        return False
+
+
+def check_sysctls(facts: dict, plan: dict) -> list[dict]:
+    names = {"kernel.sched_rt_runtime_us": "sched_rt_runtime_us", "kernel.numa_balancing": "numa_balancing",
+             "kernel.timer_migration": "timer_migration", "vm.zone_reclaim_mode": "zone_reclaim_mode",
+             "vm.stat_interval": "stat_interval"}
+    out = []
+    for key, want in plan["sysctl"].items():
+        got = facts["kernel"].get(names[key])
+        out.append(finding(f"sysctl {key}", "pass" if got == want else "drift", want, got,
+                           "/proc/sys/" + key.replace(".", "/")))
+    return out
+
+
+def check_governor(facts: dict, plan: dict) -> list[dict]:
+    if not plan["governor"]:
+        return [finding("cpufreq governor", "not_applicable", None, None, "/sys/devices/system/cpu/cpu*/cpufreq",
+                        "no cpufreq on this host, or the profile leaves the governor alone")]
+    wrong = {g: c for g, c in facts["cpufreq"]["governors"].items() if g != plan["governor"]}
+    if not wrong:
+        return [finding("cpufreq governor", "pass", plan["governor"], plan["governor"],
+                        "/sys/devices/system/cpu/cpu*/cpufreq/scaling_governor")]
+    actual = "; ".join(f"{g} on CPUs {c}" for g, c in wrong.items())
+    first = min(parse_cpulist(next(iter(wrong.values()))))
+    return [finding("cpufreq governor", "drift", f"{plan['governor']} on CPUs {plan['governor_cpus']}", actual,
+                    f"/sys/devices/system/cpu/cpu{first}/cpufreq/scaling_governor")]
+
+
+def check_irqs(view: HostView, facts: dict, plan: dict) -> list[dict]:
+    if not plan["irq"]["affinity"]:
+        return [finding("IRQ affinity", "not_applicable", None, None, "/proc/irq/*/smp_affinity_list",
+                        "the profile leaves IRQs to irqbalance")]
+    irqs = {str(i["irq"]): i for i in facts["irqs"]}
+    out, tolerated = [], []
+    for irq, want in plan["irq"]["assignments"].items():
+        got = (irqs.get(irq) or {}).get("smp_affinity_list")
+        if got is None or _same_cpus(got, want):
+            continue
+        name = (irqs.get(irq) or {}).get("name", "")
+        if MANAGED_IRQ_NAMES.match(name) or view.exists(f"/proc/irq/{irq}/.managed"):
+            tolerated.append(irq)
+            continue
+        out.append(finding(f"IRQ {irq} affinity ({name})", "drift", want, got, f"/proc/irq/{irq}/smp_affinity_list"))
+    if not out:
+        out.append(finding("IRQ affinity", "pass", plan["irq_cpus"], f"{len(plan['irq']['assignments'])} IRQs checked",
+                           "/proc/irq/*/smp_affinity_list"))
+    if tolerated:
+        out.append(finding("managed IRQs", "tolerated", "kernel-managed", f"IRQs {', '.join(tolerated)}",
+                           "/proc/irq/*/smp_affinity_list", "the kernel refuses affinity writes to managed IRQs"))
+    want_default = plan["irq"].get("default_smp_affinity")
+    if want_default:
+        got = facts.get("default_smp_affinity")
+        ok = got is not None and parse_cpulist(got) == parse_mask(want_default)
+        out.append(finding("default_smp_affinity", "pass" if ok else "drift",
+                           format_cpulist(parse_mask(want_default)), got, "/proc/irq/default_smp_affinity"))
+    return out
+
+
+def irqbalance_banned(view: HostView) -> str | None:
+    text = view.read("/etc/default/irqbalance")
+    if text is None:
+        return None
+    m = re.search(r"(?m)^\s*IRQBALANCE_BANNED_CPULIST=\"?([0-9,\-]*)\"?\s*$", text)
+    return m.group(1) if m else ""
+
+
+def check_irqbalance(view: HostView, plan: dict) -> list[dict]:
+    banned = irqbalance_banned(view)
+    if banned is None:
+        return [finding("irqbalance banned CPUs", "not_applicable", None, None, "/etc/default/irqbalance",
+                        "irqbalance is not installed")]
+    mode = plan["irq"]["irqbalance"]
+    if mode == "leave":
+        return []
+    want = plan["isolated"] if mode == "banned" else ""
+    return [finding("irqbalance banned CPUs", "pass" if _same_cpus(banned, want) else "drift", want or "<none>",
+                    banned or "<none>", "/etc/default/irqbalance")]
+
+
+def check_containerd(view: HostView, plan: dict) -> list[dict]:
+    if not plan["containerd"]["enabled"]:
+        return []
+    path = "/etc/containerd/config.toml"
+    if not view.host.exists("containerd"):
+        text = view.read(path)
+        source = path
+    else:
+        cmd = view.host.run("containerd --config %s config dump", view.path(path))
+        text, source = (cmd.stdout, f"containerd config dump ({path})") if cmd.rc == 0 else (view.read(path), path)
+    if text is None:
+        return [finding("containerd SystemdCgroup", "drift", "true", "<no config.toml>", path)]
+    want = plan["containerd"]["systemd_cgroup"]
+    m = re.search(r"SystemdCgroup\s*=\s*(true|false)", text)
+    got = m.group(1) if m else "<unset>"
+    return [finding("containerd SystemdCgroup", "pass" if got == str(want).lower() else "drift",
+                    str(want).lower(), got, source)]
+
+
+def kubelet_config(view: HostView, dropin: str) -> dict | None:
+    text = view.read(dropin)
+    if text is None:
+        return None
+    try:
+        return yaml.safe_load(text) or {}
+    except yaml.YAMLError:
+        return {"<unparseable>": True}
+
+
+KUBELET_DROPIN = "/etc/kubernetes/kubelet.conf.d/60-hostkit.conf"
+
+
+def check_kubelet(view: HostView, plan: dict) -> list[dict]:
+    if not plan["kubelet"].get("enabled"):
+        return []
+    cfg = kubelet_config(view, KUBELET_DROPIN)
+    if cfg is None:
+        return [finding("kubelet configuration", "drift", "drop-in present", "<absent>", KUBELET_DROPIN)]
+    out = []
+    for key, want in plan["kubelet"]["config"].items():
+        got = cfg.get(key)
+        same = _same_cpus(str(got), want) if key == "reservedSystemCPUs" else got == want
+        out.append(finding(f"kubelet {key}", "pass" if same else "drift", want, got, KUBELET_DROPIN))
+    for state, field in (("cpu_manager_state", "cpuManagerPolicy"), ("memory_manager_state", "memoryManagerPolicy")):
+        text = view.read(f"/var/lib/kubelet/{state}")
+        if text:
+            import json
+
+            try:
+                policy = json.loads(text).get("policyName")
+            except ValueError:
+                policy = "<unparseable>"
+            want = plan["kubelet"]["config"].get(field)
+            out.append(finding(f"kubelet {state}", "pass" if str(policy).lower() == str(want).lower() else "drift",
+                               want, policy, f"/var/lib/kubelet/{state}",
+                               "a state file with another policy makes kubelet crash-loop"))
+    return out
+
+
+def check_bios(plan: dict) -> list[dict]:
+    out = []
+    for c in plan["bios"]["checks"]:
+        status = {True: "pass", False: "drift" if plan["bios"]["enforce"] else "tolerated", None: "not_applicable"}
+        out.append(finding(f"BIOS {c['name']}", status[c["ok"]], c["expected"], c["actual"], "NUMA topology / DMI",
+                           None if c["ok"] is not False or plan["bios"]["enforce"] else "bios.enforce is false"))
+    return out
+
+
+def check_cross_layer(view: HostView, facts: dict, plan: dict) -> list[dict]:
+    """Housekeeping as every layer sees it must be one set; every NIC IRQ on its node."""
+    out = []
+    online = parse_cpulist(facts["topology"]["online"])
+    hk, iso = parse_cpulist(plan["housekeeping"]), parse_cpulist(plan["isolated"])
+    out.append(finding("isolated ∪ housekeeping = online", "pass" if (hk | iso) == online and not hk & iso
+                       else "drift", facts["topology"]["online"], format_cpulist(hk | iso), "plan"))
+    if plan["isolation"]:
+        views = {}
+        cfg = kubelet_config(view, KUBELET_DROPIN) if plan["kubelet"].get("enabled") else None
+        if cfg and cfg.get("reservedSystemCPUs") is not None:
+            views["kubelet reservedSystemCPUs"] = str(cfg["reservedSystemCPUs"])
+        banned = irqbalance_banned(view)
+        if banned:
+            views["online − irqbalance banned"] = format_cpulist(online - parse_cpulist(banned))
+        system_conf = view.read("/etc/systemd/system.conf") or ""
+        m = re.search(r"(?m)^\s*CPUAffinity=(.+)$", system_conf)
+        if m:
+            views["systemd CPUAffinity"] = format_cpulist(parse_cpulist(",".join(m.group(1).split())))
+        for name, cpus in views.items():
+            out.append(finding(f"housekeeping = {name}", "pass" if _same_cpus(cpus, plan["housekeeping"]) else "drift",
+                               plan["housekeeping"], cpus, "cross-layer"))
+    nodes = {n["id"]: parse_cpulist(n["cpus"]) for n in facts["topology"]["numa_nodes"]}
+    irqs = {i["irq"]: i for i in facts["irqs"]}
+    for nic in facts["nics"]:
+        node = nodes.get(nic["numa_node"])
+        if not node or not plan["irq"]["affinity"]:
+            continue
+        off = [str(i) for i in nic["irqs"] if irqs.get(i) and irqs[i]["smp_affinity_list"]
+               and not parse_cpulist(irqs[i]["smp_affinity_list"]) <= node]
+        out.append(finding(f"{nic['name']} IRQs on node {nic['numa_node']}", "drift" if off else "pass",
+                           f"CPUs of node {nic['numa_node']}", f"IRQs {', '.join(off)} elsewhere" if off else "all local",
+                           "/proc/irq/*/smp_affinity_list"))
+    return out
+
+
+def run_checks(host, sysroot: str, facts: dict, plan: dict) -> list[dict]:
+    view = HostView(host, sysroot)
+    return (check_kernel_args(view, plan) + check_sysctls(facts, plan) + check_governor(facts, plan)
+            + check_irqs(view, facts, plan) + check_irqbalance(view, plan) + check_containerd(view, plan)
+            + check_kubelet(view, plan) + check_bios(plan) + check_cross_layer(view, facts, plan))

@@ -1,0 +1,56 @@
+"""Adopt a host tuned by another tool: record its current tuning as a baseline run.
+
+Kernel arguments in the boot config and sysctls set with no hostkit journal cannot be told
+apart from the distribution's defaults after the fact. ``adopt`` writes a journal run marked
+``adopted`` whose entries hold the current content of every file and value hostkit manages
+(before = after = now). The apply that follows journals its own changes on top, so a rollback
+returns the host to exactly this adopted state, and history shows where the baseline came from.
+"""
+
+from __future__ import annotations
+
+import glob
+import json
+import os
+import secrets
+import time
+
+from hostkit.state.journal_io import Journal, atomic_write, file_state, sysroot_path
+
+ADOPTED_FILES = ["/etc/default/grub", "/etc/default/irqbalance", "/etc/containerd/config.toml"]
+ADOPTED_GLOBS = ["/etc/default/grub.d/*.cfg", "/etc/sysctl.d/*.conf", "/etc/kubernetes/kubelet.conf.d/*"]
+ADOPTED_VALUES = [
+    ("/proc/sys/kernel/sched_rt_runtime_us", "int"), ("/proc/sys/kernel/numa_balancing", "int"),
+    ("/proc/sys/kernel/timer_migration", "int"), ("/proc/sys/vm/zone_reclaim_mode", "int"),
+    ("/proc/sys/vm/stat_interval", "int"), ("/proc/cmdline", "str"),
+]
+
+
+def adopt(sysroot: str = "/") -> dict:
+    run_id = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime()) + "-adopt-" + secrets.token_hex(3)
+    journal = Journal(sysroot, run_id)
+    root = sysroot_path(sysroot, "/")
+    paths = list(ADOPTED_FILES)
+    for pattern in ADOPTED_GLOBS:
+        paths += sorted("/" + os.path.relpath(p, root) for p in glob.glob(sysroot_path(sysroot, pattern)))
+    files = []
+    for path in paths:
+        state = file_state(sysroot_path(sysroot, path))
+        if state["exists"]:
+            files.append(path)
+            journal.record({"kind": "file", "role": "adopt", "path": path, "before": state,
+                            "after": {"exists": True}, "created_dirs": []})
+    items = []
+    for path, kind in ADOPTED_VALUES:
+        try:
+            with open(sysroot_path(sysroot, path)) as f:
+                value = f.read().rstrip("\n")
+        except OSError:
+            continue
+        items.append({"path": path, "before": value, "after": value, "kind": kind})
+    if items:
+        journal.record({"kind": "values", "role": "adopt", "items": items})
+    doc = journal.load()
+    doc["adopted"] = True
+    atomic_write(journal.path, (json.dumps(doc, indent=1, sort_keys=True) + "\n").encode(), mode=0o600)
+    return {"run_id": run_id, "files": files, "values": [i["path"] for i in items], "changed": False}

@@ -1,0 +1,74 @@
+"""Audit over testinfra on lab hosts: pass after apply, three drifts named exactly, pending reboot,
+JUnit XML, an unreachable host."""
+
+from __future__ import annotations
+
+import xml.etree.ElementTree as ET
+
+import pytest
+
+from tests.labutil import cli, cli_json, sysroot
+
+pytestmark = pytest.mark.lab
+
+HOSTS = ["a", "b", "c"]
+
+
+@pytest.fixture(scope="module")
+def tuned(make_lab):
+    lab = make_lab([("a", "epyc-9634-nps1"), ("b", "xeon-8480-snc2-ht"), ("c", "epyc-9654-nps4-smt")], port=2351)
+    rc, doc, proc = cli_json("apply", "-i", lab.inventory)
+    assert rc == 0, proc.stderr[-2000:]
+    return lab
+
+
+def drifts(doc):
+    return {(h, f["check"]) for h, r in doc["hosts"].items() for f in r.get("findings", []) if f["status"] == "drift"}
+
+
+def test_audit_after_apply_passes_with_reboot_pending(tuned):
+    rc, doc, proc = cli_json("audit", "-i", tuned.inventory)
+    assert rc == 0, proc.stdout[-3000:]
+    assert drifts(doc) == set()
+    for h in HOSTS:
+        r = doc["hosts"][h]
+        assert r["status"] == "pending_reboot"  # isolcpus planned and in the boot config, not booted
+        pending = {f["check"] for f in r["findings"] if f["status"] == "pending_reboot"}
+        assert "kernel arg isolcpus" in pending
+        assert r["counts"]["pass"] > 10
+    strict = cli("audit", "-i", tuned.inventory, "--strict")
+    assert strict.returncode == 1
+
+
+def test_three_drifts_on_three_hosts_named_exactly(tuned, tmp_path):
+    (sysroot(tuned, "a") / "proc/sys/vm/stat_interval").write_text("1\n")
+    (sysroot(tuned, "b") / "proc/irq/24/smp_affinity_list").write_text("58\n")  # on the NIC's node, off plan
+    (sysroot(tuned, "c") / "sys/devices/system/cpu/cpu5/cpufreq/scaling_governor").write_text("powersave\n")
+    junit = tmp_path / "audit.xml"
+    rc, doc, proc = cli_json("audit", "-i", tuned.inventory, "--junit", junit)
+    assert rc == 1
+    assert drifts(doc) == {("a", "sysctl vm.stat_interval"), ("b", "IRQ 24 affinity (ens785f0-TxRx-0)"),
+                           ("c", "cpufreq governor")}
+    by = {(h, f["check"]): f for h, r in doc["hosts"].items() for f in r["findings"]}
+    assert (by[("a", "sysctl vm.stat_interval")]["expected"], by[("a", "sysctl vm.stat_interval")]["actual"]) == (10, 1)
+    assert by[("b", "IRQ 24 affinity (ens785f0-TxRx-0)")]["actual"] == "58"
+    assert "powersave on CPUs 5" in by[("c", "cpufreq governor")]["actual"]
+    tree = ET.parse(junit).getroot()
+    failed = [(c.get("classname"), c.get("name")) for c in tree.iter("testcase") if c.find("failure") is not None]
+    assert sorted(failed) == sorted([("hostkit.audit.a", "sysctl vm.stat_interval"),
+                                     ("hostkit.audit.b", "IRQ 24 affinity (ens785f0-TxRx-0)"),
+                                     ("hostkit.audit.c", "cpufreq governor")])
+    assert tree.get("failures") == "3"
+    human = cli("audit", "-i", tuned.inventory)
+    assert "a: DRIFT sysctl vm.stat_interval: expected 10, got 1 (/proc/sys/vm/stat_interval)" in human.stdout
+
+
+def test_unreachable_host_does_not_stop_the_others(tuned):
+    tuned.stop_host("b")
+    try:
+        rc, doc, _ = cli_json("audit", "-i", tuned.inventory)
+    finally:
+        tuned.start_host("b")
+    assert rc == 1
+    assert doc["hosts"]["b"]["status"] == "unreachable"
+    assert all("findings" in doc["hosts"][h] and doc["hosts"][h]["findings"] for h in ("a", "c"))

@@ -1,0 +1,75 @@
+"""Rollback on the lab: adoption of a host tuned by another tool, smoke-verified apply that reverts,
+and an apply cut off by a dropped SSH connection, then rolled back to the byte."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import time
+
+import pytest
+
+from hostkit.facts import gather
+from tests.labutil import cli, cli_json, inventory_with, sysroot, trees
+
+pytestmark = pytest.mark.lab
+
+
+@pytest.fixture(scope="module")
+def lab(make_lab):
+    return make_lab([("vm", "vmware-88vcpu"), ("bm", "epyc-9634-nps1"), ("bm2", "epyc-9654-nps4-smt")], port=2341)
+
+
+def test_adopt_a_guest_tuned_by_another_tool_then_roll_back_to_it(lab, tmp_path):
+    before = trees(lab)["vm"]
+    assert "isolcpus=8-87" in (sysroot(lab, "vm") / "etc/default/grub").read_text()
+    rc, doc, proc = cli_json("rollback", "-i", lab.inventory, "--limit", "vm", "--adopt", "--profile", "vmware-guest")
+    assert rc == 0, proc.stdout + proc.stderr
+    assert doc["hosts"]["vm"]["adopted_run"] and "/etc/default/grub" in doc["hosts"]["vm"]["adopted_files"]
+    assert doc["hosts"]["vm"]["apply_status"] == "changed"
+    grub = (sysroot(lab, "vm") / "etc/default/grub").read_text()
+    assert "isolcpus" not in grub and "nohz_full" not in grub and "rcu_nocbs" not in grub
+    assert gather(str(sysroot(lab, "vm")))["kernel"]["sched_rt_runtime_us"] == 950000
+    rc, hist, _ = cli_json("history", "-i", lab.inventory, "--limit", "vm")
+    assert [r["adopted"] for r in hist["vm"]["runs"]] == [True, False]
+    rc, rb, _ = cli_json("rollback", "-i", lab.inventory, "--limit", "vm")
+    assert rc == 0 and rb["hosts"]["vm"]["verify"]["ok"]
+    assert trees(lab)["vm"] == before  # the adopted state, exactly
+
+
+def test_verify_smoke_reverts_a_host_that_misses_its_slo(lab, tmp_path):
+    before = trees(lab)["bm"]
+    inv = inventory_with(lab, tmp_path / "inv.yml",
+                         {"bm": {"hostkit_overrides": {"smoke": {"target_p999_ms": 0.001}}}})
+    rc, doc, proc = cli_json("apply", "-i", inv, "--limit", "bm", "--verify-smoke", "--revert-on-fail",
+                             "--smoke-duration", "2")
+    assert rc == 1, proc.stderr[-2000:]
+    v = doc["verify_smoke"]["bm"]
+    assert v["passed"] is False and "MISSED" in v["verdict"] and "rolled back" in v["rollback"]
+    assert trees(lab)["bm"] == before
+
+
+def test_apply_cut_off_by_a_dropped_ssh_connection_rolls_back_exactly(lab):
+    before = trees(lab)["bm2"]
+    journal_dir = sysroot(lab, "bm2") / "var/lib/hostkit/journal"
+    proc = subprocess.Popen([sys.executable, "-m", "hostkit.cli", "apply", "-i", str(lab.inventory), "--limit", "bm2",
+                             "--json"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline:
+        files = list(journal_dir.glob("*.json")) if journal_dir.exists() else []
+        if files and files[0].read_text().count('"seq"') >= 2:
+            break
+        time.sleep(0.05)
+    else:
+        proc.kill()
+        pytest.fail("the apply never journaled two changes")
+    lab.kill_host("bm2")  # the network drops mid-apply
+    out, err = proc.communicate(timeout=180)
+    assert proc.returncode == 1, err[-2000:]
+    assert trees(lab)["bm2"] != before  # a half-finished apply
+    lab.start_host("bm2")
+    rc, rb, p = cli_json("rollback", "-i", lab.inventory, "--limit", "bm2")
+    assert rc == 0, p.stdout
+    assert trees(lab)["bm2"] == before
+    rc, again, _ = cli_json("rollback", "-i", lab.inventory, "--limit", "bm2")
+    assert rc == 0 and again["hosts"]["bm2"]["changed"] is False
