@@ -28,25 +28,81 @@ def finding(check, status, expected=None, actual=None, source=None, note=None) -
     return f
 
 
+# Every file the checks read, fetched in one remote command (each command over SSH costs a session).
+AUDITED_FILES = [
+    "/proc/cmdline", "/sys/devices/system/cpu/isolated", "/etc/default/grub", "/etc/default/grub.d/hostkit.cfg",
+    "/etc/default/irqbalance", "/etc/systemd/system.conf", "/etc/containerd/config.toml",
+    "/etc/kubernetes/kubelet.conf.d/60-hostkit.conf", "/var/lib/kubelet/cpu_manager_state",
+    "/var/lib/kubelet/memory_manager_state",
+]
+_MARK = "@@hostkit-audit@@"
+_FETCH = (
+    'for f in "$@"; do if [ -f "$f" ]; then printf "\\n%s %s P\\n" "$M" "$f"; cat "$f"; '
+    'else printf "\\n%s %s A\\n" "$M" "$f"; fi; done; '
+    'printf "\\n%s managed\\n" "$M"; ls -d "$R"/proc/irq/*/.managed 2>/dev/null; '
+    'printf "\\n%s containerd\\n" "$M"; command -v containerd || true'
+)
+
+
 class HostView:
-    """Files of one host under its sysroot, read through a testinfra Host (one SSH connection)."""
+    """Files of one host under its sysroot, read through a testinfra Host (one SSH connection).
+
+    ``prefetch`` reads every audited file, the lab's managed-IRQ markers and whether containerd
+    is installed in a single remote command; ``read`` falls back to testinfra's file module."""
 
     def __init__(self, host, sysroot: str) -> None:
         self.host = host
         self.root = "" if sysroot in ("", "/") else sysroot.rstrip("/")
         self._cache: dict[str, str | None] = {}
+        self.managed_irqs: set[str] = set()
+        self.has_containerd: bool | None = None
 
     def path(self, p: str) -> str:
         return self.root + p
+
+    def prefetch(self, paths=AUDITED_FILES) -> None:
+        full = [self.path(p) for p in paths]
+        cmd = self.host.run("M=%s R=%s sh -c %s _ " + " ".join(["%s"] * len(full)),
+                            _MARK, self.root or "/", _FETCH, *full)
+        section, buf = None, []
+
+        def flush():
+            if section is None:
+                return
+            kind, name = section
+            text = "\n".join(buf)
+            if kind == "file":
+                p = name[len(self.root):] if self.root and name.startswith(self.root) else name
+                self._cache[p] = None if buf == ["<absent>"] else text
+            elif kind == "managed":
+                self.managed_irqs = {line.rstrip("/").split("/")[-2] for line in buf if line.endswith(".managed")}
+            elif kind == "containerd":
+                self.has_containerd = any(line.strip() for line in buf)
+
+        for line in cmd.stdout.split("\n"):
+            if line.startswith(_MARK + " "):
+                if buf and buf[-1] == "":
+                    buf.pop()  # the newline printf put before the marker
+                flush()
+                rest = line[len(_MARK) + 1:]
+                if rest in ("managed", "containerd"):
+                    section, buf = (rest, rest), []
+                else:
+                    name, state = rest.rsplit(" ", 1)
+                    section, buf = ("file", name), (["<absent>"] if state == "A" else [])
+                continue
+            if section is not None and not (section[0] == "file" and buf == ["<absent>"]):
+                buf.append(line)
+        flush()
+        for p in self._cache:
+            if self._cache[p] is not None and not self._cache[p].endswith("\n"):
+                self._cache[p] += "\n"
 
     def read(self, p: str) -> str | None:
         if p not in self._cache:
             f = self.host.file(self.path(p))
             self._cache[p] = f.content_string if f.exists else None
         return self._cache[p]
-
-    def exists(self, p: str) -> bool:
-        return self.host.file(self.path(p)).exists
 
 
 def _cmdline_args(text: str) -> dict[str, str | None]:
@@ -150,7 +206,7 @@ def check_irqs(view: HostView, facts: dict, plan: dict) -> list[dict]:
         if got is None or _same_cpus(got, want):
             continue
         name = (irqs.get(irq) or {}).get("name", "")
-        if MANAGED_IRQ_NAMES.match(name) or view.exists(f"/proc/irq/{irq}/.managed"):
+        if MANAGED_IRQ_NAMES.match(name) or irq in view.managed_irqs:
             tolerated.append(irq)
             continue
         out.append(finding(f"IRQ {irq} affinity ({name})", "drift", want, got, f"/proc/irq/{irq}/smp_affinity_list"))
@@ -194,7 +250,7 @@ def check_containerd(view: HostView, plan: dict) -> list[dict]:
     if not plan["containerd"]["enabled"]:
         return []
     path = "/etc/containerd/config.toml"
-    if not view.host.exists("containerd"):
+    if not view.has_containerd or view.read(path) is None:
         text = view.read(path)
         source = path
     else:
@@ -296,6 +352,7 @@ def check_cross_layer(view: HostView, facts: dict, plan: dict) -> list[dict]:
 
 def run_checks(host, sysroot: str, facts: dict, plan: dict) -> list[dict]:
     view = HostView(host, sysroot)
+    view.prefetch()
     return (check_kernel_args(view, plan) + check_sysctls(facts, plan) + check_governor(facts, plan)
             + check_irqs(view, facts, plan) + check_irqbalance(view, plan) + check_containerd(view, plan)
             + check_kubelet(view, plan) + check_bios(plan) + check_cross_layer(view, facts, plan))
