@@ -40,6 +40,18 @@ def test_audit_after_apply_passes_with_reboot_pending(tuned):
     assert strict.returncode == 1
 
 
+def test_audit_as_a_plain_pytest_suite(tuned, tmp_path):
+    import subprocess
+    import sys
+
+    proc = subprocess.run([sys.executable, "-m", "pytest", "--pyargs", "hostkit.audit", "--hostkit-inventory",
+                           str(tuned.inventory), "-q", "-p", "no:cacheprovider", "--junitxml", str(tmp_path / "j.xml")],
+                          capture_output=True, text=True, cwd=tmp_path, timeout=300)
+    assert proc.returncode == 0, proc.stdout[-3000:]
+    assert " passed" in proc.stdout and "failed" not in proc.stdout
+    assert (tmp_path / "j.xml").exists()
+
+
 def test_three_drifts_on_three_hosts_named_exactly(tuned, tmp_path):
     (sysroot(tuned, "a") / "proc/sys/vm/stat_interval").write_text("1\n")
     (sysroot(tuned, "b") / "proc/irq/24/smp_affinity_list").write_text("58\n")  # on the NIC's node, off plan
