@@ -489,6 +489,22 @@ def _smoke_remote(args) -> int:
     return EXIT_OK if ok else EXIT_FAILED
 
 
+# ----------------------------------------------------------------------------- unlock
+
+def cmd_unlock(args) -> int:
+    from hostkit.runner.apply import unlock
+
+    run = unlock(args.inventory, args.limit, run_id=args.run_id, force=args.run_id is None)
+    released = {h: any((t.res or {}).get("released") for t in r.tasks) for h, r in run.hosts.items()}
+    failed = {h: r.msg for h, r in run.hosts.items() if r.status != "ok"}
+    if args.json:
+        _emit_json({"released": released, "failed": failed})
+    else:
+        for h in sorted(run.hosts):
+            print(f"{h}: " + (f"FAILED {failed[h]}" if h in failed else ("lock released" if released[h] else "not locked")))
+    return EXIT_FAILED if failed else EXIT_OK
+
+
 # ----------------------------------------------------------------------------- audit
 
 def cmd_audit(args) -> int:
@@ -762,6 +778,14 @@ def build_parser() -> argparse.ArgumentParser:
     sm.add_argument("--plot", metavar="FILE.png")
     sm.add_argument("--prom", metavar="FILE", help="Prometheus textfile for node_exporter")
     sm.set_defaults(func=cmd_smoke)
+
+    ul = sub.add_parser("unlock", help="clear the host-side lock left by a dead run",
+                        description="Every apply takes <sysroot>/var/lib/hostkit/lock on each host; a second apply "
+                                    "is refused naming the holder. A run that died keeps its lock: this clears it "
+                                    "(any holder, or only --run-id's).")
+    _fleet_args(ul)
+    ul.add_argument("--run-id", metavar="ID", help="only release the lock when this run holds it")
+    ul.set_defaults(func=cmd_unlock)
 
     au = sub.add_parser("audit", help="audit hosts with testinfra: drift, pending reboots, cross-layer consistency",
                         formatter_class=argparse.RawDescriptionHelpFormatter,

@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+import os
+import socket
 from dataclasses import dataclass, field
 
 from hostkit.errors import BadInput
-from hostkit.paths import state_dir
 from hostkit.runner.run import RunResult, new_run_id, run_playbook
 
 ROLES = ["bios_nps", "isolcpus", "irq_affinity", "cpu_governor", "rt_runtime", "numa_sysctl", "containerd", "kubelet"]
@@ -22,6 +23,7 @@ class HostApply:
     msg: str | None = None
     would_run: list[list[str]] = field(default_factory=list)
     irq_refused: list[dict] = field(default_factory=list)
+    locked_by: dict | None = None  # the other run holding this host's lock
 
 
 @dataclass
@@ -38,6 +40,24 @@ class ApplyResult:
     @property
     def refused(self) -> bool:
         return any(h.status == "refused" for h in self.hosts.values())
+
+
+def controller_id() -> str:
+    return f"{socket.gethostname()}:{os.getpid()}"
+
+
+def stale_note(holder: dict) -> str:
+    """Whether a lock's holder is a dead process on this controller (the only case we can know)."""
+    ctl = str(holder.get("controller") or "")
+    host, _, pid = ctl.rpartition(":")
+    if host == socket.gethostname() and pid.isdigit() and not os.path.exists(f"/proc/{pid}"):
+        return f"stale: run {holder.get('run_id')} died (controller pid {pid} is gone); `hostkit unlock` clears it"
+    return f"held by run {holder.get('run_id')} from {ctl or 'an unknown controller'}"
+
+
+def unlock(inventory: str, limit: str | None, *, run_id: str | None = None, force: bool = False) -> RunResult:
+    return run_playbook("unlock.yml", inventory, limit=limit,
+                        extravars={"hostkit_run_id": run_id or "none", "hostkit_unlock_force": force})
 
 
 def validate_tags(tags: str | None) -> str | None:
@@ -75,10 +95,15 @@ def apply(plans: dict[str, dict], inventory: str, *, check: bool = False, diff: 
             "apply.yml", inventory, limit=",".join(runnable), forks=forks or max(5, len(runnable)),
             check=check, diff=diff, tags=tags, run_id=run_id, on_event=on_event,
             extravars={"hostkit_plans": runnable, "hostkit_run_id": run_id,
-                       "hostkit_state_dir": str(state_dir())},
+                       "hostkit_controller": controller_id()},
         )
         for name in runnable:
             hosts[name] = _host_result(name, run)
+        # A host that failed mid-run kept this run's lock (post_tasks never ran): give it back.
+        # Unreachable hosts keep it; the next run names it, `hostkit unlock` clears it.
+        failed = [n for n in runnable if hosts[n].status == "failed" and not hosts[n].locked_by]
+        if failed:
+            unlock(inventory, ",".join(failed), run_id=run_id)
     return ApplyResult(run_id=run_id, hosts=hosts, run=run, plans={k: v for k, v in runnable.items()})
 
 
@@ -99,6 +124,9 @@ def _host_result(name: str, run: RunResult) -> HostApply:
         if res.get("would_run") and res.get("argv"):
             out.would_run.append(list(res["argv"]))
         out.irq_refused += res.get("refused") or []
+        if res.get("locked"):
+            out.locked_by = res.get("holder")
+            out.msg = f"{res.get('msg')} [{stale_note(res.get('holder') or {})}]"
     if out.status == "ok" and out.changed:
         out.status = "changed"
     return out
