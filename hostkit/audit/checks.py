@@ -10,12 +10,12 @@ hex masks, integers against integers.
 from __future__ import annotations
 
 import re
-import shlex
 
 import yaml
 
 from hostkit.cpulist import format_cpulist, parse_cpulist, parse_mask
 from hostkit.errors import CpulistError
+from hostkit.facts.kernel import split_cmdline
 
 # IRQs the kernel manages itself (affinity writes fail with EIO): block-device queues.
 MANAGED_IRQ_NAMES = re.compile(r"^(nvme\d+q\d+|virtio\d+-req\.\d+|.*-managed)$")
@@ -105,32 +105,18 @@ class HostView:
         return self._cache[p]
 
 
-def _cmdline_args(text: str) -> dict[str, str | None]:
-    try:
-        tokens = shlex.split(text)
-    except ValueError:
-        tokens = text.split()
-    if "--" in tokens:
-        tokens = tokens[: tokens.index("--")]
-    out = {}
-    for t in tokens:
-        k, sep, v = t.partition("=")
-        out[k] = v if sep else None
-    return out
-
-
 def _boot_config_args(view: HostView) -> dict[str, str | None]:
     """Arguments the next boot will have, as far as /etc/default/grub(.d) says."""
     args: dict[str, str | None] = {}
     for p in ("/etc/default/grub", "/etc/default/grub.d/hostkit.cfg"):
         text = view.read(p) or ""
         for m in re.finditer(r'GRUB_CMDLINE_LINUX(?:_DEFAULT)?="([^"]*)"', text):
-            args.update(_cmdline_args(m.group(1).replace("${GRUB_CMDLINE_LINUX_DEFAULT}", "")))
+            args.update(split_cmdline(m.group(1).replace("${GRUB_CMDLINE_LINUX_DEFAULT}", "")))
     return args
 
 
 def check_kernel_args(view: HostView, plan: dict) -> list[dict]:
-    booted = _cmdline_args(view.read("/proc/cmdline") or "")
+    booted = split_cmdline(view.read("/proc/cmdline") or "")
     boot = _boot_config_args(view)
     out = []
     for arg, want in plan["cmdline_set"].items():

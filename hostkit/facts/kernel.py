@@ -23,12 +23,9 @@ SYSCTLS = {
 CPULIST_ARGS = ("nohz_full", "rcu_nocbs", "irqaffinity")
 
 
-def parse_cmdline(text: str, source: str = "/proc/cmdline") -> dict:
-    """Split a kernel command line; parse the CPU-isolation arguments.
-
-    Everything after a lone ``--`` belongs to init and is ignored, as the
-    kernel does. A malformed CPU list raises naming ``source`` and the text.
-    """
+def split_cmdline(text: str) -> dict[str, str | None]:
+    """Kernel arguments as name -> value (``None`` for a bare flag); everything after a lone
+    ``--`` belongs to init and is ignored, as the kernel does."""
     try:
         tokens = shlex.split(text)
     except ValueError:
@@ -39,6 +36,15 @@ def parse_cmdline(text: str, source: str = "/proc/cmdline") -> dict:
     for tok in tokens:
         key, sep, value = tok.partition("=")
         args[key] = value if sep else None
+    return args
+
+
+def parse_cmdline(text: str, source: str = "/proc/cmdline") -> dict:
+    """Split a kernel command line; parse the CPU-isolation arguments.
+
+    A malformed CPU list raises naming ``source`` and the text.
+    """
+    args = split_cmdline(text)
     out: dict = {"args": args}
 
     iso = args.get("isolcpus")
