@@ -110,7 +110,7 @@ def _facts_remote(args) -> int:
 
 # ----------------------------------------------------------------------------- plan
 
-def plans_for(args) -> dict[str, dict]:
+def plans_for(args, writable: bool = False) -> dict[str, dict]:
     """Per host: {"plan": ...} or {"status": "unreachable"|"failed", "error": ...}; BadInput on bad input."""
     from hostkit.facts import gather
     from hostkit.plan import make_plan
@@ -134,9 +134,13 @@ def plans_for(args) -> dict[str, dict]:
     results, _ = gather_remote(args.inventory, args.limit, forks=getattr(args, "forks", None))
     out = {}
     for name, r in results.items():
+        if r["status"] == "failed" and r.get("exit_code") == 2:
+            raise BadInput(f"{name}: {r['error']}")  # the host's sysroot is bad input, not a host failure
         if r["status"] != "ok":
             out[name] = r
             continue
+        if writable and not r["facts"].get("sysroot_writable", True):
+            raise BadInput(f"{name}: sysroot {r['facts']['sysroot']} is read-only: nothing can be applied there")
         profile, pinned = profiles[name]
         try:
             plan = make_plan(r["facts"], profile, pinned, force=args.force, host=name)
@@ -179,7 +183,7 @@ def cmd_apply(args) -> int:
     err = _console(stderr=True)
     if not args.json:
         err.print(f"gathering facts and planning ({args.inventory})...")
-    plans = plans_for(args)
+    plans = plans_for(args, writable=not args.check)
 
     def progress(host: str, task: str, status: str) -> None:
         if not args.json:
@@ -212,6 +216,11 @@ def cmd_apply(args) -> int:
         _console().print(_table(["host", "status", "changed", "failed roles", "reboot required", "would run",
                                  "message"], rows,
                                 title=f"hostkit apply{' --check' if args.check else ''}: run {result.run_id}"))
+        for n, h in result.hosts.items():
+            for reason in h.refused:
+                print(f"{n}: REFUSED: {reason}")
+            if h.status in ("failed", "unreachable") and h.msg:
+                print(f"{n}: {h.status.upper()}: {h.msg}")
         if args.diff and result.run:
             for n in result.plans:
                 for t in result.run.hosts.get(n).tasks if result.run.hosts.get(n) else []:

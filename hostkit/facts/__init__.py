@@ -7,6 +7,8 @@ only the standard library so that it ships unchanged to remote hosts (see
 
 from __future__ import annotations
 
+import os
+
 from hostkit.cpulist import parse_cpulist
 from hostkit.facts.cpufreq import read_cpufreq
 from hostkit.facts.irqs import read_default_affinity, read_irqs, read_nics, read_steal
@@ -27,6 +29,8 @@ def gather(sysroot: str = "/") -> dict:
     return {
         "schema": SCHEMA_VERSION,
         "sysroot": str(sr.root),
+        # access(2) says EROFS for a read-only mount: apply refuses such a host up front (exit 2).
+        "sysroot_writable": os.access(sr.root, os.W_OK),
         "hostname": (sr.read("proc/sys/kernel/hostname") or "").strip() or None,
         "topology": topo,
         "virtualization": read_virtualization(sr, cpuinfo, topo),

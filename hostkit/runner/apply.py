@@ -101,7 +101,13 @@ def apply(plans: dict[str, dict], inventory: str, *, check: bool = False, diff: 
             hosts[name] = _host_result(name, run)
         # A host that failed mid-run kept this run's lock (post_tasks never ran): give it back.
         # Unreachable hosts keep it; the next run names it, `hostkit unlock` clears it.
-        failed = [n for n in runnable if hosts[n].status == "failed" and not hosts[n].locked_by]
+        if run.status in ("canceled", "timeout"):  # SIGINT or a timeout: every host may still hold our lock
+            failed = [n for n in runnable if not hosts[n].locked_by]
+            for n in runnable:
+                if hosts[n].status in ("ok", "changed"):
+                    hosts[n].status, hosts[n].msg = "failed", f"run {run.status} before this host finished"
+        else:
+            failed = [n for n in runnable if hosts[n].status == "failed" and not hosts[n].locked_by]
         if failed:
             unlock(inventory, ",".join(failed), run_id=run_id)
     return ApplyResult(run_id=run_id, hosts=hosts, run=run, plans={k: v for k, v in runnable.items()})
