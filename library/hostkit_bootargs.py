@@ -88,7 +88,7 @@ def main():
     if p["simulate_reboot"] and live:
         module.fail_json(msg="simulate_reboot is for lab sysroots only; on a real host reboot it")
     journal = Journal(p["sysroot"], p["run_id"])
-    changes, diffs = [], []
+    changes = []
 
     grub_full = sysroot_path(p["sysroot"], GRUB)
     bootloader = None

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import yaml
@@ -43,3 +44,21 @@ def trees(lab) -> dict[str, dict[str, str]]:
 
 def sysroot(lab, name: str) -> Path:
     return Path(next(h.sysroot for h in lab.hosts() if h.name == name))
+
+
+def start_apply_and_wait_for_changes(lab, host: str, changes: int = 2, timeout: float = 120):
+    """Start `hostkit apply --limit host` in the background; return it once ``changes`` journal
+    entries exist on the host (mid-run, for fault tests). Fails the test if that never happens."""
+    import pytest
+
+    journal = sysroot(lab, host) / "var/lib/hostkit/journal"
+    proc = subprocess.Popen([sys.executable, "-m", "hostkit.cli", "apply", "-i", str(lab.inventory), "--limit", host,
+                             "--json"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        files = list(journal.glob("*.json")) if journal.exists() else []
+        if files and files[0].read_text().count('"seq"') >= changes:
+            return proc
+        time.sleep(0.05)
+    proc.kill()
+    pytest.fail(f"the apply never journaled {changes} changes on {host}")

@@ -5,13 +5,12 @@ from __future__ import annotations
 
 import signal
 import subprocess
-import sys
 import time
 
 import pytest
 import yaml
 
-from tests.labutil import cli, cli_json, sysroot, trees
+from tests.labutil import cli, cli_json, start_apply_and_wait_for_changes, sysroot, trees
 
 pytestmark = pytest.mark.lab
 
@@ -120,15 +119,7 @@ def test_read_only_sysroot_is_refused_before_anything(lab, tmp_path):
 
 def test_sigint_during_apply_leaves_a_consistent_journal(lab):
     before = trees(lab)["p"]
-    journal = sysroot(lab, "p") / "var/lib/hostkit/journal"
-    proc = subprocess.Popen([sys.executable, "-m", "hostkit.cli", "apply", "-i", str(lab.inventory), "--limit", "p",
-                             "--json"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    deadline = time.monotonic() + 120
-    while time.monotonic() < deadline:
-        files = list(journal.glob("*.json")) if journal.exists() else []
-        if files and files[0].read_text().count('"seq"') >= 2:
-            break
-        time.sleep(0.05)
+    proc = start_apply_and_wait_for_changes(lab, "p")
     proc.send_signal(signal.SIGINT)
     proc.communicate(timeout=180)
     assert proc.returncode != 0

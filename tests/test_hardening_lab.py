@@ -89,3 +89,38 @@ def test_impostor_host_key_refused_by_apply_audit_and_smoke(lab, tmp_path):
     assert trees(lab)["y"] == before
     ok = cli("audit", "-i", lab.inventory, "--limit", "y", "--profile", "vmware-guest")
     assert "unreachable" not in ok.stdout.lower()  # the genuine key still works
+
+
+def test_a_role_failing_on_one_host_mid_fleet_leaves_the_others_and_a_consistent_journal(lab, tmp_path):
+    before = trees(lab)
+    inv = tmp_path / "inv.yml"
+    inv.write_text(lab.inventory.read_text().replace(
+        "hostkit_fixture: epyc-9634-nps1", "hostkit_fixture: epyc-9634-nps1\n          containerd_extra_toml: 'broken = ['"))
+    rc, doc, proc = cli_json("apply", "-i", inv, "--force")  # y is a small KVM guest: forced, so both run every role
+    assert rc == 1, proc.stderr[-2000:]
+    x, y = doc["hosts"]["x"], doc["hosts"]["y"]
+    assert x["status"] == "failed" and x["roles"]["containerd"]["failed"] and x["changed"] > 0  # earlier roles ran
+    assert "kubelet" not in x["roles"]  # nothing after the failure on that host
+    assert y["status"] == "changed" and y["roles"]["kubelet"]["changed"] >= 1  # the other host went on
+    assert not (sysroot(lab, "x") / "var/lib/hostkit/lock").exists()  # the failed host's lock was released
+    for host in ("x", "y"):
+        for j in (sysroot(lab, host) / "var/lib/hostkit/journal").glob("*.json"):
+            assert oct(j.stat().st_mode & 0o777) == "0o600", j
+    rc, rb, _ = cli_json("rollback", "-i", lab.inventory)
+    assert rc == 0 and trees(lab) == before
+
+
+def test_become_password_never_reaches_artifacts_or_journals(lab, tmp_path):
+    import os
+
+    secret = "S3cr3t-become-pw-" + os.urandom(4).hex()
+    inv = tmp_path / "inv.yml"
+    inv.write_text(lab.inventory.read_text().replace("hostkit_fixture: kvm-small",
+                                                     f"hostkit_fixture: kvm-small\n          ansible_become_password: {secret}"))
+    rc, doc, proc = cli_json("apply", "-i", inv, "--limit", "y", "--profile", "vmware-guest")
+    assert rc == 0, proc.stderr[-2000:]
+    state = os.environ["HOSTKIT_STATE_DIR"]  # this test's runs and artifacts
+    leaks = subprocess.run(["grep", "-rl", secret, state, str(sysroot(lab, "y") / "var/lib/hostkit")],
+                           capture_output=True, text=True).stdout.split()
+    assert leaks == [] and secret not in proc.stdout + proc.stderr
+    cli_json("rollback", "-i", lab.inventory, "--limit", "y")

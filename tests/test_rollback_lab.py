@@ -3,14 +3,10 @@ and an apply cut off by a dropped SSH connection, then rolled back to the byte."
 
 from __future__ import annotations
 
-import subprocess
-import sys
-import time
-
 import pytest
 
 from hostkit.facts import gather
-from tests.labutil import cli, cli_json, inventory_with, sysroot, trees
+from tests.labutil import cli_json, inventory_with, start_apply_and_wait_for_changes, sysroot, trees
 
 pytestmark = pytest.mark.lab
 
@@ -51,18 +47,7 @@ def test_verify_smoke_reverts_a_host_that_misses_its_slo(lab, tmp_path):
 
 def test_apply_cut_off_by_a_dropped_ssh_connection_rolls_back_exactly(lab):
     before = trees(lab)["bm2"]
-    journal_dir = sysroot(lab, "bm2") / "var/lib/hostkit/journal"
-    proc = subprocess.Popen([sys.executable, "-m", "hostkit.cli", "apply", "-i", str(lab.inventory), "--limit", "bm2",
-                             "--json"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    deadline = time.monotonic() + 120
-    while time.monotonic() < deadline:
-        files = list(journal_dir.glob("*.json")) if journal_dir.exists() else []
-        if files and files[0].read_text().count('"seq"') >= 2:
-            break
-        time.sleep(0.05)
-    else:
-        proc.kill()
-        pytest.fail("the apply never journaled two changes")
+    proc = start_apply_and_wait_for_changes(lab, "bm2")
     lab.kill_host("bm2")  # the network drops mid-apply
     out, err = proc.communicate(timeout=180)
     assert proc.returncode == 1, err[-2000:]
