@@ -15,7 +15,7 @@ import tempfile
 import threading
 import time
 from array import array
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass
 
 from hostkit.errors import BadInput
 from hostkit.smoke import diagnose as dg
@@ -55,7 +55,6 @@ class SmokeConfig:
     inject_every_s: float | None = None
     with_cyclictest: bool = False
     target_p999_ms: float = 1.0
-    extra: dict = field(default_factory=dict)
 
     def validate(self) -> None:
         if self.transport not in ("shm", "socket"):

@@ -113,7 +113,7 @@ def worker_main(cfg: dict, conn) -> None:
     conn.send({"done": True, **stats})
 
 
-def _infer(model, tensor, fifo: bool):
+def _infer(model, tensor):
     t0 = time.monotonic_ns()
     c0 = time.thread_time_ns()
     out = model(tensor)
@@ -152,7 +152,7 @@ def _serve_shm(q: SharedInferenceQueue, model, cfg: dict, info: dict, stats: dic
             stats["fifo_batches"] += 1
         for i in claimed:
             try:
-                out, wall, cpu, done = _infer(model, tensors[i], fifo)
+                out, wall, cpu, done = _infer(model, tensors[i])
                 pack_out(q.shm.buf, q.off_resp + i * q.resp_size, out)
                 q.set_done_fields(i, done, wall, cpu)
                 q.set_state(i, DONE)
@@ -211,7 +211,7 @@ def _serve_socket(server, model, cfg: dict, info: dict, stats: dict, conn) -> No
                 _set_fifo(True)
                 stats["fifo_batches"] += 1
             tensor = np.frombuffer(msg["tensor"], dtype=np.float32) if np is not None else msg["tensor"]
-            out, wall, cpu, done = _infer(model, tensor, fifo)
+            out, wall, cpu, done = _infer(model, tensor)
             if fifo:
                 _set_fifo(False)
             reply = pickle.dumps({"id": msg["id"], "claim_ns": claim, "wall_ns": wall, "cpu_ns": cpu,
