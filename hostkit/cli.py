@@ -79,7 +79,7 @@ def cmd_facts(args) -> int:
 
 def _facts_remote(args) -> int:
     from hostkit.facts.render import FLEET_HEADER, fleet_row
-    from hostkit.runner.facts import gather_remote
+    from hostkit.ansible.agent_call import call_agent
 
     err = _console(stderr=True)
     seen = {"n": 0}
@@ -89,7 +89,8 @@ def _facts_remote(args) -> int:
         if not args.json or args.verbose:
             err.print(f"[dim]{host}[/dim]: {status}", highlight=False)
 
-    results, run = gather_remote(args.inventory, args.limit, forks=args.forks, on_event=progress)
+    calls, run = call_agent(args.inventory, ["facts"], args.limit, forks=args.forks, on_event=progress)
+    results = {h: ({"status": "ok", "facts": r["doc"]} if r["status"] == "ok" else r) for h, r in calls.items()}
     failed = [h for h, r in results.items() if r["status"] != "ok"]
     if args.json:
         _emit_json({"run_id": run.run_id, "hosts": results})
@@ -121,8 +122,8 @@ def plans_for(args, writable: bool = False) -> dict[str, dict]:
         profile = load_profile(args.profile)
         return {"localhost": {"status": "ok", "facts": facts,
                               "plan": make_plan(facts, profile, force=args.force, host="localhost")}}
-    from hostkit.runner.facts import gather_remote
-    from hostkit.runner.inventory import load_inventory
+    from hostkit.ansible.agent_call import call_agent
+    from hostkit.ansible.inventory import load_inventory
 
     hosts = {h.name: h for h in load_inventory(args.inventory, args.limit)}
     # Profiles and overrides are checked for every host before any host is contacted.
@@ -131,7 +132,7 @@ def plans_for(args, writable: bool = False) -> dict[str, dict]:
         profile = load_profile(args.profile or h.vars.get("hostkit_profile"))
         profiles[name] = apply_overrides(profile, h.vars.get("hostkit_overrides"),
                                          source=f"{name}: hostkit_overrides")
-    results, _ = gather_remote(args.inventory, args.limit, forks=getattr(args, "forks", None))
+    results, _ = call_agent(args.inventory, ["facts"], args.limit, forks=getattr(args, "forks", None))
     out = {}
     for name, r in results.items():
         if r["status"] == "failed" and r.get("exit_code") == 2:
@@ -139,14 +140,15 @@ def plans_for(args, writable: bool = False) -> dict[str, dict]:
         if r["status"] != "ok":
             out[name] = r
             continue
-        if writable and not r["facts"].get("sysroot_writable", True):
-            raise BadInput(f"{name}: sysroot {r['facts']['sysroot']} is read-only: nothing can be applied there")
+        facts = r["doc"]
+        if writable and not facts.get("sysroot_writable", True):
+            raise BadInput(f"{name}: sysroot {facts['sysroot']} is read-only: nothing can be applied there")
         profile, pinned = profiles[name]
         try:
-            plan = make_plan(r["facts"], profile, pinned, force=args.force, host=name)
+            plan = make_plan(facts, profile, pinned, force=args.force, host=name)
         except BadInput as exc:
             raise BadInput(f"{name}: {exc}") from None
-        out[name] = {"status": "ok", "facts": r["facts"], "plan": plan}
+        out[name] = {"status": "ok", "facts": facts, "plan": plan}
     return out
 
 
@@ -177,7 +179,7 @@ def cmd_plan(args) -> int:
 # ----------------------------------------------------------------------------- apply
 
 def cmd_apply(args) -> int:
-    from hostkit.runner.apply import apply, validate_tags
+    from hostkit.ansible.apply import apply, validate_tags
 
     validate_tags(args.tags)  # before any host is contacted
     err = _console(stderr=True)
@@ -235,8 +237,8 @@ def cmd_apply(args) -> int:
 
 def _verify_smoke(args, result) -> dict:
     """Smoke-test each changed host; with --revert-on-fail, roll back the run on hosts that miss the SLO."""
-    from hostkit.runner.inventory import load_inventory
-    from hostkit.runner.remote import run_runtime
+    from hostkit.ansible.agent_call import SMOKE_OUTPUT, call_agent
+    from hostkit.ansible.inventory import load_inventory
 
     changed = [h for h, r in result.hosts.items() if r.status == "changed"]
     if not changed:
@@ -249,9 +251,8 @@ def _verify_smoke(args, result) -> dict:
 
     settings = smoke_settings_for(args.inventory, limit, SmokeArgs)
     lab = any(h.vars.get("hostkit_lab") for h in load_inventory(args.inventory, limit))
-    results, _ = run_runtime(args.inventory, [], limit, forks=1 if lab else len(changed), playbook="smoke.yml",
-                             task="Run the smoke test under the sysroot",
-                             extravars={"hostkit_smoke_settings": settings})
+    results, _ = call_agent(args.inventory, [], limit, forks=1 if lab else len(changed), playbook="smoke.yml",
+                            output=SMOKE_OUTPUT, extravars={"hostkit_smoke_settings": settings})
     out = {}
     for host, r in results.items():
         passed = r["status"] == "ok" and r["doc"]["slo"]["passed"]
@@ -259,7 +260,7 @@ def _verify_smoke(args, result) -> dict:
                    f"{r['doc']['slo']['target_p999_ms']} ms" if r["status"] == "ok" else f"{r['status']}: {r.get('error')}")
         out[host] = {"passed": passed, "verdict": verdict}
         if not passed and args.revert_on_fail:
-            rb, _ = run_runtime(args.inventory, ["rollback", "--run-id", result.run_id], host)
+            rb, _ = call_agent(args.inventory, ["rollback", "--run-id", result.run_id], host)
             ok = rb[host]["status"] == "ok" and not rb[host]["doc"]["errors"]
             out[host]["rollback"] = f"run {result.run_id} rolled back" if ok else f"rollback failed: {rb[host]}"
     return out
@@ -282,9 +283,9 @@ def _unified(d: dict) -> str:
 # ----------------------------------------------------------------------------- history / rollback
 
 def cmd_history(args) -> int:
-    from hostkit.runner.remote import run_runtime
+    from hostkit.ansible.agent_call import call_agent
 
-    results, _ = run_runtime(args.inventory, ["history"], args.limit)
+    results, _ = call_agent(args.inventory, ["history"], args.limit)
     if args.json:
         _emit_json({h: (r["doc"] if r["status"] == "ok" else r) for h, r in results.items()})
     else:
@@ -305,11 +306,11 @@ def cmd_history(args) -> int:
 
 def cmd_adopt(args) -> int:
     """rollback --adopt: record each host's current tuning as a baseline run, then apply the profile."""
-    from hostkit.runner.apply import apply
-    from hostkit.runner.remote import run_runtime
+    from hostkit.ansible.apply import apply
+    from hostkit.ansible.agent_call import call_agent
 
     plans = plans_for(args)  # bad input and refusals are known before anything is written
-    results, _ = run_runtime(args.inventory, ["adopt"], args.limit)
+    results, _ = call_agent(args.inventory, ["adopt"], args.limit)
     failed = [h for h, r in results.items() if r["status"] != "ok"]
     for h in failed:
         plans[h] = {"status": results[h]["status"], "error": results[h].get("error")}
@@ -334,7 +335,7 @@ def cmd_adopt(args) -> int:
 
 
 def cmd_rollback(args) -> int:
-    from hostkit.runner.remote import run_runtime
+    from hostkit.ansible.agent_call import call_agent
 
     if args.adopt:
         if args.run_id or args.all:
@@ -347,7 +348,7 @@ def cmd_rollback(args) -> int:
         raise BadInput(f"--run-id {args.run_id!r} is not a hostkit run id")
     argv = ["rollback"] + (["--run-id", args.run_id] if args.run_id else []) + (["--all"] if args.all else []) \
         + (["--check"] if args.check else []) + (["--diff"] if args.diff else [])
-    results, run = run_runtime(args.inventory, argv, args.limit)
+    results, run = call_agent(args.inventory, argv, args.limit)
     failed = False
     if args.json:
         _emit_json({"check": args.check, "hosts": {h: (r["doc"] if r["status"] == "ok" else r)
@@ -442,7 +443,7 @@ def cmd_smoke(args) -> int:
 def smoke_settings_for(inventory: str, limit: str | None, args) -> dict[str, dict]:
     """Per host: the profile's transport and target, then what the command line says."""
     from hostkit.profiles import apply_overrides, load_profile
-    from hostkit.runner.inventory import load_inventory
+    from hostkit.ansible.inventory import load_inventory
 
     settings = {}
     for h in load_inventory(inventory, limit):
@@ -458,8 +459,8 @@ def smoke_settings_for(inventory: str, limit: str | None, args) -> dict[str, dic
 
 
 def _smoke_remote(args) -> int:
-    from hostkit.runner.inventory import load_inventory
-    from hostkit.runner.remote import run_runtime
+    from hostkit.ansible.agent_call import SMOKE_OUTPUT, call_agent
+    from hostkit.ansible.inventory import load_inventory
     from hostkit.smoke.runner import parse_stall
 
     if args.requests is not None:
@@ -473,11 +474,10 @@ def _smoke_remote(args) -> int:
     err = _console(stderr=True)
     if not args.json:
         err.print(f"smoke test on {len(hosts)} host(s), {forks} at a time, {settings[hosts[0].name]['duration']} s each")
-    results, run = run_runtime(args.inventory, [], args.limit, forks=forks, playbook="smoke.yml",
-                               task="Run the smoke test under the sysroot",
-                               extravars={"hostkit_smoke_settings": settings},
-                               on_event=None if args.json else (lambda h, t, s: err.print(f"  {h}: {t} [{s}]",
-                                                                                            markup=False)))
+    results, run = call_agent(args.inventory, [], args.limit, forks=forks, playbook="smoke.yml",
+                              output=SMOKE_OUTPUT, extravars={"hostkit_smoke_settings": settings},
+                              on_event=None if args.json else (lambda h, t, s: err.print(f"  {h}: {t} [{s}]",
+                                                                                           markup=False)))
     docs = {h: (r["doc"] if r["status"] == "ok" else r) for h, r in results.items()}
     if args.json:
         _emit_json({"run_id": run.run_id, "hosts": docs})
@@ -501,7 +501,7 @@ def _smoke_remote(args) -> int:
 # ----------------------------------------------------------------------------- unlock
 
 def cmd_unlock(args) -> int:
-    from hostkit.runner.apply import unlock
+    from hostkit.ansible.apply import unlock
 
     run = unlock(args.inventory, args.limit, run_id=args.run_id, force=args.run_id is None)
     released = {h: any((t.res or {}).get("released") for t in r.tasks) for h, r in run.hosts.items()}
@@ -756,7 +756,7 @@ def build_parser() -> argparse.ArgumentParser:
                                "  hostkit smoke --with-cyclictest --plot cdf.png --prom /var/lib/node_exporter/hk.prom\n"
                                "credible p999 needs >= 10,000 samples (100,000 for a stable one)")
     sm.add_argument("-i", "--inventory", metavar="INVENTORY",
-                    help="run on every inventory host through the smoke role (the runtime needs only python3)")
+                    help="run on every inventory host through the smoke role (the host agent needs only python3)")
     sm.add_argument("--limit", metavar="PATTERN", help="with -i: only these hosts")
     sm.add_argument("--forks", type=int, default=None, help="with -i: hosts at a time (lab: 1)")
     sm.add_argument("--profile", metavar="NAME|FILE", help="take transport and target from a profile")

@@ -15,8 +15,8 @@ import paramiko
 from testinfra.backend.paramiko import ParamikoBackend
 from testinfra.host import Host
 
+from hostkit.ansible.inventory import InventoryHost
 from hostkit.errors import HostkitError
-from hostkit.runner.inventory import InventoryHost
 
 
 class HostKeyError(HostkitError):

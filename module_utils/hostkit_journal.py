@@ -1,1 +1,1 @@
-../hostkit/state/journal_io.py
+../hostkit/agent/journal_io.py

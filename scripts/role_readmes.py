@@ -37,7 +37,7 @@ INTRO = {
                   "default` with `SystemdCgroup = true` (and NRI where the version has it), validated by the "
                   "real containerd (`containerd --config FILE config dump`) before it replaces the old file; "
                   "`try-restart` handler with a readiness check.",
-    "smoke": "Runs the on-host SHM inference smoke test with the shipped runtime zipapp (python3 is all the "
+    "smoke": "Runs the on-host SHM inference smoke test with the shipped agent zipapp (python3 is all the "
              "host needs; numpy is used when present, a pure-Python model otherwise) and returns its JSON: "
              "p50/p99/p999/max deschedule, queue wait, rpc, SCHED_FIFO, diagnosis and the SLO verdict. "
              "Changes nothing on the host; `hostkit smoke -i` collects the results into a fleet table.",

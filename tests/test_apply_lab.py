@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from hostkit.cpulist import parse_cpulist
+from hostkit.agent.cpulist import parse_cpulist
 from hostkit.facts import gather
 from tests.labutil import cli, cli_json, inventory_with, sysroot, trees
 

@@ -9,10 +9,10 @@ import sys
 
 import pytest
 
+from hostkit.ansible.agent_call import call_agent
+from hostkit.ansible.inventory import load_inventory
 from hostkit.facts import gather
 from hostkit.lab.lab import Lab, pid_alive
-from hostkit.runner.facts import gather_remote
-from hostkit.runner.inventory import load_inventory
 from hostkit.ssh import HostKeyError, open_testinfra_host
 
 pytestmark = pytest.mark.lab
@@ -23,15 +23,15 @@ def cli(*args):
 
 
 def test_remote_facts_equal_local_facts_of_each_sysroot(lab):
-    results, run = gather_remote(str(lab.inventory))
+    results, run = call_agent(str(lab.inventory), ["facts"])
     assert run.status == "successful" and run.rc == 0
     hosts = lab.hosts()
     assert set(results) == {h.name for h in hosts}
     for h in hosts:
         r = results[h.name]
         assert r["status"] == "ok", r
-        # The runtime shipped over SSH read the same tree the controller reads locally.
-        assert r["facts"] == gather(h.sysroot), h.name
+        # The agent shipped over SSH read the same tree the controller reads locally.
+        assert r["doc"] == gather(h.sysroot), h.name
     assert os.path.isdir(run.private_data_dir)  # the audit trail under .hostkit/runs/<id>/
 
 
@@ -75,7 +75,7 @@ def test_impostor_host_key_is_refused_by_testinfra_and_ansible(lab, tmp_path):
     # Ansible through the lab inventory, with its known_hosts swapped for the impostor's.
     inv = tmp_path / "inventory.yml"
     inv.write_text(lab.inventory.read_text().replace(str(lab.known_hosts), str(impostor)))
-    results, _ = gather_remote(str(inv), limit=host.name)
+    results, _ = call_agent(str(inv), ["facts"], limit=host.name)
     assert results[host.name]["status"] == "unreachable"
     assert "host key" in results[host.name]["error"].lower()
 

@@ -8,7 +8,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from hostkit.cpulist import format_cpulist, parse_cpulist
+from hostkit.agent.cpulist import format_cpulist, parse_cpulist
 from hostkit.errors import BadInput
 from hostkit.facts import gather
 from hostkit.plan import make_plan

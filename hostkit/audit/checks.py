@@ -13,9 +13,10 @@ import re
 
 import yaml
 
-from hostkit.cpulist import format_cpulist, parse_cpulist, parse_mask
+from hostkit.agent.cpulist import format_cpulist, parse_cpulist, parse_mask
+from hostkit.agent.kernel_args import grub_cmdline_args, split_cmdline
+from hostkit.agent.sysroot import sysroot_path
 from hostkit.errors import CpulistError
-from hostkit.facts.kernel import split_cmdline
 
 # IRQs the kernel manages itself (affinity writes fail with EIO): block-device queues.
 MANAGED_IRQ_NAMES = re.compile(r"^(nvme\d+q\d+|virtio\d+-req\.\d+|.*-managed)$")
@@ -58,7 +59,7 @@ class HostView:
         self.has_containerd: bool | None = None
 
     def path(self, p: str) -> str:
-        return self.root + p
+        return sysroot_path(self.root, p)
 
     def prefetch(self, paths=AUDITED_FILES) -> None:
         full = [self.path(p) for p in paths]
@@ -109,9 +110,7 @@ def _boot_config_args(view: HostView) -> dict[str, str | None]:
     """Arguments the next boot will have, as far as /etc/default/grub(.d) says."""
     args: dict[str, str | None] = {}
     for p in ("/etc/default/grub", "/etc/default/grub.d/hostkit.cfg"):
-        text = view.read(p) or ""
-        for m in re.finditer(r'GRUB_CMDLINE_LINUX(?:_DEFAULT)?="([^"]*)"', text):
-            args.update(split_cmdline(m.group(1).replace("${GRUB_CMDLINE_LINUX_DEFAULT}", "")))
+        args.update(grub_cmdline_args(view.read(p) or ""))
     return args
 
 

@@ -1,6 +1,6 @@
 """``hostkit audit``: every inventory host over one testinfra SSH connection each, in parallel.
 
-Per host: ship the runtime zipapp over the same connection (SFTP), read live facts with it,
+Per host: ship the agent zipapp over the same connection (SFTP), read live facts with it,
 compute the plan exactly as apply does (profile, overrides), then run the checks of
 :mod:`hostkit.audit.checks` through testinfra. Host keys are verified against the inventory's
 known_hosts (:mod:`hostkit.ssh`).
@@ -17,13 +17,13 @@ from concurrent.futures import ThreadPoolExecutor
 
 import paramiko
 
-from hostkit import runtime
+from hostkit.ansible import agent_zipapp
+from hostkit.ansible.inventory import InventoryHost, load_inventory
 from hostkit.audit.checks import run_checks
 from hostkit.errors import BadInput, HostkitError
 from hostkit.paths import state_dir
 from hostkit.plan import make_plan
 from hostkit.profiles import apply_overrides, load_profile
-from hostkit.runner.inventory import InventoryHost, load_inventory
 from hostkit.ssh import open_testinfra_host
 
 STATUSES = ("pass", "drift", "pending_reboot", "tolerated", "not_applicable")
@@ -36,7 +36,7 @@ def audit(inventory: str, limit: str | None = None, *, profile: str | None = Non
     for h in hosts:  # bad profiles and overrides stop everything before a host is contacted
         prof = load_profile(profile or h.vars.get("hostkit_profile"))
         prepared[h.name] = apply_overrides(prof, h.vars.get("hostkit_overrides"), source=f"{h.name}: hostkit_overrides")
-    artifact = runtime.build(state_dir() / "runtime")
+    artifact = agent_zipapp.build(state_dir() / "agent")
     with ThreadPoolExecutor(max_workers=max(1, len(hosts))) as pool:
         futures = {h.name: pool.submit(_audit_host, h, prepared[h.name], force, str(artifact), timeout) for h in hosts}
         return {name: f.result() for name, f in futures.items()}
@@ -48,7 +48,7 @@ def _audit_host(h: InventoryHost, prepared, force: bool, artifact: str, timeout:
         host = open_testinfra_host(h, timeout=timeout)
         client = host.backend.client  # one SSH connection, reused by every check below
         # A private name per audit and host: lab hosts (and shared /tmp) must not overwrite each other's copy.
-        remote = f"/tmp/.hostkit-runtime-{os.getpid()}-{threading.get_ident()}.pyz"
+        remote = f"/tmp/.hostkit-agent-{os.getpid()}-{threading.get_ident()}.pyz"
         sftp = client.open_sftp()
         try:
             sftp.put(artifact, remote)

@@ -2,14 +2,14 @@
 
 ``gather(sysroot)`` returns the JSON document of DESIGN §4. The package uses
 only the standard library so that it ships unchanged to remote hosts (see
-:mod:`hostkit.runtime`), where the host needs nothing but python3.
+:mod:`hostkit.ansible.agent_zipapp`), where the host needs nothing but python3.
 """
 
 from __future__ import annotations
 
 import os
 
-from hostkit.cpulist import parse_cpulist
+from hostkit.agent.cpulist import parse_cpulist
 from hostkit.facts.cpufreq import read_cpufreq
 from hostkit.facts.irqs import read_default_affinity, read_irqs, read_nics, read_steal
 from hostkit.facts.kernel import read_kernel

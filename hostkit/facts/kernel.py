@@ -2,13 +2,10 @@
 
 from __future__ import annotations
 
-import shlex
-
-from hostkit.cpulist import format_cpulist, parse_cpulist
+from hostkit.agent.cpulist import format_cpulist, parse_cpulist
+from hostkit.agent.kernel_args import split_cmdline, split_isolcpus
 from hostkit.errors import CpulistError, FactsError
 from hostkit.facts.sysroot import Sysroot
-
-ISOLCPUS_FLAGS = ("nohz", "domain", "managed_irq")
 
 # name in facts -> path under /proc/sys
 SYSCTLS = {
@@ -23,22 +20,6 @@ SYSCTLS = {
 CPULIST_ARGS = ("nohz_full", "rcu_nocbs", "irqaffinity")
 
 
-def split_cmdline(text: str) -> dict[str, str | None]:
-    """Kernel arguments as name -> value (``None`` for a bare flag); everything after a lone
-    ``--`` belongs to init and is ignored, as the kernel does."""
-    try:
-        tokens = shlex.split(text)
-    except ValueError:
-        tokens = text.split()
-    if "--" in tokens:
-        tokens = tokens[: tokens.index("--")]
-    args: dict[str, str | None] = {}
-    for tok in tokens:
-        key, sep, value = tok.partition("=")
-        args[key] = value if sep else None
-    return args
-
-
 def parse_cmdline(text: str, source: str = "/proc/cmdline") -> dict:
     """Split a kernel command line; parse the CPU-isolation arguments.
 
@@ -49,12 +30,8 @@ def parse_cmdline(text: str, source: str = "/proc/cmdline") -> dict:
 
     iso = args.get("isolcpus")
     if iso is not None:
-        flags = []
-        parts = iso.split(",")
-        # isolcpus=[flag,...,]cpulist: leading elements that are flag words.
-        while parts and parts[0] in ISOLCPUS_FLAGS:
-            flags.append(parts.pop(0))
-        out["isolcpus"] = {"flags": flags or ["domain"], "cpus": _cpus(",".join(parts), "isolcpus", iso, source)}
+        flags, cpus = split_isolcpus(iso)
+        out["isolcpus"] = {"flags": flags, "cpus": _cpus(cpus, "isolcpus", iso, source)}
     else:
         out["isolcpus"] = None
     for name in CPULIST_ARGS:

@@ -10,7 +10,8 @@ from __future__ import annotations
 import os
 import re
 
-from hostkit.cpulist import parse_cpulist, parse_mask
+from hostkit.agent.cpulist import parse_cpulist, parse_mask
+from hostkit.agent.sysroot import is_live, sysroot_path
 from hostkit.errors import CpulistError, FactsError
 
 CPU_DIR = "sys/devices/system/cpu"
@@ -24,20 +25,19 @@ class Sysroot:
     # `hostkit facts`, where import and per-read costs add up (see bench/facts.py).
     def __init__(self, root: str | os.PathLike = "/") -> None:
         self.root = os.fspath(root) or "/"
-        self._prefix = self.root.rstrip("/") + "/"
         if not os.path.exists(self.root):
             raise FactsError(f"sysroot {self.root} does not exist")
         if not os.path.isdir(self.root):
             raise FactsError(f"sysroot {self.root} is not a directory")
-        if not os.path.isdir(self._prefix + CPU_DIR):
+        if not os.path.isdir(self.path(CPU_DIR)):
             raise FactsError(f"sysroot {self.root} has no {CPU_DIR}: not a Linux root or an incomplete fixture")
 
     @property
     def is_live(self) -> bool:
-        return os.path.realpath(self.root) == "/"
+        return is_live(self.root)
 
     def path(self, rel: str) -> str:
-        return self._prefix + rel.lstrip("/")
+        return sysroot_path(self.root, rel)
 
     def exists(self, rel: str) -> bool:
         return os.path.exists(self.path(rel))
@@ -52,7 +52,7 @@ class Sysroot:
         thousands of tiny sysfs reads, and pathlib costs 4x more per read.
         """
         try:
-            fd = os.open(self._prefix + rel.lstrip("/"), os.O_RDONLY)
+            fd = os.open(self.path(rel), os.O_RDONLY)
         except OSError:
             return default
         try:
@@ -97,7 +97,7 @@ class Sysroot:
 
     def listdir(self, rel: str) -> list[str]:
         try:
-            return sorted(os.listdir(self._prefix + rel.lstrip("/")))
+            return sorted(os.listdir(self.path(rel)))
         except (FileNotFoundError, NotADirectoryError, PermissionError):
             return []
 

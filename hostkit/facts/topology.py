@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from hostkit.cpulist import format_cpulist
+from hostkit.agent.cpulist import format_cpulist
 from hostkit.errors import FactsError
 from hostkit.facts.sysroot import CPU_DIR, NODE_DIR, Sysroot
 

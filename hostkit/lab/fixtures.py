@@ -21,7 +21,7 @@ from pathlib import Path
 
 import yaml
 
-from hostkit.cpulist import format_cpulist, format_mask
+from hostkit.agent.cpulist import format_cpulist, format_mask
 from hostkit.errors import BadInput
 
 SPECS_FILE = "fixture_specs.yml"

@@ -15,7 +15,7 @@ raises :class:`BadInput` (exit 2).
 
 from __future__ import annotations
 
-from hostkit.cpulist import format_cpulist, format_mask, parse_cpulist
+from hostkit.agent.cpulist import format_cpulist, format_mask, parse_cpulist
 from hostkit.errors import BadInput
 
 ISOLATION_ARGS = ("isolcpus", "nohz_full", "rcu_nocbs", "irqaffinity")

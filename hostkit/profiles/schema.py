@@ -7,7 +7,7 @@ overrides (``hostkit_overrides``) go through the same checks.
 
 from __future__ import annotations
 
-from hostkit.cpulist import parse_cpulist
+from hostkit.agent.cpulist import parse_cpulist
 from hostkit.errors import BadInput, CpulistError
 
 ISOLCPUS_FLAGS = ("domain", "managed_irq", "nohz")

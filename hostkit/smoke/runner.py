@@ -101,7 +101,7 @@ def choose_cpus(cfg: SmokeConfig) -> tuple[int, list[int]]:
     """Worker: the given CPU, else an isolated CPU, else the last online one; clients: housekeeping."""
     allowed = sorted(os.sched_getaffinity(0))
     try:
-        from hostkit.cpulist import parse_cpulist
+        from hostkit.agent.cpulist import parse_cpulist
 
         isolated = sorted(parse_cpulist(open("/sys/devices/system/cpu/isolated").read()))
     except (OSError, ValueError):

@@ -1,4 +1,4 @@
-"""Entry point of the runtime artifact on a host: ``python3 hostkit-runtime.pyz facts --sysroot DIR``.
+"""The host agent's entry point, run ON a host: ``python3 hostkit-agent.pyz facts --sysroot DIR``.
 
 Prints one JSON document on stdout. On bad input it prints
 ``{"error": ..., "exit_code": 2}`` and exits 2, so the controller can tell a
@@ -15,7 +15,7 @@ from hostkit.errors import HostkitError
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="hostkit-runtime")
+    parser = argparse.ArgumentParser(prog="hostkit-agent")
     sub = parser.add_subparsers(dest="cmd", required=True)
     facts = sub.add_parser("facts")
     facts.add_argument("--sysroot", default="/")
@@ -46,8 +46,8 @@ def main(argv: list[str] | None = None) -> int:
 
             doc = gather(sysroot)
         elif args.cmd == "adopt":
+            from hostkit.agent.adopt import adopt
             from hostkit.facts.sysroot import Sysroot
-            from hostkit.state.adopt import adopt
 
             Sysroot(sysroot)
             doc = adopt(sysroot)
@@ -62,14 +62,14 @@ def main(argv: list[str] | None = None) -> int:
             doc = run_smoke(cfg, facts=gather(sysroot))
             doc.pop("_deschedule_raw", None)
         elif args.cmd == "history":
+            from hostkit.agent.journal import history
             from hostkit.facts.sysroot import Sysroot
-            from hostkit.state.journal import history
 
             Sysroot(sysroot)  # the same checks as facts: an existing Linux root
             doc = history(sysroot)
         else:
+            from hostkit.agent.rollback import rollback
             from hostkit.facts.sysroot import Sysroot
-            from hostkit.state.rollback import rollback
 
             Sysroot(sysroot)
             doc = rollback(sysroot, run_id=args.run_id, all_runs=args.all, check=args.check, diff=args.diff)

@@ -5,8 +5,9 @@ from __future__ import annotations
 import json
 import os
 
+from hostkit.agent.journal_io import JOURNAL_DIR
+from hostkit.agent.sysroot import sysroot_path
 from hostkit.errors import FactsError
-from hostkit.state.journal_io import JOURNAL_DIR, sysroot_path
 
 ROLLBACK_SUFFIX = ".rollback.json"
 

@@ -1,59 +1,68 @@
+# -*- coding: utf-8 -*-
 """Kernel cpulists ("0-3,8-11") and hex CPU masks ("ff,00000000").
 
 Formats as the kernel writes them (lib/bitmap.c ``bitmap_print_to_pagebuf``
 for lists, ``bitmap_scnprintf`` for masks: 32-bit words, comma separated,
 most significant first). Everything in hostkit that holds a set of CPUs holds
 a ``frozenset[int]`` and converts at the edges with these functions.
+
+Shared by the agent, the controller and hostkit's Ansible modules (as
+``module_utils/hostkit_cpulist.py``, a symlink to this file). Standard library
+only; Python 2-compatible syntax because Ansible may load it anywhere.
 """
 
-from __future__ import annotations
+from __future__ import absolute_import, division, print_function
 
-from collections.abc import Iterable
+__metaclass__ = type
 
-from hostkit.errors import CpulistError
+try:  # in the hostkit package: a BadInput (exit code 2) as well as a ValueError
+    from hostkit.errors import CpulistError
+except ImportError:  # inside an Ansible module (module_utils/hostkit_cpulist.py)
+    class CpulistError(ValueError):
+        """A kernel cpulist or CPU mask that does not parse."""
 
 # Large enough for any real machine (the kernel's NR_CPUS tops out at 8192),
 # small enough that "0-99999999" cannot eat the controller's memory.
 MAX_CPUS = 8192
 
 
-def parse_cpulist(text: str, *, max_cpus: int = MAX_CPUS) -> frozenset[int]:
+def parse_cpulist(text, max_cpus=MAX_CPUS):
     """Parse a kernel cpulist; also accepts the ``a-b:n/m`` stride form.
 
     The empty string (and a lone newline) is the empty set, as the kernel
     writes for ``/sys/devices/system/cpu/isolated`` with nothing isolated.
     """
     if not isinstance(text, str):
-        raise CpulistError(f"cpulist must be a string, got {type(text).__name__}: {text!r}")
+        raise CpulistError("cpulist must be a string, got %s: %r" % (type(text).__name__, text))
     body = text.strip()
-    cpus: set[int] = set()
+    cpus = set()
     if not body:
         return frozenset()
     if body.isdigit():  # the common single-CPU case, on the hot path of sysfs reads
         cpu = int(body)
         if cpu >= max_cpus:
-            raise CpulistError(f"invalid cpulist {text!r}: CPU {cpu} is beyond the limit of {max_cpus} CPUs")
+            raise CpulistError("invalid cpulist %r: CPU %d is beyond the limit of %d CPUs" % (text, cpu, max_cpus))
         return frozenset((cpu,))
     for part in body.split(","):
         part = part.strip()
         if not part:
-            raise CpulistError(f"invalid cpulist {text!r}: empty element")
+            raise CpulistError("invalid cpulist %r: empty element" % (text,))
         stride_used, stride_group = 1, 1
         if ":" in part:
             part, _, stride = part.partition(":")
             used, slash, group = stride.partition("/")
             if not slash:
-                raise CpulistError(f"invalid cpulist {text!r}: stride must be ':used/group'")
+                raise CpulistError("invalid cpulist %r: stride must be ':used/group'" % (text,))
             stride_used, stride_group = _num(used, text), _num(group, text)
             if stride_used == 0 or stride_group == 0 or stride_used > stride_group:
-                raise CpulistError(f"invalid cpulist {text!r}: bad stride {stride!r}")
+                raise CpulistError("invalid cpulist %r: bad stride %r" % (text, stride))
         lo_s, dash, hi_s = part.partition("-")
         lo = _num(lo_s, text)
         hi = _num(hi_s, text) if dash else lo
         if hi < lo:
-            raise CpulistError(f"invalid cpulist {text!r}: range {lo}-{hi} runs backwards")
+            raise CpulistError("invalid cpulist %r: range %d-%d runs backwards" % (text, lo, hi))
         if hi >= max_cpus:
-            raise CpulistError(f"invalid cpulist {text!r}: CPU {hi} is beyond the limit of {max_cpus} CPUs")
+            raise CpulistError("invalid cpulist %r: CPU %d is beyond the limit of %d CPUs" % (text, hi, max_cpus))
         if stride_group == 1:
             cpus.update(range(lo, hi + 1))
         else:
@@ -62,48 +71,48 @@ def parse_cpulist(text: str, *, max_cpus: int = MAX_CPUS) -> frozenset[int]:
     return frozenset(cpus)
 
 
-def _num(s: str, text: str) -> int:
+def _num(s, text):
     s = s.strip()
     if not s.isdigit():
-        raise CpulistError(f"invalid cpulist {text!r}: {s!r} is not a CPU number")
+        raise CpulistError("invalid cpulist %r: %r is not a CPU number" % (text, s))
     return int(s)
 
 
-def format_cpulist(cpus: Iterable[int]) -> str:
+def format_cpulist(cpus):
     """Format CPUs as the kernel does: sorted, ranges collapsed, ``""`` if empty."""
     ordered = sorted(set(cpus))
     if any((not isinstance(c, int)) or c < 0 for c in ordered):
-        raise CpulistError(f"CPU numbers must be non-negative integers: {ordered!r}")
-    parts: list[str] = []
+        raise CpulistError("CPU numbers must be non-negative integers: %r" % (ordered,))
+    parts = []
     i = 0
     while i < len(ordered):
         j = i
         while j + 1 < len(ordered) and ordered[j + 1] == ordered[j] + 1:
             j += 1
-        parts.append(str(ordered[i]) if i == j else f"{ordered[i]}-{ordered[j]}")
+        parts.append(str(ordered[i]) if i == j else "%d-%d" % (ordered[i], ordered[j]))
         i = j + 1
     return ",".join(parts)
 
 
-def parse_mask(text: str, *, max_cpus: int = MAX_CPUS) -> frozenset[int]:
+def parse_mask(text, max_cpus=MAX_CPUS):
     """Parse a kernel hex CPU mask (``/proc/irq/N/smp_affinity``, ``cpumap``)."""
     if not isinstance(text, str):
-        raise CpulistError(f"CPU mask must be a string, got {type(text).__name__}: {text!r}")
+        raise CpulistError("CPU mask must be a string, got %s: %r" % (type(text).__name__, text))
     body = text.strip().replace(",", "")
     if body.startswith(("0x", "0X")):
         body = body[2:]
     if not body:
-        raise CpulistError(f"invalid CPU mask {text!r}: empty")
+        raise CpulistError("invalid CPU mask %r: empty" % (text,))
     try:
         value = int(body, 16)
     except ValueError:
-        raise CpulistError(f"invalid CPU mask {text!r}: not hexadecimal") from None
+        raise CpulistError("invalid CPU mask %r: not hexadecimal" % (text,))
     if value.bit_length() > max_cpus:
-        raise CpulistError(f"invalid CPU mask {text!r}: sets a CPU beyond {max_cpus}")
+        raise CpulistError("invalid CPU mask %r: sets a CPU beyond %d" % (text, max_cpus))
     return frozenset(i for i in range(value.bit_length()) if value >> i & 1)
 
 
-def format_mask(cpus: Iterable[int], nr_cpus: int | None = None) -> str:
+def format_mask(cpus, nr_cpus=None):
     """Format CPUs as a kernel hex mask of 32-bit comma-separated words.
 
     ``nr_cpus`` (the possible CPU count) sets the width as the kernel would;
@@ -112,15 +121,15 @@ def format_mask(cpus: Iterable[int], nr_cpus: int | None = None) -> str:
     value = 0
     for c in cpus:
         if c < 0:
-            raise CpulistError(f"CPU numbers must be non-negative: {c}")
+            raise CpulistError("CPU numbers must be non-negative: %r" % (c,))
         value |= 1 << c
     nbits = max(nr_cpus or 0, value.bit_length(), 1)
     # The kernel's %*pb: 32-bit chunks, most significant first; the leading
     # chunk is only as wide as the bits left over (2 CPUs print as "3").
-    chunks: list[str] = []
+    chunks = []
     remaining = nbits
     while remaining > 0:
         width = remaining % 32 or 32
         remaining -= width
-        chunks.append(f"{(value >> remaining) & ((1 << width) - 1):0{(width + 3) // 4}x}")
+        chunks.append("%0*x" % ((width + 3) // 4, (value >> remaining) & ((1 << width) - 1)))
     return ",".join(chunks)

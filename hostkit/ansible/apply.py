@@ -6,8 +6,8 @@ import os
 import socket
 from dataclasses import dataclass, field
 
+from hostkit.ansible.run import RunResult, new_run_id, run_playbook
 from hostkit.errors import BadInput
-from hostkit.runner.run import RunResult, new_run_id, run_playbook
 
 ROLES = ["bios_nps", "isolcpus", "irq_affinity", "cpu_governor", "rt_runtime", "numa_sysctl", "containerd", "kubelet"]
 

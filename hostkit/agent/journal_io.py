@@ -1,6 +1,6 @@
 # -*- coding: utf-8 -*-
 """The change journal and atomic file writes: shared by hostkit's Ansible modules (as
-``module_utils/hostkit_journal.py``, a symlink to this file) and the runtime's rollback.
+``module_utils/hostkit_journal.py``, a symlink to this file) and the agent's rollback.
 Standard library only; Python 2-compatible syntax because Ansible may load it anywhere.
 
 The journal (``<sysroot>/var/lib/hostkit/journal/<run-id>.json``, mode 0600)
@@ -21,18 +21,13 @@ import json
 import os
 import tempfile
 
+try:  # in the hostkit package (the agent zipapp, the controller)
+    from hostkit.agent.sysroot import is_live, sysroot_path  # noqa: F401 (is_live: for the modules)
+except ImportError:  # inside an Ansible module: the same file as module_utils/hostkit_sysroot.py
+    from ansible.module_utils.hostkit_sysroot import is_live, sysroot_path  # noqa: F401
+
 JOURNAL_DIR = "var/lib/hostkit/journal"
 WOULD_RUN_LOG = "var/lib/hostkit/would-run.jsonl"
-
-
-def sysroot_path(sysroot, path):
-    """``path`` (absolute on the host) under ``sysroot`` ('' or '/' = the real root)."""
-    root = (sysroot or "/").rstrip("/")
-    return root + "/" + path.lstrip("/")
-
-
-def is_live(sysroot):
-    return os.path.realpath(sysroot or "/") == "/"
 
 
 def sha256(data):

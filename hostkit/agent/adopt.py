@@ -15,7 +15,8 @@ import os
 import secrets
 import time
 
-from hostkit.state.journal_io import Journal, atomic_write, file_state, sysroot_path
+from hostkit.agent.journal_io import Journal, atomic_write, file_state
+from hostkit.agent.sysroot import sysroot_path
 
 ADOPTED_FILES = ["/etc/default/grub", "/etc/default/irqbalance", "/etc/containerd/config.toml"]
 ADOPTED_GLOBS = ["/etc/default/grub.d/*.cfg", "/etc/sysctl.d/*.conf", "/etc/kubernetes/kubelet.conf.d/*"]

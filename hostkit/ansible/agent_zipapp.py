@@ -1,8 +1,9 @@
-"""The self-contained artifact hostkit ships to hosts (a zipapp needing only python3).
+"""Build the host agent's zipapp on the controller: the artifact hostkit ships to hosts.
 
-It holds the standard-library-only parts of hostkit (the facts engine and
-the cpulist helpers) and :mod:`hostkit.remote` as its entry point. Ansible's
-``script`` module copies it to each host and runs it with the host's python3.
+The zipapp holds the standard-library-only code that runs on a host (:mod:`hostkit.agent`,
+the facts engine, the smoke test) with :mod:`hostkit.agent.main` as its entry point; a host
+needs nothing but python3. ``playbooks/agent.yml`` (and the smoke role) copy it to each host
+with Ansible's ``script`` module; the audit copies it over its own SSH connection.
 """
 
 from __future__ import annotations
@@ -19,8 +20,15 @@ PACKAGE_ROOT = Path(hostkit.__file__).parent
 SHIPPED = [
     "__init__.py",
     "errors.py",
-    "cpulist.py",
-    "remote.py",
+    "agent/__init__.py",
+    "agent/main.py",
+    "agent/sysroot.py",
+    "agent/cpulist.py",
+    "agent/kernel_args.py",
+    "agent/journal_io.py",
+    "agent/journal.py",
+    "agent/rollback.py",
+    "agent/adopt.py",
     "facts/__init__.py",
     "facts/sysroot.py",
     "facts/topology.py",
@@ -28,11 +36,6 @@ SHIPPED = [
     "facts/kernel.py",
     "facts/cpufreq.py",
     "facts/irqs.py",
-    "state/__init__.py",
-    "state/journal_io.py",
-    "state/journal.py",
-    "state/rollback.py",
-    "state/adopt.py",
     "smoke/__init__.py",
     "smoke/queue.py",
     "smoke/model.py",
@@ -45,11 +48,11 @@ SHIPPED = [
 
 # The guard matters: the smoke test spawns processes, and multiprocessing's spawn re-imports the
 # main module (as __mp_main__) in every child.
-MAIN = "from hostkit.remote import main\nif __name__ == '__main__':\n    raise SystemExit(main())\n"
+MAIN = "from hostkit.agent.main import main\nif __name__ == '__main__':\n    raise SystemExit(main())\n"
 
 
 def build(dest_dir: str | Path) -> Path:
-    """Write ``hostkit-runtime-<hash>.pyz`` into ``dest_dir`` (reused if present)."""
+    """Write ``hostkit-agent-<hash>.pyz`` into ``dest_dir`` (reused if present)."""
     buf = io.BytesIO()
     with zipfile.ZipFile(buf, "w", zipfile.ZIP_DEFLATED) as zf:
         for rel in SHIPPED:
@@ -60,7 +63,7 @@ def build(dest_dir: str | Path) -> Path:
         zf.writestr(info, MAIN)
     payload = b"#!/usr/bin/env python3\n" + buf.getvalue()
     digest = hashlib.sha256(payload).hexdigest()[:12]
-    dest = Path(dest_dir) / f"hostkit-runtime-{digest}.pyz"
+    dest = Path(dest_dir) / f"hostkit-agent-{digest}.pyz"
     if not dest.exists():
         dest.parent.mkdir(parents=True, exist_ok=True)
         dest.write_bytes(payload)

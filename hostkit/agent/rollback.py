@@ -16,10 +16,10 @@ import errno
 import json
 import os
 
+from hostkit.agent.journal import ROLLBACK_SUFFIX, journal_dir, load_runs
+from hostkit.agent.journal_io import atomic_write, file_state, now, record_would_run, state_bytes
+from hostkit.agent.sysroot import is_live, sysroot_path
 from hostkit.errors import BadInput
-from hostkit.state.journal import ROLLBACK_SUFFIX, journal_dir, load_runs
-from hostkit.state.journal_io import (atomic_write, file_state, is_live, now, record_would_run, state_bytes,
-                                      sysroot_path)
 
 # A restored file that a service reads: the command that makes it take effect.
 FOLLOW_UP = [
@@ -51,7 +51,7 @@ def _normal(kind: str, text: str):
     if kind == "int":
         return text.split()[0] if text else text
     if kind in ("cpulist", "mask"):
-        from hostkit.cpulist import parse_cpulist, parse_mask
+        from hostkit.agent.cpulist import parse_cpulist, parse_mask
 
         try:
             return parse_cpulist(text) if kind == "cpulist" else parse_mask(text)

@@ -5,6 +5,11 @@ The shape follows ansible-runner's own API: one keyword entry point
 ``.stats`` and per-host results. A failed play is a status, not an exception.
 The runner's private data dir is kept under ``.hostkit/runs/<run-id>/`` as the
 audit trail of what ran.
+
+Results a playbook hands back to hostkit are found by a fixed key, never by a task's
+human name: a task publishes them with ``set_fact`` (e.g. ``hostkit_agent_output`` in
+``playbooks/agent.yml``), and :class:`EventCollector` keeps every ``ansible_facts`` key a
+task returns as :attr:`HostResult.published`.
 """
 
 from __future__ import annotations
@@ -21,6 +26,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from hostkit.paths import playbook_path, project_root, runs_dir
+
+# ansible_facts keys kept from task results: the ones hostkit's playbooks and roles publish.
+PUBLISHED_SUFFIX = "_agent_output"
 
 HOST_EVENTS = {
     "runner_on_ok": "ok",
@@ -46,12 +54,7 @@ class HostResult:
     changed: int = 0
     tasks: list[TaskResult] = field(default_factory=list)
     msg: str | None = None
-
-    def result_of(self, task: str) -> TaskResult | None:
-        for t in self.tasks:
-            if t.task == task:
-                return t
-        return None
+    published: dict = field(default_factory=dict)  # ansible_facts key -> value, from set_fact
 
 
 @dataclass
@@ -93,6 +96,44 @@ def new_run_id() -> str:
     return time.strftime("%Y%m%dT%H%M%SZ", time.gmtime()) + "-" + uuid.uuid4().hex[:6]
 
 
+class EventCollector:
+    """ansible-runner's ``event_handler``: per-host task results, statuses and published facts.
+
+    ``on_event(host, task, status)`` is called for every per-host task result as it arrives.
+    """
+
+    def __init__(self, on_event: Callable[[str, str, str], None] | None = None) -> None:
+        self.hosts: dict[str, HostResult] = {}
+        self.on_event = on_event
+
+    def __call__(self, event: dict) -> bool:
+        kind = event.get("event")
+        if kind not in HOST_EVENTS:
+            return True
+        data = event.get("event_data", {})
+        host = data.get("host")
+        if not host:
+            return True
+        status = HOST_EVENTS[kind]
+        res = data.get("res") or {}
+        if kind == "runner_on_failed" and data.get("ignore_errors"):
+            status = "ok"
+        task = data.get("task", "")
+        hr = self.hosts.setdefault(host, HostResult(name=host))
+        changed = bool(res.get("changed"))
+        hr.tasks.append(TaskResult(task=task, status=status, changed=changed, res=res, role=data.get("role") or ""))
+        hr.changed += int(changed)
+        facts = res.get("ansible_facts")
+        if isinstance(facts, dict):
+            hr.published.update({k: v for k, v in facts.items() if k.endswith(PUBLISHED_SUFFIX)})
+        if status in ("failed", "unreachable") and hr.status != "unreachable":
+            hr.status = status
+            hr.msg = summarize_error(res.get("msg") or res.get("stderr") or res.get("reason") or status)
+        if self.on_event:
+            self.on_event(host, (data.get("role") + ": " if data.get("role") else "") + task, status)
+        return True
+
+
 def run_playbook(
     playbook: str,
     inventory: str,
@@ -125,31 +166,8 @@ def run_playbook(
         cmdline.append("--diff")
     if tags:
         cmdline += ["--tags", tags]
-    hosts: dict[str, HostResult] = {}
-
-    def handler(event: dict) -> bool:
-        kind = event.get("event")
-        if kind not in HOST_EVENTS:
-            return True
-        data = event.get("event_data", {})
-        host = data.get("host")
-        if not host:
-            return True
-        status = HOST_EVENTS[kind]
-        res = data.get("res") or {}
-        if kind == "runner_on_failed" and data.get("ignore_errors"):
-            status = "ok"
-        task = data.get("task", "")
-        hr = hosts.setdefault(host, HostResult(name=host))
-        changed = bool(res.get("changed"))
-        hr.tasks.append(TaskResult(task=task, status=status, changed=changed, res=res, role=data.get("role") or ""))
-        hr.changed += int(changed)
-        if status in ("failed", "unreachable") and hr.status != "unreachable":
-            hr.status = status
-            hr.msg = summarize_error(res.get("msg") or res.get("stderr") or res.get("reason") or status)
-        if on_event:
-            on_event(host, (data.get("role") + ": " if data.get("role") else "") + task, status)
-        return True
+    events = EventCollector(on_event)
+    hosts = events.hosts
 
     root = project_root()
     control_dir = tempfile.mkdtemp(prefix="hk-cp-")  # short: unix socket paths are limited to 108 bytes
@@ -184,7 +202,7 @@ def run_playbook(
             envvars=envvars,
             quiet=True,
             suppress_env_files=True,
-            event_handler=handler,
+            event_handler=events,
             timeout=timeout,
             ident="run",
         )

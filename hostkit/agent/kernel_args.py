@@ -1,0 +1,83 @@
+# -*- coding: utf-8 -*-
+"""The kernel command line and the GRUB variables that hold it: the one parser hostkit has.
+
+Splitting follows the kernel (``lib/cmdline.c`` ``next_arg``): arguments are separated by
+blanks, double quotes group a value with blanks in it, and everything after a lone ``--`` belongs
+to init. ``/etc/default/grub`` is a shell file: its ``GRUB_CMDLINE_LINUX`` and
+``GRUB_CMDLINE_LINUX_DEFAULT`` values may be double-quoted, single-quoted or bare.
+
+Used by the facts engine, the audit and hostkit's Ansible modules (as
+``module_utils/hostkit_kernel_args.py``, a symlink to this file). Standard library only;
+Python 2-compatible syntax because Ansible may load it anywhere.
+"""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import re
+import shlex
+
+# isolcpus=[flag,...,]cpulist: the flag words the kernel accepts before the CPUs.
+ISOLCPUS_FLAGS = ("nohz", "domain", "managed_irq")
+# What the kernel assumes when isolcpus= names CPUs and no flag.
+ISOLCPUS_DEFAULT_FLAGS = ("domain",)
+
+# A GRUB_CMDLINE_LINUX(_DEFAULT)= assignment line: (indent and "export ", variable, raw value).
+GRUB_CMDLINE_VAR = re.compile(r'^(\s*(?:export\s+)?)(GRUB_CMDLINE_LINUX(?:_DEFAULT)?)=(.*)$')
+_GRUB_SELF_REF = re.compile(r'\$\{?GRUB_CMDLINE_LINUX(?:_DEFAULT)?\}?')
+
+
+def cmdline_tokens(text):
+    """The arguments of a kernel command line, in order, quotes removed, up to a lone ``--``."""
+    try:
+        tokens = shlex.split(text)
+    except ValueError:  # an unbalanced quote: split on blanks as a last resort
+        tokens = text.split()
+    if "--" in tokens:
+        tokens = tokens[:tokens.index("--")]
+    return tokens
+
+
+def split_cmdline(text):
+    """Kernel arguments as name -> value (``None`` for a bare flag); a later one wins."""
+    args = {}
+    for tok in cmdline_tokens(text):
+        key, sep, value = tok.partition("=")
+        args[key] = value if sep else None
+    return args
+
+
+def format_arg(key, value):
+    """``key=value``, or ``key`` alone for a bare flag (``value`` None)."""
+    return key if value is None else "%s=%s" % (key, value)
+
+
+def split_isolcpus(value):
+    """``isolcpus=`` value -> (flags, cpulist text). No flag word means ``domain``."""
+    flags = []
+    parts = value.split(",")
+    while parts and parts[0] in ISOLCPUS_FLAGS:
+        flags.append(parts.pop(0))
+    return flags or list(ISOLCPUS_DEFAULT_FLAGS), ",".join(parts)
+
+
+def shell_value(raw):
+    """The value a POSIX shell assigns for the right-hand side ``raw`` of ``VAR=raw``:
+    double quotes, single quotes or a bare word, a trailing ``# comment`` dropped."""
+    try:
+        return " ".join(shlex.split(raw, comments=True))
+    except ValueError:  # an unbalanced quote: the shell would refuse the file; take it as written
+        return raw.strip().strip("\"'")
+
+
+def grub_cmdline_args(text):
+    """Kernel arguments the GRUB variables of one ``/etc/default/grub``-style file set, as
+    name -> value; references to the variables themselves (``${GRUB_CMDLINE_LINUX_DEFAULT}``)
+    add nothing."""
+    args = {}
+    for line in text.splitlines():
+        m = GRUB_CMDLINE_VAR.match(line)
+        if m:
+            args.update(split_cmdline(_GRUB_SELF_REF.sub("", shell_value(m.group(3)))))
+    return args

@@ -1,0 +1,1 @@
+../hostkit/agent/kernel_args.py

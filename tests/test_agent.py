@@ -1,0 +1,219 @@
+"""The host agent: what ships to hosts imports only the standard library, the files the modules
+share stay Python 2 syntax, one kernel-args parser, and results found by a published fact."""
+
+from __future__ import annotations
+
+import ast
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+from hostkit.agent.kernel_args import (cmdline_tokens, grub_cmdline_args, shell_value, split_cmdline,
+                                       split_isolcpus)
+from hostkit.agent.sysroot import is_live, sysroot_path
+from hostkit.ansible import agent_zipapp
+from hostkit.ansible.agent_call import AGENT_OUTPUT, call_agent, host_output
+from hostkit.ansible.run import EventCollector, RunResult
+from hostkit.audit.checks import check_kernel_args
+from hostkit.facts import gather
+from hostkit.lab import fixtures
+
+REPO = Path(__file__).resolve().parent.parent
+SYSTEM_PYTHON = "/usr/bin/python3"
+
+
+def _module_names(shipped: list[str]) -> list[str]:
+    return ["hostkit." + rel[: -len(".py")].replace("/", ".").removesuffix(".__init__")
+            for rel in shipped if rel != "__init__.py"]
+
+
+@pytest.mark.skipif(not os.path.exists(SYSTEM_PYTHON), reason="needs the system python3")
+def test_every_shipped_module_imports_with_only_the_standard_library(tmp_path):
+    pyz = agent_zipapp.build(tmp_path)
+    # -I -S: no site-packages, no user site, no PYTHONPATH: the zipapp and the standard library only.
+    code = ("import importlib, json, sys\n"
+            f"sys.path.insert(0, {str(pyz)!r})\n"
+            f"for m in {_module_names(agent_zipapp.SHIPPED)!r}: importlib.import_module(m)\n"
+            "print(json.dumps(sorted(n.split('.')[0] for n in sys.modules)))\n")
+    proc = subprocess.run([SYSTEM_PYTHON, "-I", "-S", "-c", code], capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr
+    outside = {n for n in json.loads(proc.stdout) if n not in sys.stdlib_module_names
+               and n not in ("hostkit", "__main__", "__mp_main__")}
+    assert not outside, outside
+
+
+def test_every_agent_module_is_shipped():
+    agent = {f"agent/{p.name}" for p in (REPO / "hostkit/agent").glob("*.py")}
+    assert agent <= set(agent_zipapp.SHIPPED)
+
+
+def test_module_utils_are_relative_links_into_the_agent():
+    links = sorted((REPO / "module_utils").glob("*.py"))
+    assert {p.name for p in links} >= {"hostkit_journal.py", "hostkit_sysroot.py", "hostkit_cpulist.py",
+                                       "hostkit_kernel_args.py"}
+    for link in links:
+        assert link.is_symlink(), link
+        target = os.readlink(link)
+        assert not os.path.isabs(target), target
+        assert link.resolve().parent == REPO / "hostkit/agent", target
+
+
+@pytest.mark.skipif(not os.path.exists(SYSTEM_PYTHON), reason="needs the system python3")
+def test_module_utils_import_as_ansible_loads_them(tmp_path):
+    """As AnsiballZ ships them: ``ansible.module_utils.<name>``, hostkit not importable."""
+    mu = tmp_path / "ansible" / "module_utils"
+    mu.mkdir(parents=True)
+    (tmp_path / "ansible" / "__init__.py").write_text("")
+    (mu / "__init__.py").write_text("")
+    for link in (REPO / "module_utils").glob("*.py"):
+        shutil.copy(link.resolve(), mu / link.name)
+    code = ("import sys\n"
+            f"sys.path.insert(0, {str(tmp_path)!r})\n"
+            "from ansible.module_utils.hostkit_journal import Journal, is_live, sysroot_path\n"
+            "from ansible.module_utils.hostkit_cpulist import CpulistError, parse_cpulist\n"
+            "from ansible.module_utils.hostkit_kernel_args import split_cmdline\n"
+            "assert sysroot_path('/x/', '/proc') == '/x/proc' and not is_live('/nonexistent')\n"
+            "assert parse_cpulist('0-2,5') == frozenset([0, 1, 2, 5])\n"
+            "try:\n    parse_cpulist('3-1')\nexcept ValueError as e:\n    assert isinstance(e, CpulistError)\n"
+            "else:\n    raise SystemExit('3-1 parsed')\n"
+            "assert split_cmdline('a=1 b') == {'a': '1', 'b': None}\n"
+            "assert 'hostkit' not in sys.modules\n")
+    proc = subprocess.run([SYSTEM_PYTHON, "-I", "-S", "-c", code], capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr
+
+
+def _python3_only(tree: ast.AST) -> list[str]:
+    found = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.JoinedStr):
+            found.append(f"f-string at line {node.lineno}")
+        elif isinstance(node, (ast.AnnAssign, ast.Nonlocal, ast.AsyncFunctionDef, ast.YieldFrom, ast.NamedExpr)):
+            found.append(f"{type(node).__name__} at line {node.lineno}")
+        elif isinstance(node, (ast.FunctionDef, ast.Lambda)):
+            a = node.args
+            if a.kwonlyargs or a.posonlyargs:
+                found.append(f"keyword/positional-only arguments at line {node.lineno}")
+            if isinstance(node, ast.FunctionDef) and (node.returns or any(
+                    x.annotation for x in a.args + ([a.vararg] if a.vararg else []) + ([a.kwarg] if a.kwarg else []))):
+                found.append(f"annotation at line {node.lineno}")
+        elif isinstance(node, ast.Starred) and isinstance(node.ctx, ast.Store):
+            found.append(f"starred assignment at line {node.lineno}")
+    return found
+
+
+@pytest.mark.parametrize("link", sorted(p.name for p in (REPO / "module_utils").glob("*.py")))
+def test_module_utils_keep_python2_syntax(link):
+    source = (REPO / "module_utils" / link).read_text()
+    tree = ast.parse(source)
+    assert not _python3_only(tree), _python3_only(tree)
+    assert "from __future__ import absolute_import, division, print_function" in source
+
+
+# ----------------------------------------------------------------------------- one kernel-args parser
+
+def test_cmdline_splitting_follows_the_kernel():
+    assert split_cmdline('ro quiet isolcpus=nohz,2-3 foo="a b" -- init=x') == {
+        "ro": None, "quiet": None, "isolcpus": "nohz,2-3", "foo": "a b"}
+    assert cmdline_tokens('a "b') == ["a", '"b']  # unbalanced quote: blanks only
+    assert split_cmdline("x=1 x=2") == {"x": "2"}
+
+
+@pytest.mark.parametrize("value, flags, cpus", [
+    ("2-3", ["domain"], "2-3"),
+    ("managed_irq,domain,8-63", ["managed_irq", "domain"], "8-63"),
+    ("nohz,1", ["nohz"], "1"),
+])
+def test_isolcpus_flags(value, flags, cpus):
+    assert split_isolcpus(value) == (flags, cpus)
+
+
+def test_grub_values_in_every_shell_quoting():
+    text = ("GRUB_CMDLINE_LINUX_DEFAULT='quiet isolcpus=2-3'\n"
+            '#GRUB_CMDLINE_LINUX="commented=1"\n'
+            'export GRUB_CMDLINE_LINUX="${GRUB_CMDLINE_LINUX_DEFAULT} nohz_full=2-3"  # note\n'
+            "GRUB_CMDLINE_LINUX=bare\n")
+    assert grub_cmdline_args(text) == {"quiet": None, "isolcpus": "2-3", "nohz_full": "2-3", "bare": None}
+    assert shell_value('"a b" # c') == "a b"
+
+
+class _View:
+    def __init__(self, files):
+        self.files = files
+
+    def read(self, p):
+        return self.files.get(p)
+
+
+def test_audit_reads_single_quoted_grub_values():
+    """The audit's boot-config reader is the agent's: a single-quoted value is the boot config's, too."""
+    plan = {"cmdline_set": {"isolcpus": "2-3"}, "cmdline_remove": [], "isolation": False, "isolated": ""}
+    view = _View({"/proc/cmdline": "ro quiet\n", "/etc/default/grub": "GRUB_CMDLINE_LINUX='isolcpus=2-3'\n"})
+    assert [f["status"] for f in check_kernel_args(view, plan)] == ["pending_reboot"]
+
+
+def test_sysroot_helpers():
+    assert sysroot_path("", "/proc/cmdline") == "/proc/cmdline"
+    assert sysroot_path("/", "proc/cmdline") == "/proc/cmdline"
+    assert sysroot_path("/srv/h1/", "/proc/cmdline") == "/srv/h1/proc/cmdline"
+    assert is_live("") and is_live("/") and not is_live("/srv")
+
+
+# ----------------------------------------------------------------------------- results by a published fact
+
+def _event(host, task, res, kind="runner_on_ok", role=""):
+    return {"event": kind, "event_data": {"host": host, "task": task, "res": res, "role": role}}
+
+
+@pytest.mark.parametrize("task_name", ["Run the hostkit agent under the sysroot", "Anything at all", ""])
+def test_agent_output_is_found_whatever_the_task_is_called(task_name):
+    events = EventCollector()
+    doc = {"runs": []}
+    events(_event("h1", task_name, {"changed": False, "rc": 0, "stdout": json.dumps(doc) + "\n"}))
+    events(_event("h1", "Renamed publisher", {"ansible_facts": {AGENT_OUTPUT: {
+        "rc": 0, "stdout": json.dumps(doc) + "\n", "stderr": "", "msg": ""}}}))
+    run = RunResult("r", "successful", 0, {}, events.hosts, "/tmp", 0.0)
+    assert host_output(events.hosts["h1"], run) == {"status": "ok", "doc": doc}
+
+
+def test_agent_bad_input_on_a_host_is_failed_with_exit_code():
+    events = EventCollector()
+    out = json.dumps({"error": "sysroot /nope does not exist", "exit_code": 2})
+    events(_event("h1", "x", {"rc": 2, "stdout": out, "msg": "non-zero return code"}, kind="runner_on_failed"))
+    events(_event("h1", "y", {"ansible_facts": {AGENT_OUTPUT: {"rc": 2, "stdout": out, "stderr": "", "msg": ""}}}))
+    run = RunResult("r", "failed", 2, {}, events.hosts, "/tmp", 0.0)
+    assert host_output(events.hosts["h1"], run) == {"status": "failed", "error": "sysroot /nope does not exist",
+                                                    "exit_code": 2}
+
+
+def test_renamed_tasks_in_the_agent_playbook_still_return_results(tmp_path, monkeypatch):
+    """A real ansible-runner run (local connection) of playbooks/agent.yml with every task renamed."""
+    project = tmp_path / "project"
+    (project / "playbooks").mkdir(parents=True)
+    for part in ("roles", "library", "module_utils"):
+        (project / part).symlink_to(REPO / part)
+    for pb in (REPO / "playbooks").glob("*.yml"):
+        text = pb.read_text()
+        if pb.name == "agent.yml":
+            n = iter(range(100))
+            text = re.sub(r"- name: .*", lambda m: f"- name: Renamed step {next(n)}", text)
+            assert "Run the hostkit agent" not in text
+        (project / "playbooks" / pb.name).write_text(text)
+    monkeypatch.setenv("HOSTKIT_PROJECT_DIR", str(project))
+    sysroot = fixtures.materialize("kvm-small", tmp_path / "kvm-small")
+    local = {"ansible_connection": "local", "ansible_python_interpreter": sys.executable}
+    inventory = tmp_path / "inventory.yml"
+    inventory.write_text(yaml.safe_dump({"all": {"hosts": {
+        "good": {**local, "hostkit_sysroot": str(sysroot)},
+        "bad": {**local, "hostkit_sysroot": str(tmp_path / "missing")}}}}))
+    results, run = call_agent(str(inventory), ["facts"])
+    assert results["good"] == {"status": "ok", "doc": gather(str(sysroot))}
+    assert results["bad"]["status"] == "failed" and results["bad"]["exit_code"] == 2
+    assert "does not exist" in results["bad"]["error"]
+    assert run.hosts["good"].published[AGENT_OUTPUT]["rc"] == 0
