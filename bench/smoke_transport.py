@@ -23,7 +23,8 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from hostkit.smoke.metrics import summary  # noqa: E402
-from hostkit.smoke.runner import SmokeConfig, run_smoke  # noqa: E402
+from hostkit.smoke.options import SmokeOptions  # noqa: E402
+from hostkit.smoke.session import run_smoke  # noqa: E402
 
 CPUS = sorted(os.sched_getaffinity(0))
 
@@ -119,14 +120,14 @@ def main() -> int:
     ap.add_argument("--n", type=int, default=20000)
     args = ap.parse_args()
     floor = shm_pingpong(args.n)
-    queue = run_smoke(SmokeConfig(requests=args.n, infer_ms=0, clients=1, client_batch=1, min_batch=1,
-                                  min_batch_wait_ms=0, busy_poll=True, poll_sleep_s=0, fifo=False,
+    queue = run_smoke(SmokeOptions(requests=args.n, infer_ms=0, clients=1, client_batch=1, min_batch=1,
+                                  min_batch_wait_ms=0, idle="spin", fifo=False,
                                   target_p999_ms=1000))["rpc_ms"]
     tcp = tcp_pickle(args.n)
-    batched = run_smoke(SmokeConfig(requests=args.n * 2, infer_ms=0, clients=2, client_batch=8, min_batch=8,
-                                    busy_poll=True, poll_sleep_s=0, fifo=False, target_p999_ms=1000))
-    single = run_smoke(SmokeConfig(requests=args.n, infer_ms=0, clients=1, client_batch=1, min_batch=1,
-                                   min_batch_wait_ms=0, busy_poll=True, poll_sleep_s=0, fifo=False,
+    batched = run_smoke(SmokeOptions(requests=args.n * 2, infer_ms=0, clients=2, client_batch=8, min_batch=8,
+                                    idle="spin", fifo=False, target_p999_ms=1000))
+    single = run_smoke(SmokeOptions(requests=args.n, infer_ms=0, clients=1, client_batch=1, min_batch=1,
+                                   min_batch_wait_ms=0, idle="spin", fifo=False,
                                    target_p999_ms=1000))
     print(f"round trip, {args.n} each (ms)            p50        p99")
     for name, s in (("bare SHM ping-pong (floor)", floor), ("hostkit SHM queue (null model)", queue),
@@ -142,8 +143,8 @@ def main() -> int:
     print("allocation and state layout (2 clients x batch 4, null model, busy polling):")
     for allocator in ("partition", "flock"):
         for stride in (64, 4):
-            r = run_smoke(SmokeConfig(requests=args.n, infer_ms=0, clients=2, client_batch=4, min_batch=1,
-                                      min_batch_wait_ms=0, busy_poll=True, poll_sleep_s=0, fifo=False,
+            r = run_smoke(SmokeOptions(requests=args.n, infer_ms=0, clients=2, client_batch=4, min_batch=1,
+                                      min_batch_wait_ms=0, idle="spin", fifo=False,
                                       allocator=allocator, state_stride=stride, target_p999_ms=1000))
             print(f"  {allocator:<9} stride {stride:>2}: rpc p50 {r['rpc_ms']['p50'] * 1000:7.1f} us, "
                   f"p99 {r['rpc_ms']['p99'] * 1000:7.1f} us, {r['throughput_rps']:8.0f} req/s, "

@@ -20,7 +20,8 @@ from hypothesis import strategies as st
 
 from hostkit.smoke.queue import (DONE, FREE, PROCESSING, READY, WRITING, FlockAllocator, PartitionAllocator,
                                  SharedInferenceQueue)
-from hostkit.smoke.runner import SmokeConfig, run_smoke
+from hostkit.smoke.options import SmokeOptions
+from hostkit.smoke.session import run_smoke
 
 pytestmark = pytest.mark.live
 
@@ -118,7 +119,7 @@ def can_fifo() -> bool:
 @pytest.mark.parametrize("allocator,transport", [("partition", "shm"), ("flock", "shm"), ("partition", "socket")])
 def test_run_records_pinning_fifo_and_every_request(allocator, transport):
     seen = {}
-    r = run_smoke(SmokeConfig(requests=1500, infer_ms=0.2, clients=3, allocator=allocator, transport=transport,
+    r = run_smoke(SmokeOptions(requests=1500, infer_ms=0.2, clients=3, allocator=allocator, transport=transport,
                               target_p999_ms=1000),
                   on_started=lambda info: seen.update(info))
     assert r["samples"] == 1500 and r["errors"]["count"] == 0 and r["faults"] == []
@@ -134,7 +135,7 @@ def test_run_records_pinning_fifo_and_every_request(allocator, transport):
 
 
 def test_injected_stalls_are_detected():
-    r = run_smoke(SmokeConfig(duration=3, infer_ms=2, clients=2, inject_stall_ms=20, inject_every_s=0.5,
+    r = run_smoke(SmokeOptions(duration=3, infer_ms=2, clients=2, inject_stall_ms=20, inject_every_s=0.5,
                               target_p999_ms=1.0))
     assert r["injected_stalls"]["count"] >= 4
     assert r["deschedule_ms"]["p999"] >= 15.0
@@ -157,7 +158,7 @@ def test_rt_throttling_is_named_against_a_low_rt_budget():
         if old_group is not None:
             group.write_text("300000\n")
         path.write_text("300000\n")
-        r = run_smoke(SmokeConfig(duration=3, infer_ms=5, clients=3, client_batch=4, busy_poll=True,
+        r = run_smoke(SmokeOptions(duration=3, infer_ms=5, clients=3, client_batch=4, idle="spin",
                                   min_batch_wait_ms=0, target_p999_ms=1.0))
     finally:
         path.write_text(old + "\n")
@@ -178,7 +179,7 @@ def kill_later(pid_of, sig, delay):
 
 
 def test_killed_client_is_reported_and_its_slots_reclaimed():
-    r = run_smoke(SmokeConfig(duration=2.5, infer_ms=0.5, clients=2, target_p999_ms=1000),
+    r = run_smoke(SmokeOptions(duration=2.5, infer_ms=0.5, clients=2, target_p999_ms=1000),
                   on_started=kill_later(lambda i: i["clients"][0], signal.SIGKILL, 0.8))
     assert any("client 0 died" in f for f in r["faults"])
     assert r["samples"] > 0  # the other client went on
@@ -187,7 +188,7 @@ def test_killed_client_is_reported_and_its_slots_reclaimed():
 
 def test_killed_worker_fails_clients_within_the_timeout():
     t = time.monotonic()
-    r = run_smoke(SmokeConfig(duration=30, infer_ms=0.5, clients=2, request_timeout_s=1.0, target_p999_ms=1000),
+    r = run_smoke(SmokeOptions(duration=30, infer_ms=0.5, clients=2, request_timeout_s=1.0, target_p999_ms=1000),
                   on_started=kill_later(lambda i: i["worker"], signal.SIGKILL, 0.8))
     assert time.monotonic() - t < 15  # bounded, not the 30 s asked for
     assert any("worker died" in f for f in r["faults"])
@@ -203,7 +204,7 @@ def test_worker_that_stops_answering_is_a_fault():
 
     t = time.monotonic()
     try:
-        r = run_smoke(SmokeConfig(duration=30, infer_ms=0.5, clients=2, request_timeout_s=1.0, target_p999_ms=1000),
+        r = run_smoke(SmokeOptions(duration=30, infer_ms=0.5, clients=2, request_timeout_s=1.0, target_p999_ms=1000),
                       on_started=stop)
     finally:
         try:

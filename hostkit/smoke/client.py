@@ -62,6 +62,7 @@ def _run_shm(cfg, client_id, samples, errors) -> None:
     deadline = time.monotonic() + cfg["duration"] if cfg.get("duration") else None
     timeout_ns = int(cfg["request_timeout_s"] * 1e9)
     batch = cfg["client_batch"]
+    poll_sleep = 0.0 if cfg["idle"] == "spin" else cfg["poll_sleep_us"] / 1e6
     interval_ns = int(1e9 * cfg["clients"] / cfg["rate"]) if cfg.get("rate") else None
     next_due = time.monotonic_ns()
     done = seq = 0
@@ -98,7 +99,7 @@ def _run_shm(cfg, client_id, samples, errors) -> None:
         else:
             t[0] = seq
         now = time.monotonic_ns()
-        q.set_meta(i, seq, now, 0, 0, 0, 0, pid, tensor_count * 4)
+        q.submit_meta(i, seq, now, pid, tensor_count * 4)
         q.set_state(i, READY)
         pending[i] = (now, due)
         seq += 1
@@ -112,8 +113,7 @@ def _run_shm(cfg, client_id, samples, errors) -> None:
             submit_ns, due = pending[i]
             if st == DONE:
                 seen = time.monotonic_ns()
-                m = q.meta(i)
-                claim, done_ns, wall, cpu = m[2], m[3], m[4], m[5]
+                claim, done_ns, wall, cpu = q.result(i)
                 samples.extend(((seen - due) / 1e6, (seen - submit_ns) / 1e6, (claim - submit_ns) / 1e6,
                                 wall / 1e6, cpu / 1e6, (seen - done_ns) / 1e6))
                 alloc.release(i)
@@ -136,21 +136,21 @@ def _run_shm(cfg, client_id, samples, errors) -> None:
                     break
             while pending and not q.stop_requested():
                 poll()
-                if pending and cfg["poll_sleep_s"] > 0:  # 0: spin (sleep(0) costs the 50 us timer slack)
-                    time.sleep(cfg["poll_sleep_s"])
+                if pending and poll_sleep > 0:  # 0: spin (sleep(0) costs the 50 us timer slack)
+                    time.sleep(poll_sleep)
         else:
             now = time.monotonic_ns()
             while now >= next_due and not finished():
                 submit(next_due)
                 next_due += interval_ns
             poll()
-            time.sleep(cfg["poll_sleep_s"])
+            time.sleep(poll_sleep)
         if len(errors) > 100:
             break
     end = time.monotonic() + cfg["request_timeout_s"]
     while pending and time.monotonic() < end and not q.stop_requested():
         poll()
-        time.sleep(cfg["poll_sleep_s"])
+        time.sleep(poll_sleep)
     q.close()
 
 

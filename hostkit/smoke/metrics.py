@@ -31,3 +31,13 @@ def credibility(n: int) -> str:
     if n >= CREDIBLE_P999:
         return "credible"
     return f"not credible: {n} samples < {CREDIBLE_P999}; read max with n"
+
+
+def slo_verdict(deschedule_ms: list[float], target_p999_ms: float, faults: list[str], errors: int) -> dict:
+    """The SLO on p999 deschedule: passed when p999 meets the target and the run had no fault or error."""
+    n = len(deschedule_ms)
+    p999 = percentile(sorted(deschedule_ms), 99.9)
+    passed = p999 is not None and p999 <= target_p999_ms and not faults and errors == 0
+    worst = max(deschedule_ms) if n else None
+    return {"target_p999_ms": target_p999_ms, "p999_ms": None if p999 is None else round(p999, 4), "passed": passed,
+            "basis": "p999" if n >= CREDIBLE_P999 else f"p999 of {n} samples (not credible; max {round(worst or 0, 4)})"}

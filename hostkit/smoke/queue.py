@@ -30,15 +30,60 @@ import os
 import secrets
 import struct
 import time
+from collections import namedtuple
 
 FREE, WRITING, READY, PROCESSING, DONE, ERROR = range(6)
-STATE_NAMES = ["FREE", "WRITING", "READY", "PROCESSING", "DONE", "ERROR"]
 MAGIC = b"HKSQ"
-HEADER = struct.Struct("<4sIIIIIII")  # magic, version, nslots, req, resp, tensor, state_stride, reserved
-HEADER_SIZE = 64
-META = struct.Struct("<QQQQQQII")  # seq, submit_ns, claim_ns, done_ns, wall_ns, cpu_ns, owner_pid, req_len
-META_SIZE = 64
+VERSION = 1
 CACHE_LINE = 64
+
+
+class Record:
+    """A fixed binary layout written down once: field names, their ``struct`` formats, every offset.
+
+    ``offset[name]`` is a field's byte offset in the record; ``field(name)`` the ``Struct`` of that
+    field alone; ``span(first, last)`` the ``Struct`` of adjacent fields read or written in one go.
+    """
+
+    def __init__(self, *fields: tuple[str, str], size: int | None = None) -> None:
+        self.names = tuple(name for name, _ in fields)
+        self.whole = struct.Struct("<" + "".join(fmt for _, fmt in fields))
+        self.offset: dict[str, int] = {}
+        self._fmt = dict(fields)
+        off = 0
+        for name, fmt in fields:
+            self.offset[name] = off
+            off += struct.calcsize("<" + fmt)
+        if off != self.whole.size:
+            raise ValueError("fields must be naturally aligned (no implicit padding)")
+        self.size = size if size is not None else off
+        if self.size < off:
+            raise ValueError(f"record of {off} bytes does not fit {self.size}")
+        self.tuple = namedtuple("_".join(self.names[:2]) + "_record", self.names)
+
+    def field(self, name: str) -> struct.Struct:
+        return struct.Struct("<" + self._fmt[name])
+
+    def span(self, first: str, last: str) -> struct.Struct:
+        names = self.names[self.names.index(first):self.names.index(last) + 1]
+        return struct.Struct("<" + "".join(self._fmt[n] for n in names))
+
+    def unpack(self, buf, base: int = 0):
+        return self.tuple._make(self.whole.unpack_from(buf, base))
+
+    def pack(self, buf, base: int = 0, **values) -> None:
+        self.whole.pack_into(buf, base, *(values[n] for n in self.names))
+
+
+# The segment's first 64 bytes. ``stop``: the run's stop flag (the orchestrator sets it, everyone
+# reads it); ``completed``: inferences done so far (the worker alone writes it; the orchestrator
+# reads it for progress and liveness).
+HEADER = Record(("magic", "4s"), ("version", "I"), ("nslots", "I"), ("req_size", "I"), ("resp_size", "I"),
+                ("tensor_size", "I"), ("state_stride", "I"), ("stop", "I"), ("completed", "Q"), size=64)
+# Per slot, 64 bytes. The client writes the whole record when it submits; the worker writes
+# ``claim_ns`` when it claims the slot and ``done_ns``..``cpu_ns`` (adjacent: one store) when done.
+SLOT_META = Record(("seq", "Q"), ("submit_ns", "Q"), ("claim_ns", "Q"), ("done_ns", "Q"), ("wall_ns", "Q"),
+                   ("cpu_ns", "Q"), ("owner_pid", "I"), ("req_len", "I"), size=64)
 
 
 SHM_DIR = "/dev/shm"
@@ -91,10 +136,11 @@ class SharedInferenceQueue:
     def __init__(self, shm: Segment, owner: bool) -> None:
         self.shm = shm
         self.owner = owner
-        magic, version, self.nslots, self.req_size, self.resp_size, self.tensor_size, self.state_stride, _ = \
-            HEADER.unpack_from(shm.buf, 0)
-        if magic != MAGIC or version != 1:
-            raise ValueError(f"/dev/shm/{shm.name} is not a hostkit inference queue")
+        h = HEADER.unpack(shm.buf)
+        if h.magic != MAGIC or h.version != VERSION:
+            raise ValueError(f"/dev/shm/{shm.name} is not a hostkit inference queue (version {VERSION})")
+        self.nslots, self.req_size, self.resp_size = h.nslots, h.req_size, h.resp_size
+        self.tensor_size, self.state_stride = h.tensor_size, h.state_stride
         self._layout()
 
     # ------------------------------------------------------------------ create / attach
@@ -107,7 +153,8 @@ class SharedInferenceQueue:
             raise ValueError("state_stride must be 4 (packed) or 64 (one cache line per slot)")
         size = cls._size(nslots, req_size, resp_size, tensor_size, state_stride)
         shm = Segment(name or SEGMENT_PREFIX + secrets.token_hex(6), create=True, size=size)
-        HEADER.pack_into(shm.buf, 0, MAGIC, 1, nslots, req_size, resp_size, tensor_size, state_stride, 0)
+        HEADER.pack(shm.buf, 0, magic=MAGIC, version=VERSION, nslots=nslots, req_size=req_size, resp_size=resp_size,
+                    tensor_size=tensor_size, state_stride=state_stride, stop=0, completed=0)
         return cls(shm, owner=True)
 
     @classmethod
@@ -117,9 +164,9 @@ class SharedInferenceQueue:
     @staticmethod
     def _offsets(n, req, resp, tensor, stride) -> tuple[int, int, int, int, int, int]:
         """(state, meta, request, response, tensor, total size): regions page-aligned where large."""
-        off_state = HEADER_SIZE
+        off_state = HEADER.size
         off_meta = off_state + _align(n * stride, CACHE_LINE)
-        off_req = _align(off_meta + n * META_SIZE)
+        off_req = _align(off_meta + n * SLOT_META.size)
         off_resp = off_req + _align(n * req)
         off_tensor = off_resp + _align(n * resp)
         return off_state, off_meta, off_req, off_resp, off_tensor, off_tensor + _align(n * tensor)
@@ -140,23 +187,21 @@ class SharedInferenceQueue:
     def name(self) -> str:
         return self.shm.name
 
-    # The header's last word: the run's stop flag (set by the orchestrator, read by everyone).
-    STOP_OFFSET = 28
+    # The header's run-wide fields (see HEADER).
+    _STOP = HEADER.field("stop")
+    _COMPLETED = HEADER.field("completed")
 
     def stop_requested(self) -> bool:
-        return struct.unpack_from("<I", self.shm.buf, self.STOP_OFFSET)[0] != 0
+        return self._STOP.unpack_from(self.shm.buf, HEADER.offset["stop"])[0] != 0
 
     def request_stop(self) -> None:
-        struct.pack_into("<I", self.shm.buf, self.STOP_OFFSET, 1)
-
-    # Completed inferences (written by the worker alone): progress and liveness for the orchestrator.
-    COMPLETED_OFFSET = 40
+        self._STOP.pack_into(self.shm.buf, HEADER.offset["stop"], 1)
 
     def completed(self) -> int:
-        return struct.unpack_from("<Q", self.shm.buf, self.COMPLETED_OFFSET)[0]
+        return self._COMPLETED.unpack_from(self.shm.buf, HEADER.offset["completed"])[0]
 
     def add_completed(self, n: int) -> None:
-        struct.pack_into("<Q", self.shm.buf, self.COMPLETED_OFFSET, self.completed() + n)
+        self._COMPLETED.pack_into(self.shm.buf, HEADER.offset["completed"], self.completed() + n)
 
     # ------------------------------------------------------------------ states
     def state(self, i: int) -> int:
@@ -211,21 +256,32 @@ class SharedInferenceQueue:
         return out
 
     # ------------------------------------------------------------------ metadata and payloads
-    def meta(self, i: int) -> tuple:
-        return META.unpack_from(self.shm.buf, self.off_meta + i * META_SIZE)
+    def meta(self, i: int):
+        """Slot ``i``'s metadata as a named tuple (SLOT_META's fields)."""
+        return SLOT_META.unpack(self.shm.buf, self.off_meta + i * SLOT_META.size)
 
-    def set_meta(self, i: int, *values) -> None:
-        META.pack_into(self.shm.buf, self.off_meta + i * META_SIZE, *values)
+    def submit_meta(self, i: int, seq: int, submit_ns: int, owner_pid: int, req_len: int) -> None:
+        """The client's record of a request: everything the worker fills in starts at zero."""
+        SLOT_META.pack(self.shm.buf, self.off_meta + i * SLOT_META.size, seq=seq, submit_ns=submit_ns, claim_ns=0,
+                       done_ns=0, wall_ns=0, cpu_ns=0, owner_pid=owner_pid, req_len=req_len)
 
-    _DONE_FIELDS = struct.Struct("<QQQ")  # done_ns, wall_ns, cpu_ns: adjacent, written in one store
+    _CLAIM = SLOT_META.field("claim_ns")
+    _DONE = SLOT_META.span("done_ns", "cpu_ns")  # adjacent: written in one store
+    _RESULT = SLOT_META.span("claim_ns", "cpu_ns")  # what the client reads back, in one load
 
-    def set_done_fields(self, i: int, done_ns: int, wall_ns: int, cpu_ns: int) -> None:
-        self._DONE_FIELDS.pack_into(self.shm.buf, self.off_meta + i * META_SIZE + 24, done_ns, wall_ns, cpu_ns)
+    def set_claim(self, i: int, claim_ns: int) -> None:
+        self._CLAIM.pack_into(self.shm.buf, self.off_meta + i * SLOT_META.size + SLOT_META.offset["claim_ns"], claim_ns)
 
-    def set_field(self, i: int, index: int, value: int) -> None:
-        fmt = "<Q" if index < 6 else "<I"
-        off = self.off_meta + i * META_SIZE + (index * 8 if index < 6 else 48 + (index - 6) * 4)
-        struct.pack_into(fmt, self.shm.buf, off, value)
+    def set_done(self, i: int, done_ns: int, wall_ns: int, cpu_ns: int) -> None:
+        self._DONE.pack_into(self.shm.buf, self.off_meta + i * SLOT_META.size + SLOT_META.offset["done_ns"],
+                             done_ns, wall_ns, cpu_ns)
+
+    def result(self, i: int) -> tuple[int, int, int, int]:
+        """(claim_ns, done_ns, wall_ns, cpu_ns) of a DONE slot."""
+        return self._RESULT.unpack_from(self.shm.buf, self.off_meta + i * SLOT_META.size + SLOT_META.offset["claim_ns"])
+
+    def owner_pid(self, i: int) -> int:
+        return self.meta(i).owner_pid
 
     def request(self, i: int) -> memoryview:
         return self.shm.buf[self.off_req + i * self.req_size:self.off_req + (i + 1) * self.req_size]
@@ -248,12 +304,6 @@ class SharedInferenceQueue:
         itemsize = np.dtype(dtype).itemsize
         n = self.tensor_size // itemsize if count is None else count
         return np.frombuffer(self.shm.buf, dtype=dtype, count=n, offset=self.off_tensor + i * self.tensor_size)
-
-    def tensor_address(self, i: int) -> int:
-        """Address of slot i's tensor in this process (zero-copy proofs compare buffers, not bytes)."""
-        import ctypes
-
-        return ctypes.addressof(ctypes.c_char.from_buffer(self.shm.buf, self.off_tensor + i * self.tensor_size))
 
     def prefault(self) -> int:
         """Touch every page from the calling CPU (first-touch NUMA placement); returns pages touched."""

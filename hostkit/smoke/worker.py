@@ -125,7 +125,7 @@ def _infer(model, tensor):
 def _serve_shm(q: SharedInferenceQueue, model, cfg: dict, info: dict, stats: dict) -> None:
     max_batch, min_batch = cfg["max_batch"], cfg["min_batch"]
     min_wait = cfg["min_batch_wait_ms"] / 1000.0
-    idle_sleep = 0.0 if cfg["busy_poll"] else cfg["idle_sleep_ms"] / 1000.0
+    idle_sleep = 0.0 if cfg["idle"] == "spin" else cfg["idle_sleep_ms"] / 1000.0
     fifo = info["fifo_available"]
     tensor_count = q.tensor_size // 4
     tensors = [q.tensor(i, count=tensor_count) for i in range(q.nslots)]  # views made once, no copies
@@ -146,7 +146,7 @@ def _serve_shm(q: SharedInferenceQueue, model, cfg: dict, info: dict, stats: dic
         now = time.monotonic_ns()
         for i in claimed:
             q.set_state(i, PROCESSING)
-            q.set_field(i, 2, now)  # claim_ns
+            q.set_claim(i, now)
         if fifo:
             _set_fifo(True)
             stats["fifo_batches"] += 1
@@ -154,7 +154,7 @@ def _serve_shm(q: SharedInferenceQueue, model, cfg: dict, info: dict, stats: dic
             try:
                 out, wall, cpu, done = _infer(model, tensors[i])
                 pack_out(q.shm.buf, q.off_resp + i * q.resp_size, out)
-                q.set_done_fields(i, done, wall, cpu)
+                q.set_done(i, done, wall, cpu)
                 q.set_state(i, DONE)
             except Exception:  # a model error is the request's ERROR, not the worker's death
                 q.set_state(i, ERROR)
