@@ -4,11 +4,12 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 PIP := $(VENV)/bin/pip
 HOSTKIT := $(VENV)/bin/hostkit
-DEB_PACKAGES := openssh-server openssh-client rt-tests numactl containerd iproute2 util-linux procps python3
+DEB_PACKAGES := openssh-server openssh-client rt-tests numactl containerd iproute2 util-linux procps python3 \
+		qemu-system-x86 qemu-utils mmdebstrap grub-pc-bin grub-common xorriso mtools e2fsprogs
 STAMP := $(VENV)/.hostkit-installed
 PYTEST_ARGS ?=
 
-.PHONY: setup deb venv demo test test-fast test-lab bench clean
+.PHONY: setup deb venv demo test test-fast test-lab test-vm bench clean
 
 setup: deb venv
 
@@ -35,16 +36,22 @@ $(STAMP): pyproject.toml
 demo: setup
 	@bash scripts/demo.sh
 
-# Fast tests first (unit, fixtures, live reads), then the lab tests over real SSH.
+# Fast tests first (unit, fixtures, live reads), then the lab tests over real SSH, then the
+# real-kernel lab (QEMU guests booted through their own GRUB; the guest image is built once
+# into /var/cache/hostkit/vm and reused).
 test: setup
-	$(PY) -m pytest -m 'not lab' $(PYTEST_ARGS)
+	$(PY) -m pytest -m 'not lab and not vm' $(PYTEST_ARGS)
 	$(PY) -m pytest -m lab $(PYTEST_ARGS)
+	$(PY) -m pytest -m vm $(PYTEST_ARGS)
 
 test-fast: setup
-	$(PY) -m pytest -m 'not lab' $(PYTEST_ARGS)
+	$(PY) -m pytest -m 'not lab and not vm' $(PYTEST_ARGS)
 
 test-lab: setup
 	$(PY) -m pytest -m lab $(PYTEST_ARGS)
+
+test-vm: setup
+	$(PY) -m pytest -m vm $(PYTEST_ARGS)
 
 bench: setup
 	$(PY) bench/facts.py

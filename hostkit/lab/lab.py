@@ -42,8 +42,10 @@ class LabHost:
     address: str
     port: int
     sysroot: str
-    source: str  # fixture name or the directory it was copied from
-    pid: int | None = None
+    source: str  # fixture name, the directory it was copied from, or the VM spec
+    pid: int | None = None  # sshd's, or QEMU's for a VM guest
+    kind: str = "sshd"  # "sshd": a sysroot served by sshd on this machine; "vm": a QEMU guest
+    vm: str | None = None  # the guest's VmSpec as text (kind "vm")
 
 
 def _check_free(address: str, port: int) -> None:
@@ -56,11 +58,13 @@ def _check_free(address: str, port: int) -> None:
                            f"is another lab running? (hostkit lab status / --port)") from None
 
 
-def _wait_port(address: str, port: int, timeout: float) -> bool:
+def _wait_port(address: str, port: int, timeout: float, banner_timeout: float = 0.5) -> bool:
+    """Until ``timeout``: does an SSH server answer with its banner? (A QEMU hostfwd accepts at
+    once and the guest's sshd answers seconds later under TCG: give it ``banner_timeout``.)"""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         try:
-            with socket.create_connection((address, port), timeout=0.5) as s:
+            with socket.create_connection((address, port), timeout=banner_timeout) as s:
                 if s.recv(4).startswith(b"SSH-"):
                     return True
         except OSError:
@@ -127,14 +131,21 @@ class Lab:
 
     # ------------------------------------------------------------------ up
     def up(self, n_hosts: int | None = None, host_specs: list[tuple[str, str]] | None = None,
-           port: int = DEFAULT_PORT, progress=None) -> list[LabHost]:
-        """Start the lab. ``host_specs``: (name, fixture-name-or-directory) pairs."""
+           port: int = DEFAULT_PORT, progress=None, vm_specs: list[tuple[str, str]] | None = None,
+           say=None, boot_timeout: float | None = None) -> list[LabHost]:
+        """Start the lab. ``host_specs``: (name, fixture-name-or-directory) pairs; ``vm_specs``:
+        (name, VM spec or preset) pairs for real-kernel QEMU guests (see :mod:`hostkit.lab.vm`)."""
+        from hostkit.lab import vm as vmlab
+
         if shutil.which(SSHD) is None and not Path(SSHD).exists():
             raise LabError(f"{SSHD} not found: install openssh-server (make setup does)")
         if self.hosts():
             raise LabError(f"a lab is already up in {self.dir} (hostkit lab down --dir {self.dir})")
+        guests = [(name, vmlab.parse_spec(text)) for name, text in (vm_specs or [])]
         specs = list(host_specs or [])
-        if n_hosts is not None or not specs:
+        if guests and n_hosts is None and not specs:
+            pass  # VMs only
+        elif n_hosts is not None or not specs:
             names = fixtures.fixture_names()
             count = len(names) if n_hosts is None else n_hosts
             if count < 1 or count > MAX_HOSTS:
@@ -146,11 +157,20 @@ class Lab:
                 i += 1
                 if name not in taken:
                     specs.append((name, names[(len(specs) - len(host_specs or [])) % len(names)]))
-        self._validate_specs(specs)
+        self._validate_specs(specs + [(name, "") for name, _ in guests])
         if not 1 <= port <= 65535:
             raise BadInput(f"--port must be 1-65535, got {port}")
-        for i in range(len(specs)):
+        for i in range(len(specs) + len(guests)):
             _check_free(f"127.0.0.{i + 2}", port)
+        image = accel = None
+        if guests:
+            missing = vmlab_missing()
+            if missing:
+                raise LabError("--vm needs " + ", ".join(missing) + ": `make setup` installs them")
+            from hostkit.lab.vm_image import ensure_image
+
+            image = ensure_image(progress=say)
+            accel = vmlab.accel_args(image.kernel)
 
         self.dir.mkdir(parents=True, exist_ok=True)
         os.chmod(self.dir, 0o700)
@@ -177,6 +197,23 @@ class Lab:
                 self._save(hosts, port)
                 if progress:
                     progress(host)
+            for j, (name, spec) in enumerate(guests):
+                address = f"127.0.0.{len(specs) + j + 2}"
+                guest = vmlab.Guest(name, self.host_dir(name), spec)
+                guest.prepare(image, self.client_key.with_suffix(".pub"))
+                host = LabHost(name=name, address=address, port=port, sysroot="", source=spec.to_text(),
+                               kind="vm", vm=spec.to_text())
+                host.pid = guest.start(image, address, port, accel)
+                hosts.append(host)
+                self._save(hosts, port)
+                if say:
+                    say(f"{name}: QEMU ({vmlab.accel_name(accel)}) started, {spec.cpus} vCPUs "
+                        f"({spec.sockets}s/{spec.cores}c/{spec.threads}t), {spec.nodes} NUMA node(s), booting")
+            for h in hosts:
+                if h.kind == "vm":
+                    self.wait_ssh(h, timeout=boot_timeout or vmlab.BOOT_TIMEOUT, say=say)
+                    if progress:
+                        progress(h)
         except BaseException:
             self._stop(hosts)
             shutil.rmtree(self.dir, ignore_errors=True)
@@ -194,6 +231,8 @@ class Lab:
             if name in seen:
                 raise BadInput(f"lab host {name!r} given twice")
             seen.add(name)
+            if source == "":  # a VM guest: its spec was parsed already
+                continue
             if Path(source).is_dir():
                 if not (Path(source) / "sys/devices/system/cpu").is_dir():
                     raise BadInput(f"sysroot {source} for lab host {name!r} has no sys/devices/system/cpu")
@@ -284,6 +323,7 @@ class Lab:
                                 "ansible_port": h.port,
                                 "hostkit_sysroot": h.sysroot,
                                 "hostkit_fixture": h.source,
+                                "hostkit_lab_kind": h.kind,
                             } for h in hosts
                         }
                     }
@@ -294,18 +334,49 @@ class Lab:
         _write_private(self.inventory, header + yaml.safe_dump(inventory, sort_keys=False))
 
     # ------------------------------------------------------------------ status / down
+    def _guest(self, h: LabHost):
+        from hostkit.lab import vm as vmlab
+
+        return vmlab.Guest(h.name, self.host_dir(h.name), vmlab.parse_spec(h.vm))
+
+    def _alive(self, h: LabHost) -> bool:
+        if h.kind == "vm":
+            return self._guest(h).is_ours(h.pid)
+        return h.pid is not None and _pid_is_ours(h.pid, str(self.host_dir(h.name) / "sshd_config"))
+
     def status(self) -> list[dict]:
         out = []
         for h in self.hosts():
-            config = str(self.host_dir(h.name) / "sshd_config")
-            alive = h.pid is not None and _pid_is_ours(h.pid, config)
+            alive = self._alive(h)
             answering = alive and _wait_port(h.address, h.port, 1.0)
             out.append({**asdict(h), "running": alive, "answering": answering})
         return out
 
+    def wait_ssh(self, h: LabHost, timeout: float, say=None) -> float:
+        """Wait (bounded) until a guest's sshd answers; seconds waited. Fails fast if QEMU died."""
+        t0 = time.monotonic()
+        last = t0
+        guest = self._guest(h) if h.kind == "vm" else None
+        while time.monotonic() - t0 < timeout:
+            if guest is not None and not guest.is_ours(h.pid):
+                raise LabError(f"{h.name}: QEMU exited while booting: {guest.console_tail()}")
+            if _wait_port(h.address, h.port, 10.0, banner_timeout=10.0):
+                if say:
+                    say(f"{h.name}: sshd answers after {time.monotonic() - t0:.0f} s")
+                return time.monotonic() - t0
+            if say and time.monotonic() - last >= 30:
+                last = time.monotonic()
+                say(f"{h.name}: still booting ({last - t0:.0f} s): {guest.console_tail(1) if guest else ''}")
+        raise LabError(f"{h.name}: sshd did not answer on {h.address}:{h.port} within {timeout:.0f} s"
+                       + (f"; console: {guest.console_tail()}" if guest else ""))
+
     def _stop(self, hosts: list[LabHost]) -> list[str]:
         stopped = []
         for h in hosts:
+            if h.kind == "vm":
+                if self._guest(h).stop(h.pid):
+                    stopped.append(h.name)
+                continue
             config = str(self.host_dir(h.name) / "sshd_config")
             if h.pid and _pid_is_ours(h.pid, config):
                 os.kill(h.pid, signal.SIGTERM)
@@ -335,9 +406,20 @@ class Lab:
         """Stop one host's sshd (fault tests); ``start_host`` brings it back."""
         self._stop([h for h in self.hosts() if h.name == name])
 
-    def start_host(self, name: str) -> None:
+    def start_host(self, name: str, wait: bool = True) -> None:
+        """Start a stopped host again: sshd, or QEMU on the guest's existing disk (a cold boot)."""
         hosts = self.hosts()
         for h in hosts:
+            if h.name == name and h.kind == "vm":
+                from hostkit.lab import vm as vmlab
+                from hostkit.lab.vm_image import Image
+
+                image = Image()
+                h.pid = self._guest(h).start(image, h.address, h.port, vmlab.accel_args(image.kernel))
+                self._save(hosts, h.port)
+                if wait:
+                    self.wait_ssh(h, vmlab.BOOT_TIMEOUT)
+                return
             if h.name == name:
                 config = self.host_dir(name) / "sshd_config"
                 log = self.host_dir(name) / "sshd.log"
@@ -353,6 +435,12 @@ class Lab:
         stopped = self._stop(self.hosts())
         shutil.rmtree(self.dir, ignore_errors=True)
         return stopped
+
+
+def vmlab_missing() -> list[str]:
+    from hostkit.lab.vm_image import missing_tools
+
+    return missing_tools()
 
 
 def _children(pid: int) -> list[int]:

@@ -1,0 +1,127 @@
+"""The real-kernel lab's controller-side logic, without booting anything: VM specs, the QEMU
+command line, the image cache's integrity checks, and bad input refused before QEMU starts."""
+
+from __future__ import annotations
+
+import json
+import socket
+import subprocess
+import sys
+
+import pytest
+
+from hostkit.errors import BadInput, LabError
+from hostkit.lab import vm
+from hostkit.lab.lab import Lab
+from hostkit.lab.vm_image import Image
+
+
+@pytest.mark.parametrize("text, needle", [
+    ("sockets=2,cores=2,threads=1", "nodes= is required"),
+    ("sockets=2,cores=2,threads=1,nodes=2,gpus=1", "unknown key 'gpus'"),
+    ("sockets=0,cores=2,threads=1,nodes=1", "sockets must be at least 1"),
+    ("sockets=2,cores=two,threads=1,nodes=1", "cores='two' is not a whole number"),
+    ("sockets=64,cores=4,threads=1,nodes=1", "256 vCPUs; QEMU's pc machine accepts at most 255"),
+    ("sockets=1,cores=2,threads=1,nodes=4", "4 NUMA nodes for 2 vCPUs"),
+    ("sockets=3,cores=1,threads=1,nodes=2", "do not split"),
+    ("sockets=2,cores=2,threads=1,nodes=2,mem=64", "mem=64 MiB is outside"),
+    ("sockets=2,cores=2,threads=1,nodes=2,vendor=xen", "vendor must be one of"),
+    ("sockets=2,cores=2,threads=1,nodes=2,nic_queues=4", "one queue pair"),
+    ("sockets=2,cores=2,threads=1,nodes=2,nodes=1", "nodes given twice"),
+    ("numa3", "is not KEY=VALUE"),
+])
+def test_bad_specs_name_the_problem(text, needle):
+    with pytest.raises(BadInput, match=None) as exc:
+        vm.parse_spec(text)
+    assert needle in str(exc.value), str(exc.value)
+
+
+@pytest.mark.parametrize("preset, shape", [
+    ("numa2", (2, 2, 1, 2)), ("smt", (1, 2, 2, 1)), ("vmware-like", (8, 1, 1, 1)), ("small", (1, 2, 1, 1)),
+])
+def test_presets(preset, shape):
+    s = vm.parse_spec(preset)
+    assert (s.sockets, s.cores, s.threads, s.nodes) == shape
+    assert vm.parse_spec(s.to_text()) == s  # the text form stored in lab.json round-trips
+
+
+def test_qemu_argv_carries_topology_numa_smbios_and_a_restricted_network(tmp_path):
+    guest = vm.Guest("g", tmp_path, vm.parse_spec("numa2"))
+    image = Image(root=tmp_path, key="0" * 16)
+    argv = guest.argv(image, "127.0.0.9", 2600, ["-accel", "tcg", "-cpu", "max"])
+    joined = " ".join(argv)
+    assert "-smp 4,sockets=2,cores=2,threads=1" in joined
+    assert "node,nodeid=0,cpus=0-1,memdev=mem0" in joined and "node,nodeid=1,cpus=2-3,memdev=mem1" in joined
+    assert "virtio-blk-pci,drive=root,num-queues=4" in joined
+    assert "user,id=n0,restrict=on,hostfwd=tcp:127.0.0.9:2600-:22" in joined
+    assert f"-cdrom {image.iso} -boot d" in joined  # GRUB from the rescue ISO, never -kernel/-append
+    assert "-kernel" not in argv and "-append" not in argv
+    vmw = vm.Guest("w", tmp_path, vm.parse_spec("vmware-like")).argv(image, "127.0.0.9", 2600, [])
+    assert "type=1,manufacturer=VMware,, Inc.,product=VMware Virtual Platform" in vmw  # QEMU's comma escape
+
+
+def _fake_entry(root, key="f" * 16):
+    img = Image(root=root, key=key)
+    img.dir.mkdir(parents=True)
+    for name, data in (("base.qcow2", b"qcow2 bytes"), ("boot.iso", b"iso"), ("vmlinuz", b"kernel")):
+        (img.dir / name).write_bytes(data)
+    import hashlib
+
+    img.manifest.write_text(json.dumps({"sizes": {"base.qcow2": 11, "boot.iso": 3, "vmlinuz": 6},
+                                        "sha256": hashlib.sha256(b"qcow2 bytes").hexdigest()}))
+    return img
+
+
+def test_image_cache_entry_checks(tmp_path):
+    img = _fake_entry(tmp_path)
+    assert img.problem() is None
+    (img.dir / "base.qcow2").write_bytes(b"qcow2 bytez")  # same size, other content: corrupt
+    assert img.problem() == "base.qcow2 does not match its recorded sha256"
+    (img.dir / "boot.iso").write_bytes(b"is")  # truncated
+    assert img.problem() == "boot.iso has the wrong size"
+    img.manifest.unlink()  # a build cut off before its last step
+    assert img.problem() == "no manifest (never built, or a build was cut off)"
+    assert Image(root=tmp_path, key="e" * 16).problem() == "no manifest (never built, or a build was cut off)"
+
+
+def test_prune_removes_old_recipes_and_partial_builds_only(tmp_path):
+    current = _fake_entry(tmp_path, "a" * 16)
+    old = _fake_entry(tmp_path, "b" * 16)
+    partial = tmp_path / ("c" * 16 + ".partial-xyz")
+    partial.mkdir()
+    unrelated = tmp_path / "notes"
+    unrelated.mkdir()
+    current._prune_others()
+    assert current.dir.exists() and unrelated.exists()
+    assert not old.dir.exists() and not partial.exists()
+
+
+def test_missing_qemu_is_a_clear_error_and_nothing_is_started(tmp_path, monkeypatch):
+    monkeypatch.setattr("hostkit.lab.vm_image.shutil.which",
+                        lambda tool: None if tool.startswith("qemu") else "/usr/bin/" + tool)
+    lab = Lab(tmp_path / "lab")
+    with pytest.raises(LabError) as exc:
+        lab.up(vm_specs=[("g", "small")], port=2611)
+    assert "qemu-system-x86_64 (qemu-system-x86)" in str(exc.value) and "make setup" in str(exc.value)
+    assert lab.hosts() == []
+
+
+def test_port_in_use_refused_before_anything_starts(tmp_path):
+    with socket.socket() as s:
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        s.bind(("127.0.0.2", 2612))
+        s.listen()
+        with pytest.raises(LabError) as exc:
+            Lab(tmp_path / "lab").up(vm_specs=[("g", "small")], port=2612)
+    assert "127.0.0.2:2612" in str(exc.value)
+    assert not (tmp_path / "lab" / "lab.json").exists()
+
+
+@pytest.mark.parametrize("spec", ["g=sockets=0,cores=1,threads=1,nodes=1", "g=numa3", "nospec", "g=smt,extra"])
+def test_cli_bad_vm_spec_exit_2_one_line(tmp_path, spec):
+    proc = subprocess.run([sys.executable, "-m", "hostkit.cli", "lab", "up", "--dir", str(tmp_path / "lab"),
+                           "--vm", spec, "--port", "2613"], capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 2, proc.stderr
+    assert len(proc.stderr.strip().splitlines()) == 1, proc.stderr
+    assert not (tmp_path / "lab").exists()
+    assert subprocess.run(["pgrep", "-f", str(tmp_path / "lab")], capture_output=True).returncode == 1

@@ -1,0 +1,100 @@
+"""Helpers for the real-kernel (QEMU) lab tests: start guests, talk to them over SSH."""
+
+from __future__ import annotations
+
+import os
+import shlex
+import subprocess
+from pathlib import Path
+
+import pytest
+import yaml
+
+from hostkit.lab.lab import Lab
+from hostkit.lab.vm_image import missing_tools
+
+# Guests listen on their own port, apart from the sshd lab's (2322) and a developer's (2222).
+VM_PORT = int(os.environ.get("HOSTKIT_TEST_VM_PORT", "2522"))
+# Boots are TCG here (KVM does not run guests on this machine kind): minutes, not seconds.
+REBOOT_TIMEOUT = int(os.environ.get("HOSTKIT_TEST_REBOOT_TIMEOUT", "900"))
+
+
+def require_vm_tools() -> None:
+    missing = missing_tools()
+    if missing:
+        pytest.skip("the real-kernel lab needs " + ", ".join(missing) + " (make setup installs them)")
+    if os.geteuid() != 0:
+        pytest.skip("building the guest image (mmdebstrap, chroot) needs root")
+
+
+def start_vm_lab(directory: Path, vms: list[tuple[str, str]], port: int = VM_PORT,
+                 hosts: list[tuple[str, str]] | None = None) -> Lab:
+    require_vm_tools()
+    lab = Lab(directory)
+    lab.up(host_specs=hosts or [], vm_specs=vms, port=port, say=lambda m: print("vm lab:", m, flush=True))
+    return lab
+
+
+def ssh(lab: Lab, host: str, command: str, check: bool = True, timeout: int = 300) -> str:
+    proc = subprocess.run(["ssh", "-F", str(lab.ssh_config), host, command], capture_output=True, text=True,
+                          timeout=timeout)
+    if check and proc.returncode != 0:
+        raise AssertionError(f"ssh {host} {command!r}: rc={proc.returncode} {proc.stderr.strip()[-500:]}")
+    return proc.stdout
+
+
+def read(lab: Lab, host: str, path: str) -> str:
+    return ssh(lab, host, "cat " + shlex.quote(path)).strip()
+
+
+def inventory_for(lab: Lab, path: Path, host_vars: dict[str, dict]) -> Path:
+    inv = yaml.safe_load(lab.inventory.read_text())
+    for name, extra in host_vars.items():
+        inv["all"]["children"]["lab"]["hosts"][name].update(extra)
+    path.write_text(yaml.safe_dump(inv, sort_keys=False))
+    return path
+
+
+def cmdline_tokens(text: str) -> list[str]:
+    return text.split()
+
+
+def device_irqs(lab: Lab, host: str) -> dict[int, dict]:
+    """Numbered IRQs of devices (not timer/IPI lines): name, per-CPU counts, effective affinity."""
+    script = r"""
+import json, os
+lines = open('/proc/interrupts').read().splitlines()
+ncpu = len(lines[0].split())
+out = {}
+for line in lines[1:]:
+    head, _, rest = line.partition(':')
+    if not head.strip().isdigit():
+        continue
+    parts = rest.split()
+    counts = [int(x) for x in parts[:ncpu]]
+    irq = int(head)
+    def rd(p):
+        try:
+            return open(p).read().strip()
+        except OSError:
+            return None
+    out[irq] = {'name': ' '.join(parts[ncpu:]), 'counts': counts,
+                'effective': rd(f'/proc/irq/{irq}/effective_affinity_list'),
+                'affinity': rd(f'/proc/irq/{irq}/smp_affinity_list')}
+print(json.dumps(out))
+"""
+    import json
+
+    out = ssh(lab, host, "python3 -c " + shlex.quote(script))
+    return {int(k): v for k, v in json.loads(out).items()}
+
+
+def etc_boot_hashes(lab: Lab, host: str) -> dict[str, str]:
+    """sha256 and mode of every regular file under /etc and /boot on the guest."""
+    out = ssh(lab, host, "find /etc /boot -xdev -type f -printf '%m %p\\n' | sort | "
+                         "while read m p; do printf '%s %s %s\\n' \"$m\" \"$(sha256sum \"$p\" | cut -c1-64)\" \"$p\"; done")
+    res = {}
+    for line in out.splitlines():
+        mode, digest, path = line.split(" ", 2)
+        res[path] = f"{mode} {digest}"
+    return res
