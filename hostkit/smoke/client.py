@@ -3,6 +3,11 @@
 Closed loop: submit a batch, wait for all of it, repeat. Open loop at ``rate`` requests/s:
 requests are due on a fixed schedule and latency is measured from when each was *due*
 (coordinated omission: a stalled system does not get to delay its own measurements).
+
+Waiting for answers: with ``idle`` adaptive (see worker.py and wake.py) a client spins briefly,
+then blocks on its eventfd until the worker rings; otherwise it polls with ``poll_sleep_us``
+sleeps in between, as the seed's clients did (0: polls without sleeping). Each client announces when it
+will submit next (``next_submit_ns``), which is what the worker's min-batch wait goes by.
 """
 
 from __future__ import annotations
@@ -14,7 +19,7 @@ import struct
 import time
 from array import array
 
-from hostkit.smoke.queue import DONE, ERROR, READY, FlockAllocator, PartitionAllocator, SharedInferenceQueue
+from hostkit.smoke.queue import DONE, ERROR, NEVER, READY, FlockAllocator, PartitionAllocator, SharedInferenceQueue
 
 FIELDS = ("rpc_ms", "service_rpc_ms", "queue_wait_ms", "infer_wall_ms", "infer_cpu_ms", "client_ms")
 
@@ -30,19 +35,22 @@ def client_main(cfg: dict, client_id: int, conn) -> None:
             pass
     samples = array("d")
     errors: list[str] = []
+    stats: dict = {}
     conn.send({"ready": True})
     conn.recv()  # "go": every client starts together, none measures another's start-up
+    cpu0 = time.process_time()
     try:
         if cfg["transport"] == "shm":
-            _run_shm(cfg, client_id, samples, errors)
+            _run_shm(cfg, client_id, samples, errors, stats)
         else:
             _run_socket(cfg, client_id, samples, errors)
     except Exception as exc:
         errors.append(f"client {client_id} failed: {exc!r}")
         raise
     finally:
+        stats["cpu_s"] = time.process_time() - cpu0
         conn.send({"client": client_id, "samples": samples.tobytes(), "errors": errors[:50],
-                   "error_count": len(errors)})
+                   "error_count": len(errors), "stats": stats})
 
 
 def _quota(cfg: dict, client_id: int) -> int | None:
@@ -52,20 +60,34 @@ def _quota(cfg: dict, client_id: int) -> int | None:
     return n // k + (1 if client_id < n % k else 0)
 
 
-def _run_shm(cfg, client_id, samples, errors) -> None:
+WAIT_BLOCK_S = 0.1  # the longest a blocked client waits before it looks at the stop flag and its timeouts
+TIMER_SLACK_NS = 100_000  # open loop: block until this long before a request is due, then spin to it
+
+
+def _run_shm(cfg, client_id, samples, errors, stats) -> None:
+    from hostkit.smoke.wake import Bell, Spin
+
     q = SharedInferenceQueue.attach(cfg["queue"])
     alloc = (PartitionAllocator(q, client_id, cfg["clients"]) if cfg["allocator"] == "partition"
              else FlockAllocator(q, cfg["lockfile"]))
     tensor_count = q.tensor_size // 4
     pid = os.getpid()
+    party = client_id + 1
     quota = _quota(cfg, client_id)
     deadline = time.monotonic() + cfg["duration"] if cfg.get("duration") else None
     timeout_ns = int(cfg["request_timeout_s"] * 1e9)
     batch = cfg["client_batch"]
-    poll_sleep = 0.0 if cfg["idle"] == "spin" else cfg["poll_sleep_us"] / 1e6
+    idle = cfg["idle"]
+    poll_sleep = cfg["poll_sleep_us"] / 1e6
     interval_ns = int(1e9 * cfg["clients"] / cfg["rate"]) if cfg.get("rate") else None
-    next_due = time.monotonic_ns()
-    done = seq = 0
+    fds = cfg.get("wake_fds") or {}
+    me = Bell(q.party_flag(party), fds["clients"][client_id]) if idle == "adaptive" else None
+    worker = Bell(q.party_flag(0), fds["worker"]) if me else None
+    spin = Spin(int(cfg["spin_us"] * 1000))
+    announce = q.set_next_submit
+    state, result, now_ns = q.state, q.result, time.monotonic_ns
+    next_due = now_ns()
+    seq = 0
     pending: dict[int, tuple[int, int]] = {}  # slot -> (submit_ns, due_ns)
     payload = None
     tensors: dict = {}  # slot -> the shared ndarray view, made once
@@ -98,59 +120,88 @@ def _run_shm(cfg, client_id, samples, errors) -> None:
             struct.pack_into("<f", t, 0, seq)
         else:
             t[0] = seq
-        now = time.monotonic_ns()
-        q.submit_meta(i, seq, now, pid, tensor_count * 4)
+        now = now_ns()
+        q.submit_meta(i, seq, now, pid, tensor_count * 4, client_id)
         q.set_state(i, READY)
+        if worker is not None:
+            worker.ring()
         pending[i] = (now, due)
         seq += 1
         return True
 
-    def poll() -> None:
-        nonlocal done
-        now = time.monotonic_ns()
+    def poll() -> int:
+        """Collect what is DONE (or failed); returns how many requests left ``pending``."""
+        now = now_ns()
+        gone = 0
         for i in list(pending):
-            st = q.state(i)
+            st = state(i)
             submit_ns, due = pending[i]
             if st == DONE:
-                seen = time.monotonic_ns()
-                claim, done_ns, wall, cpu = q.result(i)
+                seen = now_ns()
+                claim, done_ns, wall, cpu = result(i)
                 samples.extend(((seen - due) / 1e6, (seen - submit_ns) / 1e6, (claim - submit_ns) / 1e6,
                                 wall / 1e6, cpu / 1e6, (seen - done_ns) / 1e6))
                 alloc.release(i)
                 del pending[i]
-                done += 1
+                gone += 1
             elif st == ERROR:
                 errors.append(f"slot {i}: the worker reported an error")
                 alloc.release(i)
                 del pending[i]
+                gone += 1
             elif now - submit_ns > timeout_ns:
                 errors.append(f"slot {i}: no answer within {cfg['request_timeout_s']} s (worker not answering)")
                 del pending[i]  # left to the orchestrator to reclaim
+                gone += 1
+        return gone
+
+    def answered() -> bool:
+        return any(state(i) >= DONE for i in pending)  # DONE or ERROR
+
+    def wait(until_ns: int | None = None) -> None:
+        """Until a pending request is answered (or ``until_ns``, or the oldest request's timeout)."""
+        if idle != "adaptive":  # the seed's clients: poll, sleep a little, poll again
+            if poll_sleep:
+                time.sleep(poll_sleep)
+            return
+        if pending and spin.run(answered):
+            return
+        limit = min(s for s, _ in pending.values()) + timeout_ns if pending else now_ns() + int(WAIT_BLOCK_S * 1e9)
+        if until_ns is not None:
+            limit = min(limit, until_ns)
+        me.sleep(lambda: answered() or q.stop_requested(), min(WAIT_BLOCK_S, max(0, limit - now_ns()) / 1e9))
 
     while not finished():
-        if interval_ns is None:
+        if interval_ns is None:  # closed loop: a batch, then wait for all of it
+            announce(party, now_ns())  # submitting now
             for _ in range(batch):
                 if quota is not None and seq >= quota:
                     break
-                if not submit(time.monotonic_ns()):
+                if not submit(now_ns()):
                     break
+            announce(party, NEVER)  # nothing more until this batch is back
             while pending and not q.stop_requested():
-                poll()
-                if pending and poll_sleep > 0:  # 0: spin (sleep(0) costs the 50 us timer slack)
-                    time.sleep(poll_sleep)
-        else:
-            now = time.monotonic_ns()
+                if not poll():
+                    wait()
+        else:  # open loop: requests due on a fixed schedule, whatever came back
+            now = now_ns()
             while now >= next_due and not finished():
                 submit(next_due)
                 next_due += interval_ns
+            announce(party, next_due)
             poll()
-            time.sleep(poll_sleep)
+            if idle != "adaptive":
+                wait()
+            elif next_due - now_ns() > TIMER_SLACK_NS:
+                wait(next_due - TIMER_SLACK_NS)
         if len(errors) > 100:
             break
-    end = time.monotonic() + cfg["request_timeout_s"]
-    while pending and time.monotonic() < end and not q.stop_requested():
-        poll()
-        time.sleep(poll_sleep)
+    announce(party, NEVER)
+    end = now_ns() + timeout_ns
+    while pending and now_ns() < end and not q.stop_requested():
+        if not poll():
+            wait()
+    stats.update({"spin": spin.stats(), "sleeps": me.sleeps if me else 0, "rings_sent": worker.rings if worker else 0})
     q.close()
 
 

@@ -17,10 +17,13 @@ USER_HZ = os.sysconf("SC_CLK_TCK")
 
 
 def read_proc(pid: int) -> dict:
-    out = {"run_delay_ns": None, "nonvoluntary": None, "voluntary": None}
+    """From the kernel: CPU time (``cpu_ns``) and time runnable but waiting (``run_delay_ns``) of
+    /proc/<pid>/schedstat, and the context switches of /proc/<pid>/status."""
+    out = {"cpu_ns": None, "run_delay_ns": None, "nonvoluntary": None, "voluntary": None}
     try:
         with open(f"/proc/{pid}/schedstat") as f:
-            out["run_delay_ns"] = int(f.read().split()[1])
+            fields = f.read().split()
+        out["cpu_ns"], out["run_delay_ns"] = int(fields[0]), int(fields[1])
     except (OSError, IndexError, ValueError):
         pass
     try:

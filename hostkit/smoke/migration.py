@@ -11,6 +11,7 @@ import json
 from pathlib import Path
 
 from hostkit.errors import BadInput
+from hostkit.smoke.report import verdict as slo_word
 
 ROWS = [
     ("deschedule p50 (ms)", lambda r: r["deschedule_ms"]["p50"]),
@@ -64,7 +65,7 @@ def _fmt(v) -> str:
 
 def verdict(r: dict) -> str:
     s = r["slo"]
-    return f"{'PASSED' if s['passed'] else 'MISSED'} (p999 {_fmt(s['p999_ms'])} ms vs target {s['target_p999_ms']} ms)"
+    return f"{slo_word(s)} (p999 {_fmt(s['p999_ms'])} ms vs target {s['target_p999_ms']} ms)"
 
 
 def markdown(pairs: list[tuple[str, dict, dict]], before_name: str, after_name: str) -> str:

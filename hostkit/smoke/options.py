@@ -68,13 +68,15 @@ class SmokeOptions:
                           metavar="N")
     min_batch_wait_ms: float = _opt(0.2, "longest wait for --min-batch", lo=0.0, hi=1000.0, metavar="MS")
     idle: str = _opt("adaptive", "how the worker and clients wait: adaptive (spin briefly, then block on an "
-                                 "eventfd until woken), sleep (the seed's loop: 0.5 ms idle sleeps, fixed "
-                                 "min-batch wait, clients polling), spin (never block)", choices=IDLE_MODES)
+                                 "eventfd until woken), sleep (the seed's loop: the worker sleeps --idle-sleep-ms "
+                                 "when idle and waits the whole --min-batch-wait-ms, clients poll every "
+                                 "--poll-sleep-us), spin (as sleep, but the worker never sleeps: the seed's "
+                                 "busy polling)", choices=IDLE_MODES)
     spin_us: float = _opt(50.0, "with --idle adaptive: the longest spin before blocking", lo=0.0, hi=100000.0,
                           metavar="US")
     idle_sleep_ms: float = _opt(0.5, "with --idle sleep: the worker's idle sleep", lo=0.0, hi=1000.0, metavar="MS")
-    poll_sleep_us: float = _opt(50.0, "with --idle sleep: the clients' sleep between polls", lo=0.0, hi=100000.0,
-                                metavar="US")
+    poll_sleep_us: float = _opt(50.0, "with --idle sleep or spin: the clients' sleep between polls (0: none)",
+                                lo=0.0, hi=100000.0, metavar="US")
     cpu: int | None = _opt(None, "worker CPU (default: the first isolated CPU, else the last allowed one)", lo=0,
                            hi=1 << 16)
     client_cpus: tuple[int, ...] | None = _opt(None, flag=None)
@@ -107,7 +109,8 @@ class SmokeOptions:
         if self.requests is not None and self.duration is not None:
             raise BadInput("--requests and --duration exclude each other")
         if self.clients * self.client_batch > self.slots:
-            raise BadInput(f"--clients x --client-batch ({self.clients * self.client_batch}) exceeds --slots {self.slots}")
+            raise BadInput(f"--clients x --client-batch ({self.clients * self.client_batch}) exceeds "
+                           f"--slots {self.slots}")
         if not self.min_batch <= self.max_batch <= self.slots:
             raise BadInput("batching needs --min-batch <= --max-batch <= --slots")
         if (self.inject_stall_ms is None) != (self.inject_every_s is None):
@@ -193,12 +196,12 @@ def parse_stall(text: str) -> tuple[float, float]:
     return ms, every
 
 
-CREDIBLE_RUN_HELP = (f"A credible p999 needs >= {CREDIBLE_P999:,} samples: with the default {SmokeOptions.infer_ms:g} ms "
-                     f"model that is at least {SmokeOptions().credible_duration_s():.0f} s of inference "
-                     f"(--duration {SmokeOptions().credible_duration_s() * 1.1:.0f} or --requests {CREDIBLE_P999}); "
-                     f"the default --requests {DEFAULT_REQUESTS:,} takes about "
-                     f"{DEFAULT_REQUESTS * SmokeOptions.infer_ms / 1000:.0f} s. Fewer samples give the verdict "
-                     "INCONCLUSIVE (exit 1), never PASSED.")
+_CREDIBLE_S = SmokeOptions().credible_duration_s()
+CREDIBLE_RUN_HELP = (f"A credible p999 needs >= {CREDIBLE_P999:,} samples: with the default {SmokeOptions.infer_ms:g} "
+                     f"ms model that is at least {_CREDIBLE_S:.0f} s of inference (--duration "
+                     f"{_CREDIBLE_S * 1.1:.0f} or --requests {CREDIBLE_P999}); the default --requests "
+                     f"{DEFAULT_REQUESTS:,} takes at least {DEFAULT_REQUESTS * SmokeOptions.infer_ms / 1000:.0f} s. "
+                     "Fewer samples give the verdict INCONCLUSIVE (exit 1), never PASSED.")
 
 
 def add_smoke_arguments(parser: argparse.ArgumentParser) -> None:

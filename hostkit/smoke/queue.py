@@ -34,7 +34,7 @@ from collections import namedtuple
 
 FREE, WRITING, READY, PROCESSING, DONE, ERROR = range(6)
 MAGIC = b"HKSQ"
-VERSION = 1
+VERSION = 2
 CACHE_LINE = 64
 
 
@@ -79,11 +79,19 @@ class Record:
 # reads it); ``completed``: inferences done so far (the worker alone writes it; the orchestrator
 # reads it for progress and liveness).
 HEADER = Record(("magic", "4s"), ("version", "I"), ("nslots", "I"), ("req_size", "I"), ("resp_size", "I"),
-                ("tensor_size", "I"), ("state_stride", "I"), ("stop", "I"), ("completed", "Q"), size=64)
+                ("tensor_size", "I"), ("state_stride", "I"), ("stop", "I"), ("completed", "Q"), ("nclients", "I"),
+                size=64)
+# One cache line per party (the worker is party 0, client k is party k + 1), written by that party:
+# ``sleeping`` (1 while it is blocked on its eventfd, see wake.py) and, for a client,
+# ``next_submit_ns``: when it will submit next (monotonic ns; NEVER: not before one of its
+# requests comes back). The worker's min-batch wait reads them to know whether more are coming.
+PARTY = Record(("sleeping", "I"), ("reserved", "I"), ("next_submit_ns", "Q"), size=CACHE_LINE)
+NEVER = 2 ** 64 - 1
 # Per slot, 64 bytes. The client writes the whole record when it submits; the worker writes
 # ``claim_ns`` when it claims the slot and ``done_ns``..``cpu_ns`` (adjacent: one store) when done.
 SLOT_META = Record(("seq", "Q"), ("submit_ns", "Q"), ("claim_ns", "Q"), ("done_ns", "Q"), ("wall_ns", "Q"),
-                   ("cpu_ns", "Q"), ("owner_pid", "I"), ("req_len", "I"), size=64)
+                   ("cpu_ns", "Q"), ("owner_pid", "I"), ("req_len", "I"), ("client", "I"), ("reserved", "I"),
+                   size=64)
 
 
 SHM_DIR = "/dev/shm"
@@ -140,48 +148,52 @@ class SharedInferenceQueue:
         if h.magic != MAGIC or h.version != VERSION:
             raise ValueError(f"/dev/shm/{shm.name} is not a hostkit inference queue (version {VERSION})")
         self.nslots, self.req_size, self.resp_size = h.nslots, h.req_size, h.resp_size
-        self.tensor_size, self.state_stride = h.tensor_size, h.state_stride
+        self.tensor_size, self.state_stride, self.nclients = h.tensor_size, h.state_stride, h.nclients
         self._layout()
 
     # ------------------------------------------------------------------ create / attach
     @classmethod
     def create(cls, name: str | None = None, nslots: int = 256, req_size: int = 16384, resp_size: int = 32768,
-               tensor_size: int = 16384, state_stride: int = CACHE_LINE) -> "SharedInferenceQueue":
+               tensor_size: int = 16384, state_stride: int = CACHE_LINE, nclients: int = 64) -> "SharedInferenceQueue":
         if nslots < 1 or nslots > 65536:
             raise ValueError(f"nslots must be 1..65536, got {nslots}")
         if state_stride not in (4, CACHE_LINE):
             raise ValueError("state_stride must be 4 (packed) or 64 (one cache line per slot)")
-        size = cls._size(nslots, req_size, resp_size, tensor_size, state_stride)
+        if not 1 <= nclients <= 4096:
+            raise ValueError(f"nclients must be 1..4096, got {nclients}")
+        size = cls._offsets(nslots, req_size, resp_size, tensor_size, state_stride, nclients)[-1]
         shm = Segment(name or SEGMENT_PREFIX + secrets.token_hex(6), create=True, size=size)
         HEADER.pack(shm.buf, 0, magic=MAGIC, version=VERSION, nslots=nslots, req_size=req_size, resp_size=resp_size,
-                    tensor_size=tensor_size, state_stride=state_stride, stop=0, completed=0)
-        return cls(shm, owner=True)
+                    tensor_size=tensor_size, state_stride=state_stride, stop=0, completed=0, nclients=nclients)
+        q = cls(shm, owner=True)
+        for party in range(1, nclients + 1):
+            q.set_next_submit(party, NEVER)
+        return q
 
     @classmethod
     def attach(cls, name: str) -> "SharedInferenceQueue":
         return cls(Segment(name, create=False), owner=False)
 
     @staticmethod
-    def _offsets(n, req, resp, tensor, stride) -> tuple[int, int, int, int, int, int]:
-        """(state, meta, request, response, tensor, total size): regions page-aligned where large."""
-        off_state = HEADER.size
+    def _offsets(n, req, resp, tensor, stride, nclients) -> tuple[int, int, int, int, int, int, int]:
+        """(parties, state, meta, request, response, tensor, total size): regions page-aligned where large."""
+        off_party = HEADER.size
+        off_state = off_party + (1 + nclients) * PARTY.size
         off_meta = off_state + _align(n * stride, CACHE_LINE)
         off_req = _align(off_meta + n * SLOT_META.size)
         off_resp = off_req + _align(n * req)
         off_tensor = off_resp + _align(n * resp)
-        return off_state, off_meta, off_req, off_resp, off_tensor, off_tensor + _align(n * tensor)
-
-    @classmethod
-    def _size(cls, nslots, req, resp, tensor, stride) -> int:
-        return cls._offsets(nslots, req, resp, tensor, stride)[-1]
+        return off_party, off_state, off_meta, off_req, off_resp, off_tensor, off_tensor + _align(n * tensor)
 
     def _layout(self) -> None:
         n = self.nslots
-        (self.off_state, self.off_meta, self.off_req, self.off_resp, self.off_tensor, _) = self._offsets(
-            n, self.req_size, self.resp_size, self.tensor_size, self.state_stride)
+        (self.off_party, self.off_state, self.off_meta, self.off_req, self.off_resp, self.off_tensor, _) = \
+            self._offsets(n, self.req_size, self.resp_size, self.tensor_size, self.state_stride, self.nclients)
         self._states = self.shm.buf[self.off_state:self.off_state + n * self.state_stride].cast("I")
         self._step = self.state_stride // 4
-        self._np_states = None
+        self._state_bytes = None  # the low byte of every state, strided (numpy), for find_from
+        self._next_submit = None  # built on first use (next_submit)
+        self._views: list[memoryview] = []
 
     @property
     def name(self) -> str:
@@ -200,8 +212,9 @@ class SharedInferenceQueue:
     def completed(self) -> int:
         return self._COMPLETED.unpack_from(self.shm.buf, HEADER.offset["completed"])[0]
 
-    def add_completed(self, n: int) -> None:
-        self._COMPLETED.pack_into(self.shm.buf, HEADER.offset["completed"], self.completed() + n)
+    def set_completed(self, n: int) -> None:
+        """The worker's running count (it is the only writer)."""
+        self._COMPLETED.pack_into(self.shm.buf, HEADER.offset["completed"], n)
 
     # ------------------------------------------------------------------ states
     def state(self, i: int) -> int:
@@ -225,45 +238,88 @@ class SharedInferenceQueue:
 
     def find_from(self, state: int, start: int, limit: int) -> list[int]:
         """Slots in ``state`` in circular order from ``start`` (the worker resumes after the slot it
-        claimed last: fair to every client). One vectorised compare over the state array (a strided
-        numpy view, no copy) instead of a Python loop: ~2 us for 256 slots instead of ~15 us."""
-        if self._np_states is None:
+        claimed last: fair to every client). States are small little-endian 32-bit words, so their
+        first bytes, gathered by one strided numpy copy, say everything: one copy and ``bytes.find``
+        (~0.3 us for 256 slots with nothing found) instead of a Python loop (~15 us)."""
+        view = self._state_bytes
+        if view is None:
             try:
                 import numpy as np
             except ImportError:  # a bare host: python3 without numpy
-                return self._find_from_py(state, start, limit)
-            self._np = np
-            self._np_states = np.frombuffer(self.shm.buf, dtype=np.uint32, count=self.nslots * self._step,
-                                            offset=self.off_state)[:: self._step]
-        hits = self._np.flatnonzero(self._np_states == state)
-        if not len(hits):
-            return []
-        k = int(hits.searchsorted(start)) if start else 0
-        out = hits[k:k + limit].tolist()
-        if len(out) < limit and k:
-            out += hits[:min(k, limit - len(out))].tolist()
+                view = self._state_bytes = _StridedBytes(self.shm._mmap, self.off_state, self.nslots, self.state_stride)
+            else:
+                view = self._state_bytes = np.frombuffer(self.shm.buf, dtype=np.uint8,
+                                                         count=self.nslots * self.state_stride,
+                                                         offset=self.off_state)[:: self.state_stride]
+        b = view.tobytes()
+        out: list[int] = []
+        i = b.find(state, start)
+        while i != -1 and len(out) < limit:
+            out.append(i)
+            i = b.find(state, i + 1)
+        if len(out) < limit and start:
+            i = b.find(state, 0, start)
+            while i != -1 and len(out) < limit:
+                out.append(i)
+                i = b.find(state, i + 1, start)
         return out
 
-    def _find_from_py(self, state: int, start: int, limit: int) -> list[int]:
-        out = []
-        step, st, n = self._step, self._states, self.nslots
-        for k in range(n):
-            i = (start + k) % n
-            if st[i * step] == state:
-                out.append(i)
-                if len(out) >= limit:
-                    break
-        return out
+    def any_in(self, state: int) -> bool:
+        view = self._state_bytes
+        if view is None:
+            return bool(self.find_from(state, 0, 1))
+        return view.tobytes().find(state) != -1
+
+    # ------------------------------------------------------------------ parties (see PARTY and wake.py)
+    def party_flag(self, party: int) -> memoryview:
+        """Party's ``sleeping`` word as a one-item 32-bit view (a Bell's flag)."""
+        off = self.off_party + party * PARTY.size + PARTY.offset["sleeping"]
+        v = self.shm.buf[off:off + 4].cast("I")
+        self._views.append(v)
+        return v
+
+    _NEXT = PARTY.field("next_submit_ns")
+
+    def set_next_submit(self, party: int, ns: int) -> None:
+        self._NEXT.pack_into(self.shm.buf, self.off_party + party * PARTY.size + PARTY.offset["next_submit_ns"], ns)
+
+    def next_submit(self) -> int:
+        """The earliest ``next_submit_ns`` any client announced (NEVER: none is about to submit)."""
+        if self._next_submit is None:
+            self._next_submit = self._min_next_submit()
+        return self._next_submit()
+
+    def _min_next_submit(self):
+        first = self.off_party + PARTY.size + PARTY.offset["next_submit_ns"]
+        if self.nclients > 8:  # below that, a few struct reads beat one numpy call
+            try:
+                import numpy as np
+            except ImportError:
+                pass
+            else:
+                view = np.frombuffer(self.shm.buf, dtype=np.uint64, count=self.nclients * PARTY.size // 8,
+                                     offset=first)[::PARTY.size // 8]
+                return lambda: int(view.min())
+        offsets = [first + k * PARTY.size for k in range(self.nclients)]
+        unpack, buf = self._NEXT.unpack_from, self.shm.buf
+        return lambda: min(unpack(buf, o)[0] for o in offsets)
 
     # ------------------------------------------------------------------ metadata and payloads
     def meta(self, i: int):
         """Slot ``i``'s metadata as a named tuple (SLOT_META's fields)."""
         return SLOT_META.unpack(self.shm.buf, self.off_meta + i * SLOT_META.size)
 
-    def submit_meta(self, i: int, seq: int, submit_ns: int, owner_pid: int, req_len: int) -> None:
+    def submit_meta(self, i: int, seq: int, submit_ns: int, owner_pid: int, req_len: int, client: int) -> None:
         """The client's record of a request: everything the worker fills in starts at zero."""
-        SLOT_META.pack(self.shm.buf, self.off_meta + i * SLOT_META.size, seq=seq, submit_ns=submit_ns, claim_ns=0,
-                       done_ns=0, wall_ns=0, cpu_ns=0, owner_pid=owner_pid, req_len=req_len)
+        # SLOT_META's fields in order (positional: this is on every request's path)
+        SLOT_META.whole.pack_into(self.shm.buf, self.off_meta + i * SLOT_META.size,
+                                  seq, submit_ns, 0, 0, 0, 0, owner_pid, req_len, client, 0)
+
+    _CLIENT = SLOT_META.field("client")
+
+    def client_of(self, i: int) -> int:
+        off = self.off_meta + i * SLOT_META.size + SLOT_META.offset["client"]
+        return self._CLIENT.unpack_from(self.shm.buf, off)[0]
 
     _CLAIM = SLOT_META.field("claim_ns")
     _DONE = SLOT_META.span("done_ns", "cpu_ns")  # adjacent: written in one store
@@ -316,15 +372,26 @@ class SharedInferenceQueue:
 
     # ------------------------------------------------------------------ cleanup
     def close(self) -> None:
-        self._np_states = None
-        try:
-            self._states.release()
-        except ValueError:
-            pass
+        self._state_bytes = self._next_submit = None
+        for v in [self._states, *self._views]:
+            try:
+                v.release()
+            except ValueError:
+                pass
         self.shm.close()
 
     def unlink(self) -> None:
         self.shm.unlink()
+
+
+class _StridedBytes:
+    """Every ``stride``-th byte of an mmap region, as ``bytes`` (find_from without numpy)."""
+
+    def __init__(self, m: mmap.mmap, off: int, n: int, stride: int) -> None:
+        self.m, self.off, self.end, self.stride = m, off, off + n * stride, stride
+
+    def tobytes(self) -> bytes:
+        return self.m[self.off:self.end:self.stride]
 
 
 class _Allocator:

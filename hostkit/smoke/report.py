@@ -13,6 +13,11 @@ def fmt(x) -> str:
     return f"{x:.3f}" if x < 100 else f"{x:.1f}"
 
 
+def verdict(slo: dict) -> str:
+    """PASSED, MISSED or INCONCLUSIVE (results written before INCONCLUSIVE existed: from ``passed``)."""
+    return slo.get("verdict") or ("PASSED" if slo["passed"] else "MISSED")
+
+
 def table_rows(r: dict) -> list[list[str]]:
     return [[m, str(r[m]["n"]), fmt(r[m]["p50"]), fmt(r[m]["p99"]), fmt(r[m]["p999"]), fmt(r[m]["max"])]
             for m in METRICS]
@@ -46,8 +51,7 @@ def text_summary(r: dict) -> str:
         lines.append(f"ERRORS: {r['errors']['count']}: {r['errors']['examples'][:3]}")
     for d in r["diagnosis"]:
         lines.append(f"diagnosis: {d['cause']} ({d['confidence']}): {d['evidence']}")
-    lines.append(f"SLO p999 deschedule <= {slo['target_p999_ms']} ms: {'PASSED' if slo['passed'] else 'MISSED'} "
-                 f"({slo['basis']})")
+    lines.append(f"SLO p999 deschedule <= {slo['target_p999_ms']} ms: {verdict(slo)} ({slo['basis']})")
     return "\n".join(lines)
 
 

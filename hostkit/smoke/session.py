@@ -31,6 +31,7 @@ from hostkit.smoke.client import FIELDS, client_main
 from hostkit.smoke.metrics import SLOW_INFER_CPU_MS, SLOW_INFER_WALL_MS, credibility, slo_verdict, summary
 from hostkit.smoke.options import SmokeOptions
 from hostkit.smoke.queue import DONE, ERROR, FREE, PROCESSING, READY, WRITING, SharedInferenceQueue
+from hostkit.smoke.wake import InheritedFd, new_eventfd
 from hostkit.smoke.worker import worker_main
 
 READY_TIMEOUT_S = 60
@@ -155,6 +156,8 @@ class Session:
         self.clients: list[tuple] = []  # (process, connection)
         self.stalls: _Stalls | None = None
         self.cyc: subprocess.Popen | None = None
+        self.eventfds: list[int] = []  # the worker's, then each client's (wake.py)
+        self.own_cpus: set[int] | None = None  # this process's CPUs before the run (restored by close)
         self.out = Supervised()
 
     # ------------------------------------------------------------------ start
@@ -166,8 +169,12 @@ class Session:
         if opts.transport == "shm":
             self.queue = SharedInferenceQueue.create(nslots=opts.slots, req_size=opts.req_size,
                                                      resp_size=opts.resp_size, tensor_size=opts.tensor_size,
-                                                     state_stride=opts.state_stride)
+                                                     state_stride=opts.state_stride, nclients=opts.clients)
             wcfg["queue"] = self.queue.name
+            if opts.idle == "adaptive":
+                self.eventfds = [new_eventfd() for _ in range(1 + opts.clients)]
+                wcfg["wake_fds"] = {"worker": InheritedFd(self.eventfds[0]),
+                                    "clients": [InheritedFd(fd) for fd in self.eventfds[1:]]}
             fd, self.lockfile = tempfile.mkstemp(prefix="hostkit-smoke-", suffix=".lock")
             os.close(fd)
             wcfg["lockfile"] = self.lockfile
@@ -179,7 +186,11 @@ class Session:
         self.ready = _first_message(self.worker_conn, "the worker")
         ccfg = {**wcfg, "port": self.ready.get("port"), "client_cpus": self.client_cpus}
 
-        self.out.probes_before = self._probes(with_log=True)
+        # The clients, and this process while it supervises, keep to the housekeeping CPUs: a child
+        # spawned with the worker's CPU in its mask could sit there behind a spinning nice -20
+        # worker until it pins itself.
+        self.own_cpus = os.sched_getaffinity(0)
+        os.sched_setaffinity(0, self.client_cpus)
         if opts.with_cyclictest:
             seconds = opts.duration or max(1.0, (opts.total_requests or 1) * max(opts.infer_ms, 0.05) / 1000 * 1.2)
             self.cyc = _cyclictest(self.cpu, seconds)
@@ -192,6 +203,7 @@ class Session:
             self.clients.append((p, a))
         for k, (p, conn) in enumerate(self.clients):
             _first_message(conn, f"client {k}")
+        self.out.probes_before = self._probes(with_log=True)
         for p, conn in self.clients:
             conn.send("go")
         if on_started:
@@ -202,7 +214,8 @@ class Session:
             self.stalls.start()
 
     def _probes(self, with_log: bool = False) -> dict:
-        out = {"steal_ticks": dg.cpu_steal_ticks(self.cpu), "proc": dg.read_proc(self.worker.pid)}
+        out = {"steal_ticks": dg.cpu_steal_ticks(self.cpu), "proc": dg.read_proc(self.worker.pid),
+               "t": time.monotonic()}
         if with_log:
             out["rt_log"] = dg.kernel_log_rt_throttling_count()
             out["sched_rt_runtime_us"] = _read_int("/proc/sys/kernel/sched_rt_runtime_us")
@@ -243,12 +256,12 @@ class Session:
                 if q is not None:
                     for i in q.find(PROCESSING) + q.find(READY):
                         q.set_state(i, ERROR)
-                    q.request_stop()
+                    self._request_stop()
             return
         waiting = q is not None and (q.find(READY, limit=1) or q.find(PROCESSING, limit=1))
         if waiting and now - progress_at > self.opts.request_timeout_s * 2 and not q.stop_requested():
             self._fault(f"worker not answering: no inference completed for {now - progress_at:.1f} s")
-            q.request_stop()
+            self._request_stop()
 
     def supervise(self, progress=None) -> Supervised:
         opts, q, out = self.opts, self.queue, self.out
@@ -282,6 +295,15 @@ class Session:
         self._stop()
         return out
 
+    def _request_stop(self) -> None:
+        """The stop flag, and a ring for everyone who may be blocked waiting (wake.py)."""
+        self.queue.request_stop()
+        for fd in self.eventfds:
+            try:
+                os.eventfd_write(fd, 1)
+            except OSError:
+                pass
+
     def _stop(self) -> None:
         out = self.out
         if self.stalls:
@@ -290,7 +312,7 @@ class Session:
             out.stalls = self.stalls.count
         out.probes_after = self._probes()
         if self.queue is not None:
-            self.queue.request_stop()
+            self._request_stop()
         else:
             self.worker_conn.send("stop")
         try:
@@ -307,6 +329,9 @@ class Session:
 
     # ------------------------------------------------------------------ cleanup
     def close(self) -> None:
+        if self.own_cpus is not None:
+            os.sched_setaffinity(0, self.own_cpus)
+            self.own_cpus = None
         if self.cyc is not None and self.cyc.poll() is None:
             self.cyc.kill()
         for p in self.procs:
@@ -321,6 +346,9 @@ class Session:
                 os.unlink(self.lockfile)
             except OSError:
                 pass
+        for fd in self.eventfds:
+            os.close(fd)
+        self.eventfds = []
 
 
 def _reclaim(queue: SharedInferenceQueue, pid: int) -> int:
@@ -385,6 +413,37 @@ def _probes(before: dict, after: dict, runnable: set[str]) -> dict:
     }
 
 
+def _cpu_time(s: Supervised) -> dict:
+    """CPU time of the worker (the kernel's schedstat, over the clients' run) and of the clients
+    (their own process CPU time from "go" to their last answer), and each as a share of wall time."""
+    before, after = s.probes_before, s.probes_after
+    window = (after.get("t") or 0) - (before.get("t") or 0)
+    w0, w1 = before.get("proc", {}).get("cpu_ns"), after.get("proc", {}).get("cpu_ns")
+    worker_s = None if w0 is None or w1 is None else (w1 - w0) / 1e9
+    clients_s = sum(r.get("stats", {}).get("cpu_s", 0.0) for r in s.results.values())
+    return {"window_s": round(window, 3),
+            "worker_s": None if worker_s is None else round(worker_s, 4),
+            "worker_share": None if worker_s is None or window <= 0 else round(worker_s / window, 4),
+            "clients_s": round(clients_s, 4),
+            "clients_share": round(clients_s / s.elapsed_s, 4) if s.elapsed_s > 0 else None}
+
+
+def _wake_stats(opts: SmokeOptions, s: Supervised) -> dict:
+    """How the waiting went: spins that found work or not, blocks, wake-up writes (wake.py)."""
+    ws = s.worker_stats
+    clients = [r.get("stats", {}) for r in s.results.values()]
+
+    def total(key: str, sub: str | None = None) -> int:
+        return sum((c.get(key) or {}).get(sub, 0) if sub else c.get(key, 0) for c in clients)
+
+    return {"idle": opts.idle, "spin_us": opts.spin_us,
+            "worker": {"spin_hits": ws.get("spin", {}).get("hits"), "spin_misses": ws.get("spin", {}).get("misses"),
+                       "sleeps": ws.get("sleeps"), "rings_sent": ws.get("rings_sent"),
+                       "missed_wakeups": ws.get("missed_wakeups")},
+            "clients": {"spin_hits": total("spin", "hits"), "spin_misses": total("spin", "misses"),
+                        "sleeps": total("sleeps"), "rings_sent": total("rings_sent")}}
+
+
 def aggregate(opts: SmokeOptions, session: Session, s: Supervised, facts: dict | None) -> dict:
     """The run's figures, SLO verdict and diagnosis, from what supervision collected."""
     ready, ws = session.ready, s.worker_stats
@@ -431,8 +490,11 @@ def aggregate(opts: SmokeOptions, session: Session, s: Supervised, facts: dict |
         "_deschedule_raw": desched,  # for plots; the CLI drops it before printing JSON
         "deschedule_cdf_ms": [round(ordered[min(n - 1, (k * n) // 1000)], 5) for k in range(1000)]
         + [round(ordered[-1], 5)] if n else [],
-        "fifo_duty": round(sum(cols["infer_wall_ms"]) / (elapsed * 1000), 3)
+        # Share of the run the worker spent in SCHED_FIFO (as the worker timed it; else its inference time).
+        "fifo_duty": round((ws["fifo_ms"] if "fifo_ms" in ws else sum(cols["infer_wall_ms"])) / (elapsed * 1000), 3)
         if elapsed > 0 and ws.get("fifo_batches") else 0.0,
+        "cpu_time": _cpu_time(s),
+        "wake": _wake_stats(opts, s),
     }
     if opts.inject_stall_ms:
         threshold = opts.inject_stall_ms * 0.75

@@ -2,8 +2,9 @@
 
 As in the seeds: ``sched_setaffinity`` to one CPU, ``nice(-20)``, SCHED_FIFO during inference
 when permitted (SCHED_OTHER while idle), one BLAS thread, first touch of the shared memory from
-its own CPU, batches of up to ``max_batch`` with a short wait for at least ``min_batch``, and a
-0.5 ms idle sleep (or busy polling).
+its own CPU, batches of up to ``max_batch`` with a short wait for at least ``min_batch``. Idle, it
+spins briefly and then blocks until a client rings (``idle`` adaptive, the default), or keeps the
+seed's 0.5 ms idle sleep (``sleep``) or busy polling (``spin``); see ``_serve_shm``.
 
 Per inference it records wall and thread-CPU time, the CPU-time reads *inside* the wall-clock
 reads: ``deschedule = max(0, wall - cpu)`` is time the thread was runnable but not running.
@@ -106,10 +107,12 @@ def worker_main(cfg: dict, conn) -> None:
     conn.send({"ready": True, **info})
 
     stats = {"batches": 0, "inferences": 0, "fifo_batches": 0}
+    cpu0 = time.process_time()
     if q is not None:
         _serve_shm(q, model, cfg, info, stats)
     else:
         _serve_socket(server, model, cfg, info, stats, conn)
+    stats["cpu_s"] = round(time.process_time() - cpu0, 4)
     conn.send({"done": True, **stats})
 
 
@@ -122,47 +125,131 @@ def _infer(model, tensor):
     return out, t1 - t0, c1 - c0, t1
 
 
+class _Fifo:
+    """SCHED_FIFO switched on for work and off when idle, with the time spent in it."""
+
+    def __init__(self, available: bool) -> None:
+        self.available = available
+        self.on = False
+        self.since = 0
+        self.total_ns = 0
+
+    def enter(self) -> None:
+        if self.available and not self.on:
+            _set_fifo(True)
+            self.on, self.since = True, time.monotonic_ns()
+
+    def leave(self) -> None:
+        if self.on:
+            _set_fifo(False)
+            self.on = False
+            self.total_ns += time.monotonic_ns() - self.since
+
+
+IDLE_BLOCK_S = 0.1  # the longest a blocked worker waits before it looks at the stop flag and its parent
+
+
 def _serve_shm(q: SharedInferenceQueue, model, cfg: dict, info: dict, stats: dict) -> None:
+    """Claim READY slots in batches and answer them.
+
+    Idle modes: ``sleep`` is the seed's loop (0.5 ms idle sleep; wait the whole min-batch wait for
+    ``min_batch``; SCHED_FIFO on for each batch, off after it); ``spin`` is the same without the
+    idle sleep (busy polling; FIFO still off between batches, or a spinning FIFO task would starve
+    its CPU); ``adaptive``
+    spins for a bounded, adaptive time after the last request, then blocks on its eventfd until a
+    client rings (FIFO stays on while it spins and goes off before it blocks), and waits for
+    ``min_batch`` only while a client has announced a request due within the wait.
+    """
+    from hostkit.smoke.wake import Bell, Spin
+
     max_batch, min_batch = cfg["max_batch"], cfg["min_batch"]
-    min_wait = cfg["min_batch_wait_ms"] / 1000.0
-    idle_sleep = 0.0 if cfg["idle"] == "spin" else cfg["idle_sleep_ms"] / 1000.0
-    fifo = info["fifo_available"]
+    min_wait_ns = int(cfg["min_batch_wait_ms"] * 1e6)
+    idle = cfg["idle"]
+    idle_sleep = cfg["idle_sleep_ms"] / 1000.0
+    fifo = _Fifo(info["fifo_available"])
+    fifo_per_batch = idle != "adaptive"
     tensor_count = q.tensor_size // 4
     tensors = [q.tensor(i, count=tensor_count) for i in range(q.nslots)]  # views made once, no copies
     pack_out = struct.Struct("<d").pack_into
+    buf, off_resp, resp_size = q.shm.buf, q.off_resp, q.resp_size
+    find, set_state, set_claim, set_done, client_of = q.find_from, q.set_state, q.set_claim, q.set_done, q.client_of
+    now_ns = time.monotonic_ns
+    fds = cfg.get("wake_fds") or {}
+    me = Bell(q.party_flag(0), fds["worker"]) if idle == "adaptive" else None
+    clients = [Bell(q.party_flag(k + 1), fd) for k, fd in enumerate(fds.get("clients", []))] if me else []
+    spin = Spin(int(cfg["spin_us"] * 1000))
+    block_s = cfg.get("idle_block_s", IDLE_BLOCK_S)
+    parent = os.getppid()
+    missed = completed = batches = fifo_batches = 0
     cursor = 0
     while not q.stop_requested():
-        claimed = q.find_from(READY, cursor, max_batch)
+        claimed = find(READY, cursor, max_batch)
         if not claimed:
-            if idle_sleep:
+            if idle == "sleep":
+                fifo.leave()
                 time.sleep(idle_sleep)
-            continue
-        if len(claimed) < min_batch and min_wait > 0:
-            deadline = time.monotonic() + min_wait
-            while len(claimed) < max_batch and time.monotonic() < deadline:
-                more = [i for i in q.find_from(READY, cursor, max_batch) if i not in claimed]
-                claimed += more[: max_batch - len(claimed)]
-        cursor = (claimed[-1] + 1) % q.nslots
-        now = time.monotonic_ns()
+                continue
+            if idle == "spin":
+                continue
+            claimed = spin.run(lambda: find(READY, cursor, max_batch))
+            if not claimed:
+                fifo.leave()
+                if not me.sleep(lambda: q.any_in(READY) or q.stop_requested(), block_s):
+                    if os.getppid() != parent:
+                        break  # the orchestrator is gone: nobody will collect or stop us
+                    if q.any_in(READY) and not me.rung_within(0.001):
+                        missed += 1  # a request published while we slept, and no ring came
+                continue
         for i in claimed:
-            q.set_state(i, PROCESSING)
-            q.set_claim(i, now)
-        if fifo:
-            _set_fifo(True)
-            stats["fifo_batches"] += 1
+            set_state(i, PROCESSING)  # ours now: the next scans skip it
+        if len(claimed) < min_batch and min_wait_ns:
+            fixed = idle != "adaptive"
+            claimed += _more(q, len(claimed), cursor, max_batch, min_batch, now_ns() + min_wait_ns, fixed)
+        cursor = (claimed[-1] + 1) % q.nslots
+        now = now_ns()
+        for i in claimed:
+            set_claim(i, now)
+        fifo.enter()
+        if fifo.on:
+            fifo_batches += 1
         for i in claimed:
             try:
                 out, wall, cpu, done = _infer(model, tensors[i])
-                pack_out(q.shm.buf, q.off_resp + i * q.resp_size, out)
-                q.set_done(i, done, wall, cpu)
-                q.set_state(i, DONE)
+                pack_out(buf, off_resp + i * resp_size, out)
+                set_done(i, done, wall, cpu)
+                set_state(i, DONE)
             except Exception:  # a model error is the request's ERROR, not the worker's death
-                q.set_state(i, ERROR)
-            stats["inferences"] += 1
-        if fifo:
-            _set_fifo(False)
-        q.add_completed(len(claimed))
-        stats["batches"] += 1
+                set_state(i, ERROR)
+            if clients:
+                clients[client_of(i)].ring()
+        if fifo_per_batch:
+            fifo.leave()
+        completed += len(claimed)
+        q.set_completed(completed)
+        batches += 1
+    fifo.leave()
+    stats.update(inferences=completed, batches=batches, fifo_batches=fifo_batches)
+    stats["fifo_ms"] = round(fifo.total_ns / 1e6, 3)
+    stats["spin"] = spin.stats()
+    stats["sleeps"] = me.sleeps if me else 0
+    stats["rings_sent"] = sum(b.rings for b in clients)
+    stats["missed_wakeups"] = missed
+
+
+def _more(q: SharedInferenceQueue, have: int, cursor: int, max_batch: int, min_batch: int,
+          deadline: int, fixed: bool) -> list[int]:
+    """More READY slots for a batch of ``have`` (< ``min_batch``), until ``deadline``. ``fixed`` (the
+    seed's): wait the whole time; otherwise only while some client has announced a submission due
+    before the deadline: a request is never held back for arrivals that are not coming."""
+    more: list[int] = []
+    now_ns = time.monotonic_ns
+    while have + len(more) < min_batch:
+        if not fixed and q.next_submit() > deadline or now_ns() >= deadline:
+            break
+        for i in q.find_from(READY, cursor, max_batch - have - len(more)):
+            q.set_state(i, PROCESSING)
+            more.append(i)
+    return more
 
 
 def _recv_exact(sock, n: int) -> bytes | None:
