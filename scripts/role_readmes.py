@@ -13,6 +13,11 @@ from pathlib import Path
 import yaml
 
 ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from generated import sync  # noqa: E402  (scripts/generated.py)
+from hostkit.tunables import tuned_sysctls  # noqa: E402
+
 INTRO = {
     "bios_nps": "Read-only checks of what only the BIOS can set: NUMA nodes per socket (AMD NPS, Intel SNC), "
                 "SMT, populated memory channels (dmidecode, live hosts). A mismatch fails the host when "
@@ -31,8 +36,9 @@ INTRO = {
     "rt_runtime": "`kernel.sched_rt_runtime_us` at runtime and in `/etc/sysctl.d/60-hostkit-rt.conf`; "
                   "reports (and optionally sets) the cgroup v1 `cpu.rt_runtime_us` budget where "
                   "`CONFIG_RT_GROUP_SCHED` is active.",
-    "numa_sysctl": "`kernel.numa_balancing`, `kernel.timer_migration`, `vm.zone_reclaim_mode`, "
-                   "`vm.stat_interval` at runtime and in `/etc/sysctl.d/61-hostkit-numa.conf`.",
+    "numa_sysctl": ", ".join(f"`{s.key}`" for s in tuned_sysctls("numa_sysctl"))
+                   + " (those the plan sets; `hostkit/tunables.py` declares them) at runtime and in "
+                   "`/etc/sysctl.d/61-hostkit-numa.conf`.",
     "containerd": "`/etc/containerd/config.toml` rendered from the installed version's `containerd config "
                   "default` with `SystemdCgroup = true` (and NRI where the version has it), validated by the "
                   "real containerd (`containerd --config FILE config dump`) before it replaces the old file; "
@@ -75,21 +81,8 @@ def render(role: Path) -> str:
 
 
 def main() -> int:
-    stale = []
-    for role in sorted((ROOT / "roles").iterdir()):
-        if not (role / "meta/argument_specs.yml").exists():
-            continue
-        text = render(role)
-        readme = role / "README.md"
-        if "--check" in sys.argv:
-            if not readme.exists() or readme.read_text() != text:
-                stale.append(str(readme))
-        else:
-            readme.write_text(text)
-    if stale:
-        print("stale role READMEs (run scripts/role_readmes.py):", *stale, sep="\n  ")
-        return 1
-    return 0
+    roles = [r for r in sorted((ROOT / "roles").iterdir()) if (r / "meta/argument_specs.yml").exists()]
+    return sync({role / "README.md": render(role) for role in roles}, "role READMEs", "scripts/role_readmes.py")
 
 
 if __name__ == "__main__":

@@ -17,22 +17,15 @@ import time
 
 from hostkit.agent.journal_io import Journal, atomic_write, file_state
 from hostkit.agent.sysroot import sysroot_path
-
-ADOPTED_FILES = ["/etc/default/grub", "/etc/default/irqbalance", "/etc/containerd/config.toml"]
-ADOPTED_GLOBS = ["/etc/default/grub.d/*.cfg", "/etc/sysctl.d/*.conf", "/etc/kubernetes/kubelet.conf.d/*"]
-ADOPTED_VALUES = [
-    ("/proc/sys/kernel/sched_rt_runtime_us", "int"), ("/proc/sys/kernel/numa_balancing", "int"),
-    ("/proc/sys/kernel/timer_migration", "int"), ("/proc/sys/vm/zone_reclaim_mode", "int"),
-    ("/proc/sys/vm/stat_interval", "int"), ("/proc/cmdline", "str"),
-]
+from hostkit.tunables import adopted_patterns, adopted_values
 
 
 def adopt(sysroot: str = "/") -> dict:
     run_id = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime()) + "-adopt-" + secrets.token_hex(3)
     journal = Journal(sysroot, run_id)
     root = sysroot_path(sysroot, "/")
-    paths = list(ADOPTED_FILES)
-    for pattern in ADOPTED_GLOBS:
+    paths = []  # the files and values hostkit.tunables declares
+    for pattern in adopted_patterns():
         paths += sorted("/" + os.path.relpath(p, root) for p in glob.glob(sysroot_path(sysroot, pattern)))
     files = []
     for path in paths:
@@ -42,7 +35,7 @@ def adopt(sysroot: str = "/") -> dict:
             journal.record({"kind": "file", "role": "adopt", "path": path, "before": state,
                             "after": {"exists": True}, "created_dirs": []})
     items = []
-    for path, kind in ADOPTED_VALUES:
+    for path, kind in adopted_values():
         try:
             with open(sysroot_path(sysroot, path)) as f:
                 value = f.read().rstrip("\n")

@@ -19,17 +19,12 @@ import os
 from hostkit.agent.journal import ROLLBACK_SUFFIX, journal_dir, load_runs
 from hostkit.agent.journal_io import atomic_write, file_state, now, record_would_run, state_bytes
 from hostkit.agent.sysroot import is_live, sysroot_path
+from hostkit.agent.values import same
 from hostkit.errors import BadInput
+from hostkit.tunables import follow_ups
 
-# A restored file that a service reads: the command that makes it take effect.
-FOLLOW_UP = [
-    ("/etc/default/grub", ["update-grub"], True),
-    ("/etc/default/irqbalance", ["systemctl", "try-restart", "irqbalance.service"], False),
-    ("/etc/systemd/system/", ["systemctl", "daemon-reload"], False),
-    ("/etc/containerd/", ["systemctl", "try-restart", "containerd.service"], False),
-    ("/etc/kubernetes/", ["systemctl", "try-restart", "kubelet.service"], False),
-    ("/var/lib/kubelet/", ["systemctl", "try-restart", "kubelet.service"], False),
-]
+# A restored file that a service reads: the command that makes it take effect (hostkit.tunables).
+FOLLOW_UP = follow_ups()
 
 
 def select_runs(sysroot: str, run_id: str | None, all_runs: bool) -> list[dict]:
@@ -44,20 +39,6 @@ def select_runs(sysroot: str, run_id: str | None, all_runs: bool) -> list[dict]:
     if all_runs:
         return list(reversed(runs))
     return runs[-1:]
-
-
-def _normal(kind: str, text: str):
-    text = (text or "").strip()
-    if kind == "int":
-        return text.split()[0] if text else text
-    if kind in ("cpulist", "mask"):
-        from hostkit.agent.cpulist import parse_cpulist, parse_mask
-
-        try:
-            return parse_cpulist(text) if kind == "cpulist" else parse_mask(text)
-        except ValueError:
-            return text
-    return text
 
 
 def _file_matches(current: dict, before: dict) -> bool:
@@ -90,7 +71,7 @@ def rollback(sysroot: str = "/", run_id: str | None = None, all_runs: bool = Fal
                         errors.append({"path": item["path"], "error": f"cannot read: {exc.strerror}"})
                         continue
                     kind = item.get("kind", "str")
-                    if _normal(kind, current) == _normal(kind, item["before"]):
+                    if same(kind, item["before"], current):
                         unchanged += 1
                         continue
                     act = {"run_id": run["run_id"], "path": item["path"], "kind": "value",
@@ -207,6 +188,6 @@ def verify_restored(sysroot: str, runs: list[dict]) -> dict:
                     current = f.read().rstrip("\n")
             except OSError:
                 current = None
-            if current is None or _normal(vkind, current) != _normal(vkind, before):
+            if current is None or not same(vkind, before, current):
                 mismatches.append({"path": path, "expected": before, "got": current})
     return {"ok": not mismatches, "checked": len(expected), "mismatches": mismatches}

@@ -20,10 +20,12 @@ PACKAGE_ROOT = Path(hostkit.__file__).parent
 SHIPPED = [
     "__init__.py",
     "errors.py",
+    "tunables.py",
     "agent/__init__.py",
     "agent/main.py",
     "agent/sysroot.py",
     "agent/cpulist.py",
+    "agent/values.py",
     "agent/kernel_args.py",
     "agent/journal_io.py",
     "agent/journal.py",

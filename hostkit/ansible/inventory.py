@@ -9,6 +9,7 @@ from pathlib import Path
 import yaml
 
 from hostkit.errors import BadInput
+from hostkit.tunables import PATH_VARS
 
 
 @dataclass
@@ -60,7 +61,9 @@ def load_inventory(path: str | os.PathLike, limit: str | None = None) -> list[In
     out = []
     for h in hosts:
         hv = vm.get_vars(host=h, include_hostvars=False)
-        keep = {k: v for k, v in hv.items() if k.startswith(("hostkit_", "ansible_")) or k in ("group_names",)}
+        # hostkit's and Ansible's variables, and the role paths an inventory may move (the audit reads there).
+        keep = {k: v for k, v in hv.items()
+                if k.startswith(("hostkit_", "ansible_")) or k in ("group_names",) or k in PATH_VARS}
         out.append(InventoryHost(name=h.name, vars=_plain(keep)))
     return out
 

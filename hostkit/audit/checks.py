@@ -4,7 +4,10 @@ Each check yields findings ``{"check", "status", "expected", "actual", "source"}
 ``pass``, ``drift``, ``pending_reboot`` (the boot config holds the planned kernel arguments but
 the running kernel was booted without them), ``tolerated`` (the kernel refuses to move a
 managed or per-CPU IRQ) or ``not_applicable``. Values are compared normalised: cpulists against
-hex masks, integers against integers.
+hex masks, integers against integers (:func:`hostkit.agent.values.same`, with each sysctl's kind
+from :mod:`hostkit.tunables`). Files a role lets the inventory move (kubelet drop-in, irqbalance
+config, containerd config, kubelet state directory) are read where the role writes them:
+:func:`hostkit.tunables.role_paths` of the host's variables.
 """
 
 from __future__ import annotations
@@ -16,7 +19,8 @@ import yaml
 from hostkit.agent.cpulist import format_cpulist, parse_cpulist, parse_mask
 from hostkit.agent.kernel_args import grub_cmdline_args, split_cmdline
 from hostkit.agent.sysroot import sysroot_path
-from hostkit.errors import CpulistError
+from hostkit.agent.values import same
+from hostkit.tunables import BY_KEY, role_paths
 
 # IRQs the kernel manages itself (affinity writes fail with EIO): block-device queues.
 MANAGED_IRQ_NAMES = re.compile(r"^(nvme\d+q\d+|virtio\d+-req\.\d+|.*-managed)$")
@@ -29,13 +33,18 @@ def finding(check, status, expected=None, actual=None, source=None, note=None) -
     return f
 
 
-# Every file the checks read, fetched in one remote command (each command over SSH costs a session).
-AUDITED_FILES = [
-    "/proc/cmdline", "/sys/devices/system/cpu/isolated", "/etc/default/grub", "/etc/default/grub.d/hostkit.cfg",
-    "/etc/default/irqbalance", "/etc/systemd/system.conf", "/etc/containerd/config.toml",
-    "/etc/kubernetes/kubelet.conf.d/60-hostkit.conf", "/var/lib/kubelet/cpu_manager_state",
-    "/var/lib/kubelet/memory_manager_state",
-]
+GRUB_FILES = ("/etc/default/grub", "/etc/default/grub.d/hostkit.cfg")
+KUBELET_STATES = (("cpu_manager_state", "cpuManagerPolicy"), ("memory_manager_state", "memoryManagerPolicy"))
+
+
+def audited_files(paths: dict[str, str]) -> list[str]:
+    """Every file the checks read (``paths``: :func:`role_paths`), fetched in one remote command
+    (each command over SSH costs a session)."""
+    return ["/proc/cmdline", "/sys/devices/system/cpu/isolated", *GRUB_FILES, paths["irq_affinity_irqbalance_config"],
+            "/etc/systemd/system.conf", paths["containerd_config"], paths["kubelet_dropin"],
+            *(f"{paths['kubelet_state_dir'].rstrip('/')}/{state}" for state, _ in KUBELET_STATES)]
+
+
 _MARK = "@@hostkit-audit@@"
 _FETCH = (
     'for f in "$@"; do if [ -f "$f" ]; then printf "\\n%s %s P\\n" "$M" "$f"; cat "$f"; '
@@ -48,12 +57,14 @@ _FETCH = (
 class HostView:
     """Files of one host under its sysroot, read through a testinfra Host (one SSH connection).
 
+    ``paths``: where the host's roles write the files an inventory may move (:func:`role_paths`).
     ``prefetch`` reads every audited file, the lab's managed-IRQ markers and whether containerd
     is installed in a single remote command; ``read`` falls back to testinfra's file module."""
 
-    def __init__(self, host, sysroot: str) -> None:
+    def __init__(self, host, sysroot: str, paths: dict[str, str] | None = None) -> None:
         self.host = host
         self.root = "" if sysroot in ("", "/") else sysroot.rstrip("/")
+        self.paths = paths or role_paths()
         self._cache: dict[str, str | None] = {}
         self.managed_irqs: set[str] = set()
         self.has_containerd: bool | None = None
@@ -61,8 +72,8 @@ class HostView:
     def path(self, p: str) -> str:
         return sysroot_path(self.root, p)
 
-    def prefetch(self, paths=AUDITED_FILES) -> None:
-        full = [self.path(p) for p in paths]
+    def prefetch(self, paths: list[str] | None = None) -> None:
+        full = [self.path(p) for p in (paths or audited_files(self.paths))]
         cmd = self.host.run("M=%s R=%s sh -c %s _ " + " ".join(["%s"] * len(full)),
                             _MARK, self.root or "/", _FETCH, *full)
         section, buf = None, []
@@ -109,7 +120,7 @@ class HostView:
 def _boot_config_args(view: HostView) -> dict[str, str | None]:
     """Arguments the next boot will have, as far as /etc/default/grub(.d) says."""
     args: dict[str, str | None] = {}
-    for p in ("/etc/default/grub", "/etc/default/grub.d/hostkit.cfg"):
+    for p in GRUB_FILES:
         args.update(grub_cmdline_args(view.read(p) or ""))
     return args
 
@@ -141,28 +152,18 @@ def check_kernel_args(view: HostView, plan: dict) -> list[dict]:
     if plan["isolation"] and plan["isolated"]:
         iso = (view.read("/sys/devices/system/cpu/isolated") or "").strip()
         booted_ok = all(booted.get(a) == v for a, v in plan["cmdline_set"].items())
-        status = "pass" if _same_cpus(iso, plan["isolated"]) else ("drift" if booted_ok else "pending_reboot")
+        status = "pass" if same("cpulist", plan["isolated"], iso) else ("drift" if booted_ok else "pending_reboot")
         out.append(finding("isolated CPUs", status, plan["isolated"], iso or "<none>",
                            "/sys/devices/system/cpu/isolated"))
     return out
 
 
-def _same_cpus(a: str, b: str) -> bool:
-    try:
-        return parse_cpulist(a or "") == parse_cpulist(b or "")
-    except CpulistError:
-        return False
-
-
 def check_sysctls(facts: dict, plan: dict) -> list[dict]:
-    names = {"kernel.sched_rt_runtime_us": "sched_rt_runtime_us", "kernel.numa_balancing": "numa_balancing",
-             "kernel.timer_migration": "timer_migration", "vm.zone_reclaim_mode": "zone_reclaim_mode",
-             "vm.stat_interval": "stat_interval"}
     out = []
     for key, want in plan["sysctl"].items():
-        got = facts["kernel"].get(names[key])
-        out.append(finding(f"sysctl {key}", "pass" if got == want else "drift", want, got,
-                           "/proc/sys/" + key.replace(".", "/")))
+        s = BY_KEY[key]
+        got = facts["kernel"].get(s.fact)
+        out.append(finding(f"sysctl {key}", "pass" if same(s.kind, want, got) else "drift", want, got, s.proc_path))
     return out
 
 
@@ -188,7 +189,7 @@ def check_irqs(view: HostView, facts: dict, plan: dict) -> list[dict]:
     out, tolerated = [], []
     for irq, want in plan["irq"]["assignments"].items():
         got = (irqs.get(irq) or {}).get("smp_affinity_list")
-        if got is None or _same_cpus(got, want):
+        if got is None or same("cpulist", want, got):
             continue
         name = (irqs.get(irq) or {}).get("name", "")
         if MANAGED_IRQ_NAMES.match(name) or irq in view.managed_irqs:
@@ -204,14 +205,14 @@ def check_irqs(view: HostView, facts: dict, plan: dict) -> list[dict]:
     want_default = plan["irq"].get("default_smp_affinity")
     if want_default:
         got = facts.get("default_smp_affinity")
-        ok = got is not None and parse_cpulist(got) == parse_mask(want_default)
+        ok = same("mask", want_default, got, got_kind="cpulist")
         out.append(finding("default_smp_affinity", "pass" if ok else "drift",
                            format_cpulist(parse_mask(want_default)), got, "/proc/irq/default_smp_affinity"))
     return out
 
 
 def irqbalance_banned(view: HostView) -> str | None:
-    text = view.read("/etc/default/irqbalance")
+    text = view.read(view.paths["irq_affinity_irqbalance_config"])
     if text is None:
         return None
     m = re.search(r"(?m)^\s*IRQBALANCE_BANNED_CPULIST=\"?([0-9,\-]*)\"?\s*$", text)
@@ -220,21 +221,22 @@ def irqbalance_banned(view: HostView) -> str | None:
 
 def check_irqbalance(view: HostView, plan: dict) -> list[dict]:
     banned = irqbalance_banned(view)
+    config = view.paths["irq_affinity_irqbalance_config"]
     if banned is None:
-        return [finding("irqbalance banned CPUs", "not_applicable", None, None, "/etc/default/irqbalance",
+        return [finding("irqbalance banned CPUs", "not_applicable", None, None, config,
                         "irqbalance is not installed")]
     mode = plan["irq"]["irqbalance"]
     if mode == "leave":
         return []
     want = plan["isolated"] if mode == "banned" else ""
-    return [finding("irqbalance banned CPUs", "pass" if _same_cpus(banned, want) else "drift", want or "<none>",
-                    banned or "<none>", "/etc/default/irqbalance")]
+    return [finding("irqbalance banned CPUs", "pass" if same("cpulist", want, banned) else "drift", want or "<none>",
+                    banned or "<none>", config)]
 
 
 def check_containerd(view: HostView, plan: dict) -> list[dict]:
     if not plan["containerd"]["enabled"]:
         return []
-    path = "/etc/containerd/config.toml"
+    path = view.paths["containerd_config"]
     if not view.has_containerd or view.read(path) is None:
         text = view.read(path)
         source = path
@@ -250,8 +252,8 @@ def check_containerd(view: HostView, plan: dict) -> list[dict]:
                     str(want).lower(), got, source)]
 
 
-def kubelet_config(view: HostView, dropin: str) -> dict | None:
-    text = view.read(dropin)
+def kubelet_config(view: HostView) -> dict | None:
+    text = view.read(view.paths["kubelet_dropin"])
     if text is None:
         return None
     try:
@@ -260,22 +262,21 @@ def kubelet_config(view: HostView, dropin: str) -> dict | None:
         return {"<unparseable>": True}
 
 
-KUBELET_DROPIN = "/etc/kubernetes/kubelet.conf.d/60-hostkit.conf"
-
-
 def check_kubelet(view: HostView, plan: dict) -> list[dict]:
     if not plan["kubelet"].get("enabled"):
         return []
-    cfg = kubelet_config(view, KUBELET_DROPIN)
+    dropin = view.paths["kubelet_dropin"]
+    cfg = kubelet_config(view)
     if cfg is None:
-        return [finding("kubelet configuration", "drift", "drop-in present", "<absent>", KUBELET_DROPIN)]
+        return [finding("kubelet configuration", "drift", "drop-in present", "<absent>", dropin)]
     out = []
     for key, want in plan["kubelet"]["config"].items():
         got = cfg.get(key)
-        same = _same_cpus(str(got), want) if key == "reservedSystemCPUs" else got == want
-        out.append(finding(f"kubelet {key}", "pass" if same else "drift", want, got, KUBELET_DROPIN))
-    for state, field in (("cpu_manager_state", "cpuManagerPolicy"), ("memory_manager_state", "memoryManagerPolicy")):
-        text = view.read(f"/var/lib/kubelet/{state}")
+        ok = same("cpulist", want, str(got)) if key == "reservedSystemCPUs" else got == want
+        out.append(finding(f"kubelet {key}", "pass" if ok else "drift", want, got, dropin))
+    for state, field in KUBELET_STATES:
+        state_file = f"{view.paths['kubelet_state_dir'].rstrip('/')}/{state}"
+        text = view.read(state_file)
         if text:
             import json
 
@@ -285,7 +286,7 @@ def check_kubelet(view: HostView, plan: dict) -> list[dict]:
                 policy = "<unparseable>"
             want = plan["kubelet"]["config"].get(field)
             out.append(finding(f"kubelet {state}", "pass" if str(policy).lower() == str(want).lower() else "drift",
-                               want, policy, f"/var/lib/kubelet/{state}",
+                               want, policy, state_file,
                                "a state file with another policy makes kubelet crash-loop"))
     return out
 
@@ -308,7 +309,7 @@ def check_cross_layer(view: HostView, facts: dict, plan: dict) -> list[dict]:
                        else "drift", facts["topology"]["online"], format_cpulist(hk | iso), "plan"))
     if plan["isolation"]:
         views = {}
-        cfg = kubelet_config(view, KUBELET_DROPIN) if plan["kubelet"].get("enabled") else None
+        cfg = kubelet_config(view) if plan["kubelet"].get("enabled") else None
         if cfg and cfg.get("reservedSystemCPUs") is not None:
             views["kubelet reservedSystemCPUs"] = str(cfg["reservedSystemCPUs"])
         banned = irqbalance_banned(view)
@@ -319,8 +320,9 @@ def check_cross_layer(view: HostView, facts: dict, plan: dict) -> list[dict]:
         if m:
             views["systemd CPUAffinity"] = format_cpulist(parse_cpulist(",".join(m.group(1).split())))
         for name, cpus in views.items():
-            out.append(finding(f"housekeeping = {name}", "pass" if _same_cpus(cpus, plan["housekeeping"]) else "drift",
-                               plan["housekeeping"], cpus, "cross-layer"))
+            ok = same("cpulist", plan["housekeeping"], cpus)
+            out.append(finding(f"housekeeping = {name}", "pass" if ok else "drift", plan["housekeeping"], cpus,
+                               "cross-layer"))
     nodes = {n["id"]: parse_cpulist(n["cpus"]) for n in facts["topology"]["numa_nodes"]}
     irqs = {i["irq"]: i for i in facts["irqs"]}
     for nic in facts["nics"]:
@@ -335,8 +337,9 @@ def check_cross_layer(view: HostView, facts: dict, plan: dict) -> list[dict]:
     return out
 
 
-def run_checks(host, sysroot: str, facts: dict, plan: dict) -> list[dict]:
-    view = HostView(host, sysroot)
+def run_checks(host, sysroot: str, facts: dict, plan: dict, paths: dict[str, str] | None = None) -> list[dict]:
+    """Every check of one host; ``paths``: :func:`role_paths` of its inventory variables (default: the roles')."""
+    view = HostView(host, sysroot, paths)
     view.prefetch()
     return (check_kernel_args(view, plan) + check_sysctls(facts, plan) + check_governor(facts, plan)
             + check_irqs(view, facts, plan) + check_irqbalance(view, plan) + check_containerd(view, plan)

@@ -25,6 +25,7 @@ from hostkit.paths import state_dir
 from hostkit.plan import make_plan
 from hostkit.profiles import apply_overrides, load_profile
 from hostkit.ssh import open_testinfra_host
+from hostkit.tunables import role_paths
 
 STATUSES = ("pass", "drift", "pending_reboot", "tolerated", "not_applicable")
 
@@ -67,7 +68,7 @@ def _audit_host(h: InventoryHost, prepared, force: bool, artifact: str, timeout:
         plan = make_plan(facts, profile, pinned, force=force, host=h.name)
         if plan["refused"]:
             return {"status": "refused", "error": "; ".join(plan["refused"]), "findings": []}
-        findings = run_checks(host, h.sysroot, facts, plan)
+        findings = run_checks(host, h.sysroot, facts, plan, role_paths(h.vars))  # where its roles write
     except BadInput as exc:
         return {"status": "failed", "error": str(exc)}
     except (HostkitError, paramiko.SSHException, socket.error, EOFError) as exc:

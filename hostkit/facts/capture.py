@@ -12,13 +12,12 @@ import os
 from pathlib import Path
 
 from hostkit.facts.sysroot import Sysroot
+from hostkit.tunables import SYSCTLS
 
 PATTERNS = [
     "proc/cpuinfo", "proc/cmdline", "proc/interrupts", "proc/stat",
     "proc/sys/kernel/osrelease", "proc/sys/kernel/hostname",
-    "proc/sys/kernel/sched_rt_runtime_us", "proc/sys/kernel/sched_rt_period_us",
-    "proc/sys/kernel/numa_balancing", "proc/sys/kernel/timer_migration",
-    "proc/sys/vm/zone_reclaim_mode", "proc/sys/vm/stat_interval",
+    *(s.proc_path.lstrip("/") for s in SYSCTLS),
     "proc/irq/default_smp_affinity",
     "proc/irq/*/smp_affinity", "proc/irq/*/smp_affinity_list",
     "proc/irq/*/effective_affinity", "proc/irq/*/effective_affinity_list", "proc/irq/*/node",

@@ -1,4 +1,4 @@
-"""Kernel command line and the scheduler/NUMA sysctls hostkit tunes."""
+"""Kernel command line and the sysctls of :mod:`hostkit.tunables`."""
 
 from __future__ import annotations
 
@@ -6,16 +6,7 @@ from hostkit.agent.cpulist import format_cpulist, parse_cpulist
 from hostkit.agent.kernel_args import split_cmdline, split_isolcpus
 from hostkit.errors import CpulistError, FactsError
 from hostkit.facts.sysroot import Sysroot
-
-# name in facts -> path under /proc/sys
-SYSCTLS = {
-    "sched_rt_runtime_us": "kernel/sched_rt_runtime_us",
-    "sched_rt_period_us": "kernel/sched_rt_period_us",
-    "numa_balancing": "kernel/numa_balancing",
-    "timer_migration": "kernel/timer_migration",
-    "zone_reclaim_mode": "vm/zone_reclaim_mode",
-    "stat_interval": "vm/stat_interval",
-}
+from hostkit.tunables import SYSCTLS
 
 CPULIST_ARGS = ("nohz_full", "rcu_nocbs", "irqaffinity")
 
@@ -57,8 +48,8 @@ def read_kernel(sr: Sysroot) -> dict:
         "cmdline": cmdline,
         "cmdline_args": parse_cmdline(cmdline, str(sr.path(cmdline_path))),
     }
-    for name, rel in SYSCTLS.items():
-        out[name] = sr.read_int(f"proc/sys/{rel}")
+    for s in SYSCTLS:  # every sysctl of hostkit.tunables, as facts["kernel"][<last part of its key>]
+        out[s.fact] = sr.read_int(s.proc_path) if s.kind == "int" else sr.read(s.proc_path)
     runtime, period = out["sched_rt_runtime_us"], out["sched_rt_period_us"]
     out["rt_throttling"] = _rt_throttling(runtime, period)
     return out

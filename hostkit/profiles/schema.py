@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from hostkit.agent.cpulist import parse_cpulist
 from hostkit.errors import BadInput, CpulistError
+from hostkit.tunables import tuned_sysctls
 
 ISOLCPUS_FLAGS = ("domain", "managed_irq", "nohz")
 GOVERNORS = ("performance", "powersave", "schedutil", "ondemand", "conservative", "userspace")
@@ -21,7 +22,7 @@ class Field:
         self.min, self.max, self.nullable, self.doc = min, max, nullable, doc
 
 
-# kind: "int", "bool", "str", "cpulist", "kernel_args", "sysctl", or a nested dict of Fields.
+# kind: "int", "float", "bool", "str", "cpulist", "flags", "kernel_args", or a nested dict of Fields.
 SCHEMA: dict = {
     "name": Field("str", doc="profile name"),
     "description": Field("str", "", doc="one line for people"),
@@ -32,14 +33,9 @@ SCHEMA: dict = {
     "irq_cores": Field("int", 0, min=0, max=64, doc="extra housekeeping cores on the NIC's NUMA node(s) for IRQs"),
     "isolcpus_flags": Field("flags", ["managed_irq", "domain"], doc="isolcpus= flags"),
     "cmdline_extra": Field("kernel_args", [], doc="extra kernel arguments appended to the boot config"),
-    "sysctl": {
-        "kernel.sched_rt_runtime_us": Field("int", 950000, min=-1, max=1000000, nullable=True,
-                                            doc="RT budget per period; -1 disables throttling; never < 900000 here"),
-        "kernel.numa_balancing": Field("int", 0, min=0, max=3, nullable=True, doc="automatic NUMA balancing"),
-        "kernel.timer_migration": Field("int", 0, min=0, max=1, nullable=True, doc="timer migration to busy CPUs"),
-        "vm.zone_reclaim_mode": Field("int", 0, min=0, max=7, nullable=True, doc="reclaim local zone before remote"),
-        "vm.stat_interval": Field("int", 10, min=1, max=3600, nullable=True, doc="vmstat update interval (s)"),
-    },
+    # One key per tuned sysctl of hostkit.tunables: its bounds, and its default (null: left alone).
+    "sysctl": {s.key: Field(s.kind, s.default, min=s.min, max=s.max, nullable=True, doc=s.doc)
+               for s in tuned_sysctls()},
     "governor": Field("str", "performance", choices=GOVERNORS, nullable=True,
                       doc="cpufreq governor for every CPU; null leaves it alone"),
     "irq_affinity": Field("bool", True, doc="move every movable IRQ to the IRQ CPUs"),

@@ -1,0 +1,145 @@
+"""One declaration per tunable hostkit manages, and per file its roles write: the single table.
+
+Everything else reads this table instead of keeping its own list:
+
+* the profile schema (:mod:`hostkit.profiles.schema`): every :class:`Sysctl` with a ``role`` is a
+  key under ``sysctl:`` with this type, bounds and default (``None``: the kernel's value is left
+  alone, so a profile that does not name it changes nothing);
+* the facts (:mod:`hostkit.facts.kernel`) read every :class:`Sysctl` from ``/proc/sys`` under the
+  sysroot into ``facts["kernel"][<fact>]``; ``hostkit facts capture`` takes the same files;
+* the planner puts a profile's non-null sysctls into ``plan["sysctl"]``;
+* the roles: ``scripts/role_tunables.py`` writes each writing role's ``__<role>_sysctls`` (path and
+  bounds) into ``roles/<role>/vars/main.yml``; ``tests/test_tunables.py`` checks that it is fresh
+  and that the roles' path defaults are the :class:`ManagedFile` defaults;
+* the audit compares ``plan["sysctl"]`` with the facts by each tunable's ``kind``
+  (:func:`hostkit.agent.values.normalise`) and reads the files of :func:`role_paths` (an
+  inventory's override of a role path is where the audit looks, as the role writes there);
+* adoption (:mod:`hostkit.agent.adopt`) records the values of :func:`adopted_values` and the files
+  of :func:`adopted_patterns`; rollback (:mod:`hostkit.agent.rollback`) runs the ``follow_up`` of a
+  restored file.
+
+Adding a tunable is one entry here plus, when no role writes its kind yet, that role's task: see
+``docs/architecture.md`` ("Adding a tunable"). This module ships to hosts (adopt, facts and
+rollback run there): standard library only.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+ROLE_RT = "rt_runtime"
+ROLE_SYSCTL = "numa_sysctl"
+
+
+@dataclass(frozen=True)
+class Sysctl:
+    """A kernel value under ``/proc/sys``, read by facts and, with a ``role``, tuned by profiles."""
+
+    key: str  # "kernel.sched_rt_runtime_us": the profile key (under sysctl:), the sysctl.d name, the plan key
+    doc: str
+    role: str | None = None  # the role that writes it (runtime + its sysctl.d file); None: facts only
+    default: int | None = None  # profile default; None leaves the kernel's value alone
+    min: int | None = None
+    max: int | None = None
+    kind: str = "int"  # how its text compares (hostkit.agent.values.normalise)
+
+    @property
+    def fact(self) -> str:
+        """Its name in ``facts["kernel"]``: the last part of the key."""
+        return self.key.rsplit(".", 1)[1]
+
+    @property
+    def proc_path(self) -> str:
+        """Where the kernel exposes it, absolute on the host (``/proc/sys/kernel/...``)."""
+        return "/proc/sys/" + self.key.replace(".", "/")
+
+
+SYSCTLS: tuple[Sysctl, ...] = (
+    Sysctl("kernel.sched_rt_runtime_us", "RT budget per period; -1 disables throttling; never < 900000 here",
+           role=ROLE_RT, default=950000, min=-1, max=1000000),
+    Sysctl("kernel.sched_rt_period_us", "RT throttling period (read to judge the budget; not tuned)"),
+    Sysctl("kernel.numa_balancing", "automatic NUMA balancing", role=ROLE_SYSCTL, default=0, min=0, max=3),
+    Sysctl("kernel.timer_migration", "timer migration to busy CPUs", role=ROLE_SYSCTL, default=0, min=0, max=1),
+    Sysctl("vm.zone_reclaim_mode", "reclaim local zone before remote", role=ROLE_SYSCTL, default=0, min=0, max=7),
+    Sysctl("vm.stat_interval", "vmstat update interval (s)", role=ROLE_SYSCTL, default=10, min=1, max=3600),
+)
+
+BY_KEY: dict[str, Sysctl] = {s.key: s for s in SYSCTLS}
+
+
+def tuned_sysctls(role: str | None = None) -> tuple[Sysctl, ...]:
+    """The sysctls a profile may set (those some role writes), or those ``role`` writes."""
+    return tuple(s for s in SYSCTLS if s.role and (role is None or s.role == role))
+
+
+@dataclass(frozen=True)
+class ManagedFile:
+    """A file a role writes (or a directory whose files it writes), as every other layer needs it."""
+
+    path: str  # the role's default
+    role: str
+    var: str | None = None  # the role variable an inventory may set to move it; None: fixed
+    adopt: str | None = None  # what `rollback --adopt` records: this path, or a glob around it
+    follow_up: tuple[str, ...] = ()  # what must run after rollback restores a file under it
+    reboot: bool = False  # a restored file takes effect at the next boot only
+    scope: str | None = None  # the prefix follow_up covers (default: the path itself)
+
+    @property
+    def prefix(self) -> str:
+        return self.scope or self.path
+
+
+_KUBELET_RESTART = ("systemctl", "try-restart", "kubelet.service")
+
+FILES: tuple[ManagedFile, ...] = (
+    ManagedFile("/etc/default/grub", "isolcpus", adopt="/etc/default/grub", follow_up=("update-grub",), reboot=True),
+    ManagedFile("/etc/default/grub.d/hostkit.cfg", "isolcpus", adopt="/etc/default/grub.d/*.cfg",
+                follow_up=("update-grub",), reboot=True, scope="/etc/default/grub.d/"),
+    ManagedFile("/etc/default/irqbalance", "irq_affinity", var="irq_affinity_irqbalance_config",
+                adopt="/etc/default/irqbalance", follow_up=("systemctl", "try-restart", "irqbalance.service")),
+    ManagedFile("/etc/systemd/system/hostkit-irq-affinity.service", "irq_affinity", var="irq_affinity_unit",
+                follow_up=("systemctl", "daemon-reload"), scope="/etc/systemd/system/"),
+    ManagedFile("/etc/systemd/system/hostkit-cpu-governor.service", "cpu_governor", var="cpu_governor_unit",
+                follow_up=("systemctl", "daemon-reload"), scope="/etc/systemd/system/"),
+    ManagedFile("/etc/sysctl.d/60-hostkit-rt.conf", ROLE_RT, var="rt_runtime_sysctl_file",
+                adopt="/etc/sysctl.d/*.conf"),
+    ManagedFile("/etc/sysctl.d/61-hostkit-numa.conf", ROLE_SYSCTL, var="numa_sysctl_file",
+                adopt="/etc/sysctl.d/*.conf"),
+    ManagedFile("/etc/containerd/config.toml", "containerd", var="containerd_config",
+                adopt="/etc/containerd/config.toml", follow_up=("systemctl", "try-restart", "containerd.service"),
+                scope="/etc/containerd/"),
+    ManagedFile("/etc/kubernetes/kubelet.conf.d/60-hostkit.conf", "kubelet", var="kubelet_dropin",
+                adopt="/etc/kubernetes/kubelet.conf.d/*", follow_up=_KUBELET_RESTART, scope="/etc/kubernetes/"),
+    ManagedFile("/var/lib/kubelet", "kubelet", var="kubelet_state_dir", follow_up=_KUBELET_RESTART,
+                scope="/var/lib/kubelet/"),
+)
+# Sysctl values need no follow-up: rollback writes their journaled runtime value back itself.
+
+PATH_VARS: tuple[str, ...] = tuple(f.var for f in FILES if f.var)
+
+
+def role_paths(hostvars: dict | None = None) -> dict[str, str]:
+    """Role path variable -> the path the role will use: the inventory's value, else the role default."""
+    hostvars = hostvars or {}
+    return {f.var: str(hostvars.get(f.var) or f.path) for f in FILES if f.var}
+
+
+def follow_ups() -> list[tuple[str, list[str], bool]]:
+    """(path prefix, argv, reboot) for rollback: what makes a restored file take effect."""
+    out: list[tuple[str, list[str], bool]] = []
+    for f in FILES:
+        entry = (f.prefix, list(f.follow_up), f.reboot)
+        if f.follow_up and entry not in out:
+            out.append(entry)
+    return out
+
+
+def adopted_patterns() -> list[str]:
+    """What `rollback --adopt` records: plain paths first, then globs, each once, in table order."""
+    patterns = list(dict.fromkeys(f.adopt for f in FILES if f.adopt))
+    return [p for p in patterns if "*" not in p] + [p for p in patterns if "*" in p]
+
+
+def adopted_values() -> list[tuple[str, str]]:
+    """(path, kind) of the runtime values `rollback --adopt` records: every tuned sysctl, the cmdline."""
+    return [(s.proc_path, s.kind) for s in tuned_sysctls()] + [("/proc/cmdline", "str")]
