@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import copy
+import json
+import re
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -11,7 +13,8 @@ from hypothesis import strategies as st
 from hostkit.agent.cpulist import format_cpulist, parse_cpulist
 from hostkit.errors import BadInput
 from hostkit.facts import gather
-from hostkit.plan import make_plan
+from hostkit.agent.kernel_args import split_isolcpus
+from hostkit.plan import Plan, build_plan, make_plan
 from hostkit.profiles import apply_overrides, load_profile, shipped
 
 
@@ -21,8 +24,40 @@ def facts(sysroots):
 
 
 def plan_for(facts, name, profile="bare-metal-inference", overrides=None, force=False):
+    return typed_for(facts, name, profile, overrides, force).to_dict()
+
+
+def typed_for(facts, name, profile="bare-metal-inference", overrides=None, force=False) -> Plan:
     prof, pinned = apply_overrides(load_profile(profile), overrides)
-    return make_plan(facts[name], prof, pinned, force=force)
+    return build_plan(facts[name], prof, pinned, force=force)
+
+
+# The plan JSON contract: these keys, in this order (hostkit plan --json, the roles' hostkit_plan).
+PLAN_KEYS = ["host", "profile", "isolation", "online", "housekeeping", "isolated", "irq_cpus", "irq_mask",
+             "nic_irq_cpus", "nodes", "pools", "cmdline", "cmdline_set", "cmdline_remove", "sysctl", "governor",
+             "governor_cpus", "irq", "containerd", "kubelet", "bios", "smoke", "warnings", "reasons", "refused"]
+
+
+def assert_typed_invariants(plan: Plan):
+    """What the typed plan makes expressible: per-node partitions that add up, and a kernel command line,
+    IRQ placement and kubelet reservation that all name the same CPU sets."""
+    assert plan.housekeeping | plan.isolated == plan.online and not plan.housekeeping & plan.isolated
+    for n in plan.nodes:
+        assert n.housekeeping | n.isolated == n.cpus & plan.online and not n.housekeeping & n.isolated
+        assert n.housekeeping <= plan.housekeeping and n.isolated <= plan.isolated and n.irq_cpus <= plan.irq_cpus
+    assert frozenset().union(*(n.cpus for n in plan.nodes)) >= plan.online  # every online CPU has a node
+    if plan.isolation and plan.isolated and not plan.refused:
+        args = plan.cmdline_set
+        assert parse_cpulist(split_isolcpus(args["isolcpus"])[1]) == plan.isolated
+        assert parse_cpulist(args["nohz_full"]) == parse_cpulist(args["rcu_nocbs"]) == plan.isolated
+        assert parse_cpulist(args["irqaffinity"]) == plan.housekeeping
+        assert all(parse_cpulist(c) <= plan.housekeeping for c in plan.irq.assignments.values())
+        assert parse_cpulist(plan.irq.banned_cpulist) == plan.isolated
+        if plan.kubelet.get("config", {}).get("reservedSystemCPUs"):
+            assert parse_cpulist(plan.kubelet["config"]["reservedSystemCPUs"]) == plan.housekeeping
+    doc = plan.to_dict()
+    assert list(doc) == PLAN_KEYS
+    assert json.loads(json.dumps(doc)) == doc  # plain JSON, as extravars and --json carry it
 
 
 def assert_invariants(plan, f):
@@ -57,6 +92,7 @@ def test_seed_host_partition(facts):
     assert p["kubelet"]["config"]["reservedSystemCPUs"] == "0-1,84-85"
     assert p["refused"] == [] and p["governor"] == "performance"
     assert_invariants(p, facts["epyc-9634-nps1"])
+    assert_typed_invariants(typed_for(facts, "epyc-9634-nps1"))
 
 
 def test_smt_siblings_reserved_together_and_irq_cores_on_nic_node(facts):
@@ -161,9 +197,11 @@ def test_profile_files_extends_and_errors(tmp_path):
 @given(reserve=st.integers(min_value=1, max_value=6), irq_cores=st.integers(min_value=0, max_value=3),
        name=st.sampled_from(["epyc-9634-nps1", "epyc-9654-nps4-smt", "xeon-8480-snc2-ht"]))
 def test_planner_invariants_property(facts, reserve, irq_cores, name):
-    p = plan_for(facts, name, overrides={"reserve_per_node": reserve, "irq_cores": irq_cores})
+    typed = typed_for(facts, name, overrides={"reserve_per_node": reserve, "irq_cores": irq_cores})
+    p = typed.to_dict()
     assert p["refused"] == []
     assert_invariants(p, facts[name])
+    assert_typed_invariants(typed)
     hk = parse_cpulist(p["housekeeping"])
     for node in facts[name]["topology"]["numa_nodes"]:
         cores = {c for c in facts[name]["topology"]["cores"] if parse_cpulist(c) <= parse_cpulist(node["cpus"])}
@@ -178,8 +216,34 @@ def test_pinned_isolated_property(facts, data):
     cores = [parse_cpulist(c) for c in f["topology"]["cores"]]
     chosen = data.draw(st.sets(st.sampled_from(range(len(cores))), min_size=1, max_size=len(cores)))
     isolated = set().union(*(cores[i] for i in chosen))
-    p = plan_for(facts, "xeon-8480-snc2-ht", overrides={"isolated": format_cpulist(isolated)})
+    typed = typed_for(facts, "xeon-8480-snc2-ht", overrides={"isolated": format_cpulist(isolated)})
+    p = typed.to_dict()
+    assert_typed_invariants(typed)
     if not p["refused"]:
         assert_invariants(p, f)
     else:
         assert 0 in isolated or any(not parse_cpulist(n["cpus"]) - isolated for n in f["topology"]["numa_nodes"])
+
+
+@pytest.mark.parametrize("profile", ["bare-metal-inference", "vmware-guest", "baseline"])
+def test_make_plan_is_the_typed_plan_s_document_on_every_fixture(facts, profile):
+    for name in facts:
+        prof = load_profile(profile)
+        for force in (False, True):
+            try:
+                typed = build_plan(facts[name], prof, force=force, host=name)
+            except BadInput as exc:  # e.g. forced isolation on a 2-core guest: bad input either way
+                with pytest.raises(BadInput, match=re.escape(str(exc))):
+                    make_plan(facts[name], prof, force=force, host=name)
+                continue
+            assert make_plan(facts[name], prof, force=force, host=name) == typed.to_dict()
+            assert_typed_invariants(typed)
+
+
+def test_to_dict_is_a_fresh_copy(facts):
+    typed = typed_for(facts, "epyc-9634-nps1")
+    doc = typed.to_dict()
+    doc["kubelet"]["config"]["reservedSystemCPUs"] = "0-167"
+    doc["irq"]["assignments"].clear()
+    doc["reasons"].append("changed by a reader")
+    assert typed.to_dict() == plan_for(facts, "epyc-9634-nps1")

@@ -15,52 +15,114 @@ raises :class:`BadInput` (exit 2).
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from hostkit.agent.cpulist import format_cpulist, format_mask, parse_cpulist
 from hostkit.errors import BadInput
+from hostkit.plan.model import IrqPlan, NodePartition, Plan
 
 ISOLATION_ARGS = ("isolcpus", "nohz_full", "rcu_nocbs", "irqaffinity")
 
 
 def make_plan(facts: dict, profile: dict, pinned: dict | None = None, *, force: bool = False,
               host: str | None = None) -> dict:
+    """The plan JSON document (:meth:`Plan.to_dict`) of :func:`build_plan`."""
+    return build_plan(facts, profile, pinned, force=force, host=host).to_dict()
+
+
+@dataclass(frozen=True)
+class _Topology:
+    """The facts the partition is computed from, as CPU sets."""
+
+    online: frozenset[int]
+    cores: list[frozenset[int]]  # SMT sibling groups
+    nodes: list[tuple[int, frozenset[int]]]  # NUMA nodes that have CPUs
+    nic_nodes: list[int]  # NUMA nodes with a NIC
+    nr_cpus: int
+
+    @classmethod
+    def of(cls, facts: dict) -> _Topology:
+        topo = facts["topology"]
+        return cls(online=parse_cpulist(topo["online"]), cores=[parse_cpulist(c) for c in topo["cores"]],
+                   nodes=[(n["id"], parse_cpulist(n["cpus"])) for n in topo["numa_nodes"] if n["cpus"]],
+                   nic_nodes=sorted({n["numa_node"] for n in facts.get("nics", []) if n.get("numa_node", -1) >= 0}),
+                   nr_cpus=topo["cpus"])
+
+
+def build_plan(facts: dict, profile: dict, pinned: dict | None = None, *, force: bool = False,
+               host: str | None = None) -> Plan:
+    """Facts + a validated profile (+ the inventory's pinned values) -> the host's :class:`Plan`.
+
+    Each step below is a pure function; reasons, warnings and refusals are kept in the order the
+    steps run. Raises :class:`BadInput` for input that cannot be planned at all.
+    """
     pinned = pinned or {}
-    topo, virt = facts["topology"], facts["virtualization"]
-    online = parse_cpulist(topo["online"])
-    cores = [parse_cpulist(c) for c in topo["cores"]]
-    nodes = [(n["id"], parse_cpulist(n["cpus"])) for n in topo["numa_nodes"] if n["cpus"]]
-    reasons: list[str] = []
-    warnings: list[str] = []
-    refused: list[str] = []
-
+    topo = _Topology.of(facts)
     isolation = bool(profile["isolation"])
-    if isolation:
-        if virt["deceptive_topology"] and not force:
-            refused.append("isolation asked on a host with deceptive topology: "
-                           + "; ".join(virt["reasons"]) + " (use a virtual-guest profile, or --force)")
-        elif virt["virtual"] and not profile["allow_virtual"] and not force:
-            refused.append(f"isolation asked on a virtual machine ({virt['hypervisor']}): vCPUs are not "
-                           "physical cores, isolation cannot stop hypervisor stalls (use vmware-guest, or --force)")
-
-    nic_nodes = sorted({n["numa_node"] for n in facts.get("nics", []) if n.get("numa_node", -1) >= 0})
-    housekeeping: set[int]
-    if not isolation:
-        housekeeping = set(online)
-        reasons.append(f"profile {profile['name']}: no CPU isolation; every online CPU stays housekeeping")
-    elif refused:
-        housekeeping = set(online)
-    elif "isolated" in pinned or "housekeeping" in pinned:
-        housekeeping = _pinned_partition(pinned, online, reasons)
-    else:
-        housekeeping = _reserve(profile, cores, nodes, nic_nodes, reasons)
-    isolated = set(online) - housekeeping
-
+    refused = _guards(isolation, facts["virtualization"], profile, force)
+    housekeeping, reasons = _partition(isolation, bool(refused), profile, topo, pinned)
+    isolated = topo.online - housekeeping
     if isolation and not refused:
-        refused += _partition_guards(isolated, housekeeping, cores, nodes)
+        refused += _partition_guards(isolated, housekeeping, topo.cores, topo.nodes)
+    nic_irq_cpus, irq_cpus, irq_refused, why = _irq_cpus(facts.get("nics", []), topo, housekeeping, pinned, isolation)
+    refused += irq_refused
+    reasons += why
+    cmdline_set, cmdline_remove, why = _cmdline(isolation, isolated, housekeeping, profile, facts["kernel"])
+    reasons += why
+    sysctl, warnings, why = _sysctls(profile["sysctl"], facts["kernel"])
+    reasons += why
+    governor, governor_cpus, why = _governor(profile["governor"], facts["cpufreq"], topo.online)
+    reasons += why
+    why, warned = _notes(isolation, facts, profile, sysctl)
+    reasons += why
+    warnings += warned
+    return Plan(
+        host=host, profile=profile["name"], isolation=isolation, nr_cpus=topo.nr_cpus, online=topo.online,
+        housekeeping=frozenset(housekeeping), irq_cpus=frozenset(irq_cpus), nic_irq_cpus=nic_irq_cpus,
+        nodes=tuple(NodePartition(nid, cpus, cpus & housekeeping, cpus & isolated, cpus & irq_cpus)
+                    for nid, cpus in topo.nodes),
+        cmdline_set=cmdline_set, cmdline_remove=tuple(cmdline_remove), sysctl=sysctl,
+        governor=governor, governor_cpus=governor_cpus,
+        irq=_irq_plan(profile, facts, topo, isolation, isolated, irq_cpus, nic_irq_cpus, pinned),
+        containerd=dict(profile["containerd"]), kubelet=_kubelet(profile, format_cpulist(housekeeping), topo.nodes),
+        bios=_bios(profile, facts["topology"]), smoke=dict(profile["smoke"]),
+        warnings=tuple(warnings), reasons=tuple(reasons), refused=tuple(refused))
 
-    # IRQ CPUs: housekeeping local to each NIC.
+
+def _guards(isolation: bool, virt: dict, profile: dict, force: bool) -> list[str]:
+    """Why: isolation on a guest cannot stop hypervisor stalls, and a deceptive topology makes it a lie."""
+    if not isolation or force:
+        return []
+    if virt["deceptive_topology"]:
+        return ["isolation asked on a host with deceptive topology: " + "; ".join(virt["reasons"])
+                + " (use a virtual-guest profile, or --force)"]
+    if virt["virtual"] and not profile["allow_virtual"]:
+        return [f"isolation asked on a virtual machine ({virt['hypervisor']}): vCPUs are not physical cores, "
+                "isolation cannot stop hypervisor stalls (use vmware-guest, or --force)"]
+    return []
+
+
+def _partition(isolation: bool, refused: bool, profile: dict, topo: _Topology,
+               pinned: dict) -> tuple[set[int], list[str]]:
+    """Why: inference runs on the isolated CPUs; the housekeeping ones keep the kernel, kubelet and IRQs."""
+    reasons: list[str] = []
+    if not isolation:
+        reasons.append(f"profile {profile['name']}: no CPU isolation; every online CPU stays housekeeping")
+        return set(topo.online), reasons
+    if refused:
+        return set(topo.online), reasons
+    if "isolated" in pinned or "housekeeping" in pinned:
+        return _pinned_partition(pinned, topo.online, reasons), reasons
+    return _reserve(profile, topo.cores, topo.nodes, topo.nic_nodes, reasons), reasons
+
+
+def _irq_cpus(nics: list[dict], topo: _Topology, housekeeping: set[int], pinned: dict,
+              isolation: bool) -> tuple[dict[str, str], set[int], list[str], list[str]]:
+    """Why: an IRQ served on an isolated CPU interrupts inference; a NIC's IRQs stay on its own node."""
+    refused, reasons = [], []
     nic_irq_cpus = {}
-    for nic in facts.get("nics", []):
-        node_cpus = dict(nodes).get(nic.get("numa_node", -1))
+    for nic in nics:
+        node_cpus = dict(topo.nodes).get(nic.get("numa_node", -1))
         local = (housekeeping & node_cpus) if node_cpus else set()
         nic_irq_cpus[nic["name"]] = format_cpulist(local or housekeeping)
     if "irq_cpus" in pinned:
@@ -74,19 +136,15 @@ def make_plan(facts: dict, profile: dict, pinned: dict | None = None, *, force: 
         if nic_irq_cpus and isolation:
             reasons.append("NIC IRQs on housekeeping CPUs of the NIC's node: "
                            + ", ".join(f"{n} -> {c}" for n, c in nic_irq_cpus.items()))
+    return nic_irq_cpus, irq_cpus, refused, reasons
 
-    node_rows = []
-    for nid, cpus in nodes:
-        node_rows.append({
-            "id": nid,
-            "cpus": format_cpulist(cpus),
-            "housekeeping": format_cpulist(cpus & housekeeping),
-            "isolated": format_cpulist(cpus & isolated),
-            "irq_cpus": format_cpulist(cpus & irq_cpus),
-        })
 
+def _cmdline(isolation: bool, isolated: set[int], housekeeping: set[int], profile: dict,
+             kernel: dict) -> tuple[dict[str, str | None], list[str], list[str]]:
+    """Why: isolcpus keeps the scheduler off, nohz_full the tick, rcu_nocbs RCU callbacks, irqaffinity IRQs."""
+    reasons = []
     iso_text, hk_text = format_cpulist(isolated), format_cpulist(housekeeping)
-    cmdline_set: dict[str, str] = {}
+    cmdline_set: dict[str, str | None] = {}
     if isolation and isolated:
         flags = ",".join(profile["isolcpus_flags"])
         cmdline_set = {
@@ -99,16 +157,21 @@ def make_plan(facts: dict, profile: dict, pinned: dict | None = None, *, force: 
     for arg in profile["cmdline_extra"]:
         key, _, value = arg.partition("=")
         cmdline_set[key] = value if _ else None
-    cmdline_remove = [] if isolation else list(ISOLATION_ARGS)
-    if not isolation:
-        present = [a for a in ISOLATION_ARGS if facts["kernel"]["cmdline_args"]["args"].get(a) is not None
-                   or a in facts["kernel"]["cmdline_args"]["args"]]
-        if present:
-            reasons.append(f"kernel: remove {', '.join(present)} left by an earlier tuning")
+    if isolation:
+        return cmdline_set, [], reasons
+    booted = kernel["cmdline_args"]["args"]
+    present = [a for a in ISOLATION_ARGS if booted.get(a) is not None or a in booted]
+    if present:
+        reasons.append(f"kernel: remove {', '.join(present)} left by an earlier tuning")
+    return cmdline_set, list(ISOLATION_ARGS), reasons
 
-    sysctl = {k: v for k, v in profile["sysctl"].items() if v is not None}
+
+def _sysctls(wanted: dict, kernel: dict) -> tuple[dict[str, int], list[str], list[str]]:
+    """Why: the profile's sysctls (hostkit.tunables), checked against what the RT budget may be."""
+    warnings, reasons = [], []
+    sysctl = {k: v for k, v in wanted.items() if v is not None}
     rt = sysctl.get("kernel.sched_rt_runtime_us")
-    period = facts["kernel"].get("sched_rt_period_us") or 1000000
+    period = kernel.get("sched_rt_period_us") or 1000000
     if rt is not None:
         if rt != -1 and rt > period:
             raise BadInput(f"kernel.sched_rt_runtime_us={rt} exceeds sched_rt_period_us={period}")
@@ -117,88 +180,67 @@ def make_plan(facts: dict, profile: dict, pinned: dict | None = None, *, force: 
                             f"{(period - rt) / 1000:g} ms of every {period / 1000:g} ms")
         reasons.append(f"sysctl kernel.sched_rt_runtime_us={rt}: RT throttling at most "
                        f"{max(0, period - rt) / 1000 if rt != -1 else 0:g} ms per period")
-    current_rt = facts["kernel"].get("sched_rt_runtime_us")
-    if current_rt is not None and current_rt != -1 and current_rt < 0.9 * period and rt is not None and rt != current_rt:
+    current_rt = kernel.get("sched_rt_runtime_us")
+    if (current_rt is not None and current_rt != -1 and current_rt < 0.9 * period
+            and rt is not None and rt != current_rt):
         reasons.append(f"sched_rt_runtime_us {current_rt} -> {rt}: the current value parks FIFO threads "
                        f"{(period - current_rt) / 1000:g} ms per period")
+    return sysctl, warnings, reasons
 
-    governor = profile["governor"]
-    cpufreq = facts["cpufreq"]
-    governor_applicable = bool(governor) and cpufreq["available"]
-    if governor and not cpufreq["available"]:
-        reasons.append("governor: not applicable (no cpufreq on this host)")
-    elif governor:
-        offered = cpufreq.get("available_governors") or []
-        if offered and governor not in offered:
-            raise BadInput(f"governor {governor!r} is not offered by this host (available: {', '.join(offered)})")
-        reasons.append(f"governor {governor} on every CPU")
 
-    if isolation and topo["threads_per_core"] > 1 and profile["kubelet"]["full_pcpus_only"]:
+def _governor(governor: str | None, cpufreq: dict,
+              online: frozenset[int]) -> tuple[str | None, frozenset[int], list[str]]:
+    """Why: a frequency ramp on wake-up is latency; the governor must be one the host offers."""
+    if not governor:
+        return None, frozenset(), []
+    if not cpufreq["available"]:
+        return None, frozenset(), ["governor: not applicable (no cpufreq on this host)"]
+    offered = cpufreq.get("available_governors") or []
+    if offered and governor not in offered:
+        raise BadInput(f"governor {governor!r} is not offered by this host (available: {', '.join(offered)})")
+    governed: set[int] = set()
+    for cpus in cpufreq["governors"].values():
+        governed |= parse_cpulist(cpus)
+    return governor, frozenset(governed & online), [f"governor {governor} on every CPU"]
+
+
+def _notes(isolation: bool, facts: dict, profile: dict, sysctl: dict) -> tuple[list[str], list[str]]:
+    """Why: what the operator should know about decisions made elsewhere (kubelet, NUMA, the hypervisor)."""
+    reasons, warnings = [], []
+    if isolation and facts["topology"]["threads_per_core"] > 1 and profile["kubelet"]["full_pcpus_only"]:
         reasons.append("SMT on: kubelet full-pcpus-only keeps pods on whole cores")
     if facts["kernel"].get("numa_balancing") and sysctl.get("kernel.numa_balancing") == 0:
         reasons.append("numa_balancing 1 -> 0: no page migration under pinned inference")
     steal = (facts.get("steal") or {}).get("total") or {}
-    if virt["virtual"] and steal.get("percent", 0) > 1:
+    if facts["virtualization"]["virtual"] and steal.get("percent", 0) > 1:
         warnings.append(f"steal time {steal['percent']:.1f}% since boot: the hypervisor takes CPU from this guest")
+    return reasons, warnings
 
+
+def _irq_plan(profile: dict, facts: dict, topo: _Topology, isolation: bool, isolated: set[int], irq_cpus: set[int],
+              nic_irq_cpus: dict[str, str], pinned: dict) -> IrqPlan:
+    """Why: every movable IRQ to the IRQ CPUs (NIC queues to their node's), irqbalance kept off the isolated CPUs."""
     # Without isolation IRQs may still be steered (e.g. a guest keeping CPU 0 for IRQs through a
     # pinned irq_cpus); with nothing pinned they simply stay on every CPU.
-    irq_affinity = bool(profile["irq_affinity"]) and (isolation or "irq_cpus" in pinned)
+    affinity = bool(profile["irq_affinity"]) and (isolation or "irq_cpus" in pinned)
     assignments = {}
-    if irq_affinity:
+    if affinity:
         nic_of = {irq: nic["name"] for nic in facts.get("nics", []) for irq in nic["irqs"]}
         for irq in facts.get("irqs", []):
             if irq.get("smp_affinity_list") is None:
                 continue
             nic = nic_of.get(irq["irq"])
-            assignments[str(irq["irq"])] = nic_irq_cpus[nic] if nic and "irq_cpus" not in pinned else format_cpulist(irq_cpus)
-    governor_cpus = ""
-    if governor_applicable:
-        governed = set()
-        for cpus in cpufreq["governors"].values():
-            governed |= parse_cpulist(cpus)
-        governor_cpus = format_cpulist(governed & online)
-
-    bios = _bios(profile, topo)
-    kubelet = _kubelet(profile, hk_text, nodes, isolation)
-    pools = {str(r["id"]): r["isolated"] for r in node_rows if r["isolated"]}
-
-    return {
-        "host": host,
-        "profile": profile["name"],
-        "isolation": isolation,
-        "online": topo["online"],
-        "housekeeping": hk_text,
-        "isolated": iso_text,
-        "irq_cpus": format_cpulist(irq_cpus),
-        "irq_mask": format_mask(irq_cpus, topo["cpus"]) if irq_cpus else None,
-        "nic_irq_cpus": nic_irq_cpus,
-        "nodes": node_rows,
-        "pools": pools,
-        "cmdline": " ".join(k if v is None else f"{k}={v}" for k, v in cmdline_set.items()),
-        "cmdline_set": cmdline_set,
-        "cmdline_remove": cmdline_remove,
-        "sysctl": sysctl,
-        "governor": governor if governor_applicable else None,
-        "governor_cpus": governor_cpus,
-        "irq": {
-            "affinity": irq_affinity,
-            "assignments": assignments,
-            "default_smp_affinity": format_mask(irq_cpus, topo["cpus"]) if irq_affinity and irq_cpus else None,
-            "irqbalance": profile["irqbalance"] if isolation or profile["irqbalance"] != "banned" else "leave",
-            "banned_cpulist": iso_text,
-        },
-        "containerd": dict(profile["containerd"]),
-        "kubelet": kubelet,
-        "bios": bios,
-        "smoke": dict(profile["smoke"]),
-        "warnings": warnings,
-        "reasons": reasons,
-        "refused": refused,
-    }
+            assignments[str(irq["irq"])] = (nic_irq_cpus[nic] if nic and "irq_cpus" not in pinned
+                                            else format_cpulist(irq_cpus))
+    return IrqPlan(
+        affinity=affinity, assignments=assignments,
+        default_smp_affinity=format_mask(irq_cpus, topo.nr_cpus) if affinity and irq_cpus else None,
+        irqbalance=profile["irqbalance"] if isolation or profile["irqbalance"] != "banned" else "leave",
+        banned_cpulist=format_cpulist(isolated))
 
 
 def _reserve(profile, cores, nodes, nic_nodes, reasons) -> set[int]:
+    """Why: every node needs its own housekeeping cores (kubelet, IRQs, kernel threads stay node-local)."""
     per_node = profile["reserve_per_node"]
     extra = profile["irq_cores"]
     housekeeping: set[int] = set()
@@ -221,6 +263,7 @@ def _reserve(profile, cores, nodes, nic_nodes, reasons) -> set[int]:
 
 
 def _pinned_partition(pinned, online, reasons) -> set[int]:
+    """Why: an operator who pins the partition knows the workload; it must still partition the online CPUs."""
     iso = set(parse_cpulist(pinned["isolated"])) if "isolated" in pinned else None
     hk = set(parse_cpulist(pinned["housekeeping"])) if "housekeeping" in pinned else None
     for name, cpus in (("isolated", iso), ("housekeeping", hk)):
@@ -237,6 +280,7 @@ def _pinned_partition(pinned, online, reasons) -> set[int]:
 
 
 def _partition_guards(isolated, housekeeping, cores, nodes) -> list[str]:
+    """Why: a partition that isolates CPU 0, starves a node or splits SMT siblings hurts more than it helps."""
     refused = []
     if not isolated:
         refused.append("nothing would be isolated: the plan would change the boot config for no benefit")
@@ -252,6 +296,7 @@ def _partition_guards(isolated, housekeeping, cores, nodes) -> list[str]:
 
 
 def _bios(profile, topo) -> dict:
+    """Why: NPS/SNC, SMT and memory channels are set in the BIOS only: checked, never changed."""
     b = profile["bios"]
     checks = []
     if b["numa_per_socket"] is not None:
@@ -269,7 +314,8 @@ def _bios(profile, topo) -> dict:
     return {"enforce": b["enforce"], "checks": checks}
 
 
-def _kubelet(profile, hk_text, nodes, isolation) -> dict:
+def _kubelet(profile, hk_text, nodes) -> dict:
+    """Why: kubelet must hand pods whole cores of one node and keep its own work on the housekeeping CPUs."""
     k = profile["kubelet"]
     out = {"enabled": k["enabled"]}
     if not k["enabled"]:

@@ -1,0 +1,120 @@
+"""The typed plan: what :func:`hostkit.plan.planner.build_plan` decides for one host.
+
+CPU sets are ``frozenset[int]`` here and kernel cpulist strings in :meth:`Plan.to_dict`, the plan
+JSON document that ``hostkit plan --json`` prints and that apply hands to the roles as
+``hostkit_plans[<host>]`` (docs: the plan contract). ``to_dict`` is the only place that decides
+that document's keys and their order.
+"""
+
+from __future__ import annotations
+
+import copy
+from dataclasses import dataclass
+
+from hostkit.agent.cpulist import format_cpulist, format_mask
+
+
+@dataclass(frozen=True)
+class NodePartition:
+    """One NUMA node's CPUs split into housekeeping and isolated; its IRQ CPUs."""
+
+    id: int
+    cpus: frozenset[int]
+    housekeeping: frozenset[int]
+    isolated: frozenset[int]
+    irq_cpus: frozenset[int]
+
+    def to_dict(self) -> dict:
+        return {"id": self.id, "cpus": format_cpulist(self.cpus), "housekeeping": format_cpulist(self.housekeeping),
+                "isolated": format_cpulist(self.isolated), "irq_cpus": format_cpulist(self.irq_cpus)}
+
+
+@dataclass(frozen=True)
+class IrqPlan:
+    """Where IRQs go, and what irqbalance is told."""
+
+    affinity: bool  # move IRQs at all
+    assignments: dict[str, str]  # IRQ number -> cpulist (NIC queues to their node's IRQ CPUs)
+    default_smp_affinity: str | None  # hex mask for /proc/irq/default_smp_affinity; None: leave it
+    irqbalance: str  # banned | restore | leave
+    banned_cpulist: str  # the isolated CPUs, for IRQBALANCE_BANNED_CPULIST
+
+    def to_dict(self) -> dict:
+        return {"affinity": self.affinity, "assignments": dict(self.assignments),
+                "default_smp_affinity": self.default_smp_affinity, "irqbalance": self.irqbalance,
+                "banned_cpulist": self.banned_cpulist}
+
+
+@dataclass(frozen=True)
+class Plan:
+    """One host's tuning plan. ``refused`` non-empty: nothing may be applied (exit 3)."""
+
+    host: str | None
+    profile: str
+    isolation: bool
+    nr_cpus: int  # possible CPUs: the width of the kernel's hex masks
+    online: frozenset[int]
+    housekeeping: frozenset[int]  # the rest of the online CPUs is isolated
+    irq_cpus: frozenset[int]
+    nic_irq_cpus: dict[str, str]  # NIC -> cpulist of the housekeeping CPUs on its node
+    nodes: tuple[NodePartition, ...]
+    cmdline_set: dict[str, str | None]  # kernel argument -> value (None: a bare flag)
+    cmdline_remove: tuple[str, ...]
+    sysctl: dict[str, int]  # keys of hostkit.tunables, the profile's non-null values
+    governor: str | None  # None: not applicable or left alone
+    governor_cpus: frozenset[int]
+    irq: IrqPlan
+    containerd: dict
+    kubelet: dict  # {"enabled"} and, when enabled, "config": KubeletConfiguration fields
+    bios: dict  # {"enforce", "checks": [{"name", "expected", "actual", "ok", ...}]}
+    smoke: dict
+    warnings: tuple[str, ...]
+    reasons: tuple[str, ...]  # one line of "why" per decision
+    refused: tuple[str, ...]
+
+    @property
+    def isolated(self) -> frozenset[int]:
+        return self.online - self.housekeeping
+
+    @property
+    def cmdline(self) -> str:
+        return " ".join(k if v is None else f"{k}={v}" for k, v in self.cmdline_set.items())
+
+    @property
+    def irq_mask(self) -> str | None:
+        return format_mask(self.irq_cpus, self.nr_cpus) if self.irq_cpus else None
+
+    @property
+    def pools(self) -> dict[str, str]:
+        """NUMA node -> its isolated CPUs (nodes with none left out): the inference pools."""
+        return {str(n.id): format_cpulist(n.isolated) for n in self.nodes if n.isolated}
+
+    def to_dict(self) -> dict:
+        """The plan JSON document (the CLI contract and the roles' ``hostkit_plan``); a fresh copy."""
+        return {
+            "host": self.host,
+            "profile": self.profile,
+            "isolation": self.isolation,
+            "online": format_cpulist(self.online),
+            "housekeeping": format_cpulist(self.housekeeping),
+            "isolated": format_cpulist(self.isolated),
+            "irq_cpus": format_cpulist(self.irq_cpus),
+            "irq_mask": self.irq_mask,
+            "nic_irq_cpus": dict(self.nic_irq_cpus),
+            "nodes": [n.to_dict() for n in self.nodes],
+            "pools": self.pools,
+            "cmdline": self.cmdline,
+            "cmdline_set": dict(self.cmdline_set),
+            "cmdline_remove": list(self.cmdline_remove),
+            "sysctl": dict(self.sysctl),
+            "governor": self.governor,
+            "governor_cpus": format_cpulist(self.governor_cpus),
+            "irq": self.irq.to_dict(),
+            "containerd": copy.deepcopy(self.containerd),
+            "kubelet": copy.deepcopy(self.kubelet),
+            "bios": copy.deepcopy(self.bios),
+            "smoke": copy.deepcopy(self.smoke),
+            "warnings": list(self.warnings),
+            "reasons": list(self.reasons),
+            "refused": list(self.refused),
+        }
