@@ -62,6 +62,8 @@ SYSCTLS: tuple[Sysctl, ...] = (
     Sysctl("kernel.timer_migration", "timer migration to busy CPUs", role=ROLE_SYSCTL, default=0, min=0, max=1),
     Sysctl("vm.zone_reclaim_mode", "reclaim local zone before remote", role=ROLE_SYSCTL, default=0, min=0, max=7),
     Sysctl("vm.stat_interval", "vmstat update interval (s)", role=ROLE_SYSCTL, default=10, min=1, max=3600),
+    Sysctl("vm.swappiness", "how readily anonymous memory (model weights) is swapped rather than page cache "
+           "dropped; null leaves the kernel's value (60)", role=ROLE_SYSCTL, default=None, min=0, max=100),
 )
 
 BY_KEY: dict[str, Sysctl] = {s.key: s for s in SYSCTLS}

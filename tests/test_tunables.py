@@ -250,3 +250,38 @@ def test_plan_json_is_unchanged_by_the_table(sysroots):
     assert json.loads(json.dumps(plan["sysctl"])) == {
         "kernel.sched_rt_runtime_us": 950000, "kernel.numa_balancing": 0, "kernel.timer_migration": 0,
         "vm.zone_reclaim_mode": 0, "vm.stat_interval": 10}
+
+
+# ----------------------------------------------------------------------------- a tunable end to end
+
+def test_swappiness_end_to_end_through_the_table(sysroot_copy, tmp_path):
+    """vm.swappiness is one entry in the table: the schema takes it, facts read it, the planner plans
+    it, the numa_sysctl role writes it (runtime and sysctl.d) from its generated variables, the audit
+    passes, adoption records it and rollback restores the kernel's value."""
+    from hostkit.ansible.run import run_playbook
+
+    root = sysroot_copy("epyc-9634-nps1")
+    (root / "proc/sys/vm/swappiness").write_text("60\n")
+    facts = gather(str(root))
+    assert facts["kernel"]["swappiness"] == 60
+    assert "vm.swappiness" not in make_plan(facts, load_profile())["sysctl"]  # default: left alone
+    prof, pinned = apply_overrides(load_profile(), {"sysctl": {"vm.swappiness": 10}})
+    plan = make_plan(facts, prof, pinned, host="h")
+    assert plan["sysctl"]["vm.swappiness"] == 10
+    adopted = adopt_mod.adopt(str(root))
+    assert "/proc/sys/vm/swappiness" in adopted["values"]
+
+    inventory = tmp_path / "inventory.yml"
+    inventory.write_text(yaml.safe_dump({"all": {"hosts": {"h": {
+        "ansible_connection": "local", "ansible_python_interpreter": sys.executable, "hostkit_sysroot": str(root)}}}}))
+    run = run_playbook("apply.yml", str(inventory), tags="numa_sysctl", run_id="20250101T000000Z-swap",
+                       extravars={"hostkit_plans": {"h": plan}, "hostkit_run_id": "20250101T000000Z-swap"})
+    assert run.status == "successful", run.error
+    assert (root / "proc/sys/vm/swappiness").read_text() == "10\n"
+    assert "vm.swappiness = 10\n" in (root / "etc/sysctl.d/61-hostkit-numa.conf").read_text()
+    after = gather(str(root))
+    assert {f["check"]: f["status"] for f in check_sysctls(after, plan)}["sysctl vm.swappiness"] == "pass"
+
+    rolled = rollback_mod.rollback(str(root), run_id="20250101T000000Z-swap")
+    assert rolled["verify"]["ok"] and (root / "proc/sys/vm/swappiness").read_text() == "60\n"
+    assert not (root / "etc/sysctl.d/61-hostkit-numa.conf").exists()
