@@ -1,4 +1,4 @@
-"""The small exception tree of hostkit and the exit codes of DESIGN §4.
+"""The small exception tree of hostkit and the exit codes of every command (docs/contracts.md).
 
 A failed play or a failed check is a *status* in a result object, never an
 exception; these exceptions are for input the tool cannot act on and for

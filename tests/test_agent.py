@@ -19,7 +19,7 @@ from hostkit.agent.kernel_args import (cmdline_tokens, grub_cmdline_args, shell_
                                        split_isolcpus)
 from hostkit.agent.sysroot import is_live, sysroot_path
 from hostkit.ansible import agent_zipapp
-from hostkit.ansible.agent_call import AGENT_OUTPUT, call_agent, host_output
+from hostkit.ansible.agent_call import AGENT_OUTPUT, AgentReply, call_agent, host_reply
 from hostkit.ansible.run import EventCollector, RunResult
 from hostkit.audit.checks import check_kernel_args
 from hostkit.facts import gather
@@ -40,7 +40,7 @@ def test_every_shipped_module_imports_with_only_the_standard_library(tmp_path):
     # -I -S: no site-packages, no user site, no PYTHONPATH: the zipapp and the standard library only.
     code = ("import importlib, json, sys\n"
             f"sys.path.insert(0, {str(pyz)!r})\n"
-            f"for m in {_module_names(agent_zipapp.SHIPPED)!r}: importlib.import_module(m)\n"
+            f"for m in {_module_names(agent_zipapp.shipped())!r}: importlib.import_module(m)\n"
             "print(json.dumps(sorted(n.split('.')[0] for n in sys.modules)))\n")
     proc = subprocess.run([SYSTEM_PYTHON, "-I", "-S", "-c", code], capture_output=True, text=True)
     assert proc.returncode == 0, proc.stderr
@@ -51,7 +51,7 @@ def test_every_shipped_module_imports_with_only_the_standard_library(tmp_path):
 
 def test_every_agent_module_is_shipped():
     agent = {f"agent/{p.name}" for p in (REPO / "hostkit/agent").glob("*.py")}
-    assert agent <= set(agent_zipapp.SHIPPED)
+    assert agent <= set(agent_zipapp.shipped())
 
 
 def test_module_utils_are_relative_links_into_the_agent():
@@ -179,7 +179,7 @@ def test_agent_output_is_found_whatever_the_task_is_called(task_name):
     events(_event("h1", "Renamed publisher", {"ansible_facts": {AGENT_OUTPUT: {
         "rc": 0, "stdout": json.dumps(doc) + "\n", "stderr": "", "msg": ""}}}))
     run = RunResult("r", "successful", 0, {}, events.hosts, "/tmp", 0.0)
-    assert host_output(events.hosts["h1"], run) == {"status": "ok", "doc": doc}
+    assert host_reply("h1", events.hosts["h1"], run) == AgentReply("h1", "ok", doc=doc)
 
 
 def test_agent_bad_input_on_a_host_is_failed_with_exit_code():
@@ -188,8 +188,8 @@ def test_agent_bad_input_on_a_host_is_failed_with_exit_code():
     events(_event("h1", "x", {"rc": 2, "stdout": out, "msg": "non-zero return code"}, kind="runner_on_failed"))
     events(_event("h1", "y", {"ansible_facts": {AGENT_OUTPUT: {"rc": 2, "stdout": out, "stderr": "", "msg": ""}}}))
     run = RunResult("r", "failed", 2, {}, events.hosts, "/tmp", 0.0)
-    assert host_output(events.hosts["h1"], run) == {"status": "failed", "error": "sysroot /nope does not exist",
-                                                    "exit_code": 2}
+    assert host_reply("h1", events.hosts["h1"], run) == AgentReply("h1", "failed", error="sysroot /nope does not exist",
+                                                                   exit_code=2)
 
 
 def test_renamed_tasks_in_the_agent_playbook_still_return_results(tmp_path, monkeypatch):
@@ -213,7 +213,7 @@ def test_renamed_tasks_in_the_agent_playbook_still_return_results(tmp_path, monk
         "good": {**local, "hostkit_sysroot": str(sysroot)},
         "bad": {**local, "hostkit_sysroot": str(tmp_path / "missing")}}}}))
     results, run = call_agent(str(inventory), ["facts"])
-    assert results["good"] == {"status": "ok", "doc": gather(str(sysroot))}
-    assert results["bad"]["status"] == "failed" and results["bad"]["exit_code"] == 2
-    assert "does not exist" in results["bad"]["error"]
+    assert results["good"] == AgentReply("good", "ok", doc=gather(str(sysroot)))
+    assert (results["bad"].status, results["bad"].exit_code) == ("failed", 2)
+    assert "does not exist" in results["bad"].error
     assert run.hosts["good"].published[AGENT_OUTPUT]["rc"] == 0

@@ -29,9 +29,9 @@ def test_remote_facts_equal_local_facts_of_each_sysroot(lab):
     assert set(results) == {h.name for h in hosts}
     for h in hosts:
         r = results[h.name]
-        assert r["status"] == "ok", r
+        assert r.status == "ok", r
         # The agent shipped over SSH read the same tree the controller reads locally.
-        assert r["doc"] == gather(h.sysroot), h.name
+        assert r.doc == gather(h.sysroot), h.name
     assert os.path.isdir(run.private_data_dir)  # the audit trail under .hostkit/runs/<id>/
 
 
@@ -76,8 +76,8 @@ def test_impostor_host_key_is_refused_by_testinfra_and_ansible(lab, tmp_path):
     inv = tmp_path / "inventory.yml"
     inv.write_text(lab.inventory.read_text().replace(str(lab.known_hosts), str(impostor)))
     results, _ = call_agent(str(inv), ["facts"], limit=host.name)
-    assert results[host.name]["status"] == "unreachable"
-    assert "host key" in results[host.name]["error"].lower()
+    assert results[host.name].status == "unreachable"
+    assert "host key" in results[host.name].error.lower()
 
 
 def test_unreachable_host_is_reported_and_others_still_gathered(lab):

@@ -12,6 +12,7 @@ import json
 import sys
 
 from hostkit.errors import HostkitError
+from hostkit.smoke.options import SmokeOptions, add_smoke_arguments
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -31,13 +32,7 @@ def main(argv: list[str] | None = None) -> int:
     ad.add_argument("--sysroot", default="/")
     sm = sub.add_parser("smoke")
     sm.add_argument("--sysroot", default="/")
-    sm.add_argument("--duration", type=float)
-    sm.add_argument("--requests", type=int)
-    sm.add_argument("--infer-ms", type=float, default=2.0)
-    sm.add_argument("--transport", default="shm")
-    sm.add_argument("--clients", type=int, default=2)
-    sm.add_argument("--target-p999-ms", type=float, default=1.0)
-    sm.add_argument("--inject-stall")
+    add_smoke_arguments(sm)
     args = parser.parse_args(argv)
     try:
         sysroot = args.sysroot or "/"
@@ -53,13 +48,9 @@ def main(argv: list[str] | None = None) -> int:
             doc = adopt(sysroot)
         elif args.cmd == "smoke":
             from hostkit.facts import gather
-            from hostkit.smoke.runner import SmokeConfig, parse_stall, run_smoke
+            from hostkit.smoke.session import run_smoke
 
-            stall = parse_stall(args.inject_stall) if args.inject_stall else (None, None)
-            cfg = SmokeConfig(duration=args.duration, requests=args.requests, infer_ms=args.infer_ms,
-                              transport=args.transport, clients=args.clients, target_p999_ms=args.target_p999_ms,
-                              inject_stall_ms=stall[0], inject_every_s=stall[1])
-            doc = run_smoke(cfg, facts=gather(sysroot))
+            doc = run_smoke(SmokeOptions.from_args(args), facts=gather(sysroot))
             doc.pop("_deschedule_raw", None)
         elif args.cmd == "history":
             from hostkit.agent.journal import history

@@ -9,6 +9,7 @@ The agent zipapp (:mod:`hostkit.ansible.agent_zipapp`) is copied to each host by
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass
 
 from hostkit.ansible import agent_zipapp
 from hostkit.ansible.inventory import load_inventory
@@ -20,10 +21,34 @@ AGENT_OUTPUT = "hostkit_agent_output"  # playbooks/agent.yml
 SMOKE_OUTPUT = "smoke_agent_output"  # roles/smoke
 
 
+@dataclass
+class AgentReply:
+    """One host's answer to an agent call."""
+
+    host: str
+    status: str  # ok | failed | unreachable
+    doc: dict | None = None  # the agent's JSON document (status ok)
+    error: str | None = None
+    exit_code: int | None = None  # 2: the host's input was bad (its sysroot), not the host
+
+    @property
+    def ok(self) -> bool:
+        return self.status == "ok"
+
+    def to_dict(self) -> dict:
+        """The document, or ``{"status", "error"[, "exit_code"]}`` for a host that gave none."""
+        if self.ok:
+            return self.doc
+        out = {"status": self.status, "error": self.error}
+        if self.exit_code is not None:
+            out["exit_code"] = self.exit_code
+        return out
+
+
 def call_agent(inventory: str, args: list[str], limit: str | None = None, *, forks: int | None = None,
                on_event=None, playbook: str = "agent.yml", output: str = AGENT_OUTPUT,
-               extravars: dict | None = None) -> tuple[dict[str, dict], RunResult]:
-    """Per host: ``{"status": "ok", "doc": {...}}`` or ``{"status": "unreachable"|"failed", "error": str}``.
+               extravars: dict | None = None) -> tuple[dict[str, AgentReply], RunResult]:
+    """Run the agent on every host of ``inventory`` (after ``limit``); one reply per host.
 
     ``args`` is the agent's command line for ``playbooks/agent.yml``; another playbook builds
     its own (and publishes its output under ``output``). An agent that exits 1 (a check
@@ -37,23 +62,23 @@ def call_agent(inventory: str, args: list[str], limit: str | None = None, *, for
         extravars["hostkit_agent_args"] = list(args)
     result = run_playbook(playbook, inventory, limit=limit, forks=forks or max(5, len(hosts)),
                           extravars=extravars, on_event=on_event)
-    return {h.name: host_output(result.hosts.get(h.name), result, output) for h in hosts}, result
+    return {h.name: host_reply(h.name, result.hosts.get(h.name), result, output) for h in hosts}, result
 
 
-def host_output(hr: HostResult | None, run: RunResult, output: str = AGENT_OUTPUT) -> dict:
-    """One host's agent result, from the fact ``output`` its playbook published."""
+def host_reply(name: str, hr: HostResult | None, run: RunResult, output: str = AGENT_OUTPUT) -> AgentReply:
+    """One host's agent reply, from the fact ``output`` its playbook published."""
     if hr is None:
-        return {"status": "failed", "error": run.error or "no result from Ansible (see the run's artifacts)"}
+        return AgentReply(name, "failed", error=run.error or "no result from Ansible (see the run's artifacts)")
     if hr.status == "unreachable":
-        return {"status": "unreachable", "error": summarize_error(hr.msg)}
+        return AgentReply(name, "unreachable", error=summarize_error(hr.msg))
     published = hr.published.get(output) or {}
     doc = parse_json_line(published.get("stdout"))
     if doc is None:
-        return {"status": "failed", "error": summarize_error(
-            hr.msg or published.get("stderr") or published.get("msg") or "the agent printed no JSON")}
+        return AgentReply(name, "failed", error=summarize_error(
+            hr.msg or published.get("stderr") or published.get("msg") or "the agent printed no JSON"))
     if "error" in doc and doc.get("exit_code", 2) >= 2:
-        return {"status": "failed", "error": doc["error"], "exit_code": doc.get("exit_code")}
-    return {"status": "ok", "doc": doc}
+        return AgentReply(name, "failed", error=doc["error"], exit_code=doc.get("exit_code"))
+    return AgentReply(name, "ok", doc=doc)
 
 
 def parse_json_line(stdout) -> dict | None:

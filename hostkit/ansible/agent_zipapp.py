@@ -8,6 +8,7 @@ with Ansible's ``script`` module; the audit copies it over its own SSH connectio
 
 from __future__ import annotations
 
+import ast
 import hashlib
 import io
 import zipfile
@@ -16,37 +17,33 @@ from pathlib import Path
 import hostkit
 
 PACKAGE_ROOT = Path(hostkit.__file__).parent
-# Modules that must import nothing outside the standard library and this list.
-SHIPPED = [
-    "__init__.py",
-    "errors.py",
-    "tunables.py",
-    "agent/__init__.py",
-    "agent/main.py",
-    "agent/sysroot.py",
-    "agent/cpulist.py",
-    "agent/values.py",
-    "agent/kernel_args.py",
-    "agent/journal_io.py",
-    "agent/journal.py",
-    "agent/rollback.py",
-    "agent/adopt.py",
-    "facts/__init__.py",
-    "facts/sysroot.py",
-    "facts/topology.py",
-    "facts/virt.py",
-    "facts/kernel.py",
-    "facts/cpufreq.py",
-    "facts/irqs.py",
-    "smoke/__init__.py",
-    "smoke/queue.py",
-    "smoke/model.py",
-    "smoke/worker.py",
-    "smoke/client.py",
-    "smoke/metrics.py",
-    "smoke/diagnose.py",
-    "smoke/runner.py",
-]
+ENTRY = "agent/main.py"
+
+
+def shipped() -> list[str]:
+    """The agent's entry point and every hostkit module it imports, transitively (each package's
+    ``__init__.py`` included), as paths relative to the package. Each of them must import nothing
+    outside the standard library and this set (tests/test_agent.py checks it with python3 -I -S)."""
+    todo, seen = [ENTRY], set()
+    while todo:
+        rel = todo.pop()
+        if rel in seen:
+            continue
+        seen.add(rel)
+        for node in ast.walk(ast.parse((PACKAGE_ROOT / rel).read_text(), rel)):
+            if isinstance(node, ast.Import):
+                names = [a.name for a in node.names]
+            elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
+                names = [node.module] + [f"{node.module}.{a.name}" for a in node.names]
+            else:
+                continue
+            for parts in (n.split(".") for n in names if n.split(".")[0] == "hostkit"):
+                for i in range(1, len(parts) + 1):
+                    base = "/".join(parts[1:i])
+                    todo += [c for c in (f"{base}/__init__.py" if base else "__init__.py", f"{base}.py")
+                             if (PACKAGE_ROOT / c).is_file()]
+    return sorted(seen)
+
 
 # The guard matters: the smoke test spawns processes, and multiprocessing's spawn re-imports the
 # main module (as __mp_main__) in every child.
@@ -57,7 +54,7 @@ def build(dest_dir: str | Path) -> Path:
     """Write ``hostkit-agent-<hash>.pyz`` into ``dest_dir`` (reused if present)."""
     buf = io.BytesIO()
     with zipfile.ZipFile(buf, "w", zipfile.ZIP_DEFLATED) as zf:
-        for rel in SHIPPED:
+        for rel in shipped():
             info = zipfile.ZipInfo(f"hostkit/{rel}", date_time=(2020, 1, 1, 0, 0, 0))
             info.compress_type = zipfile.ZIP_DEFLATED
             zf.writestr(info, (PACKAGE_ROOT / rel).read_bytes())

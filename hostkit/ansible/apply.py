@@ -1,4 +1,5 @@
-"""``hostkit apply``: facts -> plan per host -> extravars -> playbooks/apply.yml through ansible-runner."""
+"""The Ansible side of an apply: plans per host -> extravars -> playbooks/apply.yml through
+ansible-runner -> one outcome per host; the host-side lock (take, release, unlock)."""
 
 from __future__ import annotations
 
@@ -6,7 +7,7 @@ import os
 import socket
 from dataclasses import dataclass, field
 
-from hostkit.ansible.run import RunResult, new_run_id, run_playbook
+from hostkit.ansible.run import RunResult, run_playbook
 from hostkit.errors import BadInput
 
 ROLES = ["bios_nps", "isolcpus", "irq_affinity", "cpu_governor", "rt_runtime", "numa_sysctl", "containerd", "kubelet"]
@@ -14,32 +15,24 @@ ROLES = ["bios_nps", "isolcpus", "irq_affinity", "cpu_governor", "rt_runtime", "
 
 @dataclass
 class HostApply:
+    """One host's outcome of an apply (a host that was not run carries why in ``status``/``msg``)."""
+
     name: str
     status: str  # ok | changed | failed | unreachable | refused | skipped
     changed: int = 0
-    roles: dict[str, dict] = field(default_factory=dict)  # role -> {"changed": n, "failed": bool}
+    roles: dict[str, dict] = field(default_factory=dict)  # role -> {"changed": n, "failed": bool, "tasks": n}
     reboot_required: bool = False
     refused: list[str] = field(default_factory=list)
     msg: str | None = None
     would_run: list[list[str]] = field(default_factory=list)
     irq_refused: list[dict] = field(default_factory=list)
     locked_by: dict | None = None  # the other run holding this host's lock
+    diffs: list[dict] = field(default_factory=list)  # {"task", "before_header"?, "before", "after"} (--diff)
 
-
-@dataclass
-class ApplyResult:
-    run_id: str
-    hosts: dict[str, HostApply]
-    run: RunResult | None
-    plans: dict[str, dict]
-
-    @property
-    def failed(self) -> bool:
-        return any(h.status in ("failed", "unreachable") for h in self.hosts.values())
-
-    @property
-    def refused(self) -> bool:
-        return any(h.status == "refused" for h in self.hosts.values())
+    def to_dict(self) -> dict:
+        return {"status": self.status, "changed": self.changed, "roles": self.roles,
+                "reboot_required": self.reboot_required, "refused": self.refused, "msg": self.msg,
+                "would_run": self.would_run, "irq_refused": self.irq_refused}
 
 
 def controller_id() -> str:
@@ -70,47 +63,30 @@ def validate_tags(tags: str | None) -> str | None:
     return ",".join(names)
 
 
-def apply(plans: dict[str, dict], inventory: str, *, check: bool = False, diff: bool = False,
-          tags: str | None = None, forks: int | None = None, run_id: str | None = None,
-          on_event=None) -> ApplyResult:
-    """Run apply.yml for every host whose plan is not refused.
+def run_apply(plans: dict[str, dict], inventory: str, *, check: bool = False, diff: bool = False,
+              tags: str | None = None, forks: int | None = None, run_id: str,
+              on_event=None) -> tuple[dict[str, HostApply], RunResult]:
+    """Run apply.yml for the hosts of ``plans`` (host -> plan document), one outcome per host.
 
-    ``plans``: host -> {"status": "ok", "plan": ...} or {"status": "unreachable"|"failed", ...}
-    (as returned by the CLI's plans_for); refused and unreachable hosts are reported, not run.
+    A host that failed mid-run gets this run's lock released; an unreachable one keeps it (the
+    next run names it, ``hostkit unlock`` clears it).
     """
-    tags = validate_tags(tags)
-    run_id = run_id or new_run_id()
-    hosts: dict[str, HostApply] = {}
-    runnable: dict[str, dict] = {}
-    for name, r in plans.items():
-        if r["status"] != "ok":
-            hosts[name] = HostApply(name, r["status"], msg=r.get("error"))
-        elif r["plan"]["refused"]:
-            hosts[name] = HostApply(name, "refused", refused=list(r["plan"]["refused"]))
-        else:
-            runnable[name] = r["plan"]
-    run = None
-    if runnable:
-        run = run_playbook(
-            "apply.yml", inventory, limit=",".join(runnable), forks=forks or max(5, len(runnable)),
-            check=check, diff=diff, tags=tags, run_id=run_id, on_event=on_event,
-            extravars={"hostkit_plans": runnable, "hostkit_run_id": run_id,
-                       "hostkit_controller": controller_id()},
-        )
-        for name in runnable:
-            hosts[name] = _host_result(name, run)
-        # A host that failed mid-run kept this run's lock (post_tasks never ran): give it back.
-        # Unreachable hosts keep it; the next run names it, `hostkit unlock` clears it.
-        if run.status in ("canceled", "timeout"):  # SIGINT or a timeout: every host may still hold our lock
-            failed = [n for n in runnable if not hosts[n].locked_by]
-            for n in runnable:
-                if hosts[n].status in ("ok", "changed"):
-                    hosts[n].status, hosts[n].msg = "failed", f"run {run.status} before this host finished"
-        else:
-            failed = [n for n in runnable if hosts[n].status == "failed" and not hosts[n].locked_by]
-        if failed:
-            unlock(inventory, ",".join(failed), run_id=run_id)
-    return ApplyResult(run_id=run_id, hosts=hosts, run=run, plans={k: v for k, v in runnable.items()})
+    run = run_playbook(
+        "apply.yml", inventory, limit=",".join(plans), forks=forks or max(5, len(plans)),
+        check=check, diff=diff, tags=validate_tags(tags), run_id=run_id, on_event=on_event,
+        extravars={"hostkit_plans": plans, "hostkit_run_id": run_id, "hostkit_controller": controller_id()},
+    )
+    hosts = {name: _host_result(name, run) for name in plans}
+    if run.status in ("canceled", "timeout"):  # SIGINT or a timeout: every host may still hold our lock
+        failed = [n for n in plans if not hosts[n].locked_by]
+        for n in plans:
+            if hosts[n].status in ("ok", "changed"):
+                hosts[n].status, hosts[n].msg = "failed", f"run {run.status} before this host finished"
+    else:
+        failed = [n for n in plans if hosts[n].status == "failed" and not hosts[n].locked_by]
+    if failed:
+        unlock(inventory, ",".join(failed), run_id=run_id)
+    return hosts, run
 
 
 def _host_result(name: str, run: RunResult) -> HostApply:
@@ -130,9 +106,18 @@ def _host_result(name: str, run: RunResult) -> HostApply:
         if res.get("would_run") and res.get("argv"):
             out.would_run.append(list(res["argv"]))
         out.irq_refused += res.get("refused") or []
+        out.diffs += [{"task": t.task, **d} for d in task_diffs(res)]
         if res.get("locked"):
             out.locked_by = res.get("holder")
             out.msg = f"{res.get('msg')} [{stale_note(res.get('holder') or {})}]"
     if out.status == "ok" and out.changed:
         out.status = "changed"
     return out
+
+
+def task_diffs(res: dict) -> list[dict]:
+    """The diffs a task result carries (--diff) that change something."""
+    d = res.get("diff")
+    if not d:
+        return []
+    return [x for x in (d if isinstance(d, list) else [d]) if x.get("before") != x.get("after")]

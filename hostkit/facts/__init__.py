@@ -1,6 +1,6 @@
 """The facts engine: a host's CPU/NUMA/IRQ/kernel state, read from a sysroot.
 
-``gather(sysroot)`` returns the JSON document of DESIGN §4. The package uses
+``gather(sysroot)`` returns the facts document (docs/contracts.md). The package uses
 only the standard library so that it ships unchanged to remote hosts (see
 :mod:`hostkit.ansible.agent_zipapp`), where the host needs nothing but python3.
 """

@@ -53,6 +53,13 @@ def load_profile(ref: str | None = None, _seen: tuple = ()) -> dict:
     return merged
 
 
+def for_host(name: str, hostvars: dict, profile: str | None = None) -> tuple[dict, dict]:
+    """An inventory host's profile and pinned plan values: ``profile`` (the command line's) or the
+    host's ``hostkit_profile``, then its ``hostkit_overrides`` (see :func:`apply_overrides`)."""
+    return apply_overrides(load_profile(profile or hostvars.get("hostkit_profile")), hostvars.get("hostkit_overrides"),
+                           source=f"{name}: hostkit_overrides")
+
+
 def apply_overrides(profile: dict, overrides, source: str = "hostkit_overrides") -> tuple[dict, dict]:
     """Split inventory overrides into profile values and pinned plan values; validate both."""
     if overrides is None:

@@ -1,0 +1,557 @@
+"""hostkit as a library: per operation, one typed request in and one result out.
+
+Every function runs its steps downward (facts -> plan -> Ansible -> results) and returns a result
+shaped like ansible-runner's: ``.status`` (``successful``, ``failed``, ``refused``), ``.rc``
+(hostkit's exit code, see :mod:`hostkit.errors`), and per-host results in ``.hosts``; ``to_dict()``
+is the command's JSON document. Bad input raises :class:`~hostkit.errors.BadInput` before any
+host is changed. Nothing here prints: the CLI (:mod:`hostkit.cli`) builds a request, calls one
+function and prints its result.
+
+``on_event(host, task, status)``, where a function takes it, is called for every per-host task
+result of the Ansible run as it arrives (live progress).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from hostkit.ansible.agent_call import SMOKE_OUTPUT, AgentReply, call_agent
+from hostkit.ansible.apply import HostApply, run_apply, validate_tags
+from hostkit.ansible.apply import unlock as unlock_hosts
+from hostkit.ansible.inventory import load_inventory
+from hostkit.ansible.run import RunResult, new_run_id
+from hostkit.errors import EXIT_FAILED, EXIT_OK, EXIT_REFUSED, BadInput
+from hostkit.smoke.options import SmokeOptions
+
+OnEvent = Callable[[str, str, str], None] | None
+
+
+def _status(rc: int) -> str:
+    return {EXIT_OK: "successful", EXIT_REFUSED: "refused"}.get(rc, "failed")
+
+
+def _replies(replies: dict[str, AgentReply]) -> dict[str, dict]:
+    return {h: r.to_dict() for h, r in replies.items()}
+
+
+# ----------------------------------------------------------------------------- facts
+
+@dataclass(frozen=True)
+class FactsRequest:
+    inventory: str | None = None  # None: the sysroot below, on this machine
+    limit: str | None = None
+    sysroot: str = "/"
+    forks: int | None = None
+
+
+@dataclass
+class FactsResult:
+    hosts: dict[str, AgentReply]  # doc: the host's facts
+    run: RunResult | None = None  # None for a local sysroot
+
+    @property
+    def failed(self) -> list[str]:
+        return [h for h, r in self.hosts.items() if not r.ok]
+
+    @property
+    def rc(self) -> int:
+        return EXIT_FAILED if self.failed else EXIT_OK
+
+    @property
+    def status(self) -> str:
+        return _status(self.rc)
+
+    def to_dict(self) -> dict:
+        """A local sysroot: the facts document; an inventory: per host ``{"status", "facts"}``."""
+        if self.run is None:
+            return self.hosts["localhost"].doc
+        return {"run_id": self.run.run_id,
+                "hosts": {h: {"status": "ok", "facts": r.doc} if r.ok else r.to_dict() for h, r in self.hosts.items()}}
+
+
+def facts(req: FactsRequest, on_event: OnEvent = None) -> FactsResult:
+    if req.inventory is None:
+        from hostkit.facts import gather
+
+        return FactsResult({"localhost": AgentReply("localhost", "ok", doc=gather(req.sysroot))})
+    replies, run = call_agent(req.inventory, ["facts"], req.limit, forks=req.forks, on_event=on_event)
+    return FactsResult(replies, run)
+
+
+# ----------------------------------------------------------------------------- plan
+
+@dataclass(frozen=True)
+class PlanRequest:
+    inventory: str | None = None  # None: the sysroot below, on this machine
+    limit: str | None = None
+    sysroot: str = "/"
+    profile: str | None = None  # default: each host's hostkit_profile, else bare-metal-inference
+    force: bool = False  # allow isolation on a VM / deceptive topology
+    forks: int | None = None
+    writable: bool = False  # refuse a read-only sysroot (nothing could be applied there)
+
+
+@dataclass
+class HostPlan:
+    name: str
+    status: str  # ok | unreachable | failed
+    facts: dict | None = None
+    plan: dict | None = None
+    error: str | None = None
+
+    @property
+    def refused(self) -> bool:
+        return self.status == "ok" and bool(self.plan["refused"])
+
+    def to_dict(self) -> dict:
+        return self.plan if self.status == "ok" else {"status": self.status, "error": self.error}
+
+
+@dataclass
+class PlanResult:
+    hosts: dict[str, HostPlan]
+    local: bool = False
+
+    @property
+    def rc(self) -> int:
+        if any(h.refused for h in self.hosts.values()):
+            return EXIT_REFUSED
+        return EXIT_FAILED if any(h.status != "ok" for h in self.hosts.values()) else EXIT_OK
+
+    @property
+    def status(self) -> str:
+        return _status(self.rc)
+
+    def to_dict(self) -> dict:
+        """A local sysroot: the plan document; an inventory: host -> plan (or status and error)."""
+        doc = {h: p.to_dict() for h, p in self.hosts.items()}
+        return doc["localhost"] if self.local else doc
+
+
+def plan(req: PlanRequest, on_event: OnEvent = None) -> PlanResult:
+    """Facts, then a plan per host. Profiles and overrides of every host are checked before any
+    host is contacted; a host whose sysroot is bad input (the agent's exit 2) is bad input here."""
+    from hostkit.plan import make_plan
+    from hostkit.profiles import for_host, load_profile
+
+    if req.inventory is None:
+        from hostkit.facts import gather
+
+        local = gather(req.sysroot)
+        return PlanResult({"localhost": HostPlan("localhost", "ok", local, make_plan(
+            local, load_profile(req.profile), force=req.force, host="localhost"))}, local=True)
+    profiles = {h.name: for_host(h.name, h.vars, req.profile) for h in load_inventory(req.inventory, req.limit)}
+    replies, _ = call_agent(req.inventory, ["facts"], req.limit, forks=req.forks, on_event=on_event)
+    out = {}
+    for name, r in replies.items():
+        if r.exit_code == 2:
+            raise BadInput(f"{name}: {r.error}")  # the host's sysroot is bad input, not a host failure
+        if not r.ok:
+            out[name] = HostPlan(name, r.status, error=r.error)
+            continue
+        if req.writable and not r.doc.get("sysroot_writable", True):
+            raise BadInput(f"{name}: sysroot {r.doc['sysroot']} is read-only: nothing can be applied there")
+        profile, pinned = profiles[name]
+        try:
+            p = make_plan(r.doc, profile, pinned, force=req.force, host=name)
+        except BadInput as exc:
+            raise BadInput(f"{name}: {exc}") from None
+        out[name] = HostPlan(name, "ok", r.doc, p)
+    return PlanResult(out)
+
+
+# ----------------------------------------------------------------------------- apply
+
+@dataclass(frozen=True)
+class ApplyRequest:
+    inventory: str
+    limit: str | None = None
+    profile: str | None = None
+    force: bool = False
+    check: bool = False  # report what would change; change nothing
+    diff: bool = False
+    tags: str | None = None  # comma-separated roles
+    forks: int | None = None
+    verify_smoke: bool = False  # smoke-test every changed host afterwards
+    smoke_duration: float = 10.0
+    revert_on_fail: bool = False  # with verify_smoke: roll back a host that misses its SLO
+
+    def __post_init__(self) -> None:
+        if self.revert_on_fail and not self.verify_smoke:
+            raise BadInput("--revert-on-fail needs --verify-smoke")
+        validate_tags(self.tags)
+        if self.verify_smoke:
+            SmokeOptions(duration=self.smoke_duration)  # its bounds, checked before anything runs
+
+
+@dataclass
+class SmokeVerdict:
+    passed: bool
+    verdict: str
+    rollback: str | None = None  # what --revert-on-fail did
+
+    def to_dict(self) -> dict:
+        out = {"passed": self.passed, "verdict": self.verdict}
+        if self.rollback:
+            out["rollback"] = self.rollback
+        return out
+
+
+@dataclass
+class ApplyResult:
+    run_id: str
+    check: bool
+    hosts: dict[str, HostApply]
+    run: RunResult | None  # None when no host could be run
+    smoke: dict[str, SmokeVerdict] = field(default_factory=dict)
+
+    @property
+    def failed(self) -> bool:
+        return any(h.status in ("failed", "unreachable") for h in self.hosts.values()) or \
+            any(not v.passed for v in self.smoke.values())
+
+    @property
+    def refused(self) -> bool:
+        return any(h.status == "refused" for h in self.hosts.values())
+
+    @property
+    def rc(self) -> int:
+        return EXIT_FAILED if self.failed else EXIT_REFUSED if self.refused else EXIT_OK
+
+    @property
+    def status(self) -> str:
+        return _status(self.rc)
+
+    def to_dict(self) -> dict:
+        return {"run_id": self.run_id, "check": self.check,
+                "hosts": {n: h.to_dict() for n, h in self.hosts.items()},
+                "artifacts": self.run.private_data_dir if self.run else None,
+                "verify_smoke": {h: v.to_dict() for h, v in self.smoke.items()}}
+
+
+def apply(req: ApplyRequest, on_event: OnEvent = None) -> ApplyResult:
+    """Facts -> plan per host -> apply.yml for every host whose plan is not refused -> (with
+    ``verify_smoke``) a smoke test of each changed host. Refused and unreachable hosts are
+    reported, not run."""
+    plans = plan(PlanRequest(req.inventory, req.limit, profile=req.profile, force=req.force, forks=req.forks,
+                             writable=not req.check))
+    result = _apply_plans(plans, req.inventory, check=req.check, diff=req.diff, tags=req.tags, forks=req.forks,
+                          on_event=on_event)
+    if req.verify_smoke and not req.check:
+        result.smoke = _verify_smoke(req, result)
+    return result
+
+
+def _apply_plans(plans: PlanResult, inventory: str, *, check: bool, diff: bool, tags: str | None = None,
+                 forks: int | None = None, on_event: OnEvent = None) -> ApplyResult:
+    run_id = new_run_id()
+    hosts: dict[str, HostApply] = {}
+    runnable: dict[str, dict] = {}
+    for name, p in plans.hosts.items():
+        if p.status != "ok":
+            hosts[name] = HostApply(name, p.status, msg=p.error)
+        elif p.refused:
+            hosts[name] = HostApply(name, "refused", refused=list(p.plan["refused"]))
+        else:
+            runnable[name] = p.plan
+    run = None
+    if runnable:
+        ran, run = run_apply(runnable, inventory, check=check, diff=diff, tags=tags, forks=forks, run_id=run_id,
+                             on_event=on_event)
+        hosts.update(ran)
+    return ApplyResult(run_id, check, hosts, run)
+
+
+def _verify_smoke(req: ApplyRequest, result: ApplyResult) -> dict[str, SmokeVerdict]:
+    """Smoke-test each changed host; with ``revert_on_fail``, roll back the run on hosts that miss the SLO."""
+    changed = [h for h, r in result.hosts.items() if r.status == "changed"]
+    if not changed:
+        return {}
+    fleet = smoke(SmokeRequest(req.inventory, ",".join(changed), profile=req.profile,
+                               options=SmokeOptions(duration=req.smoke_duration), given=frozenset({"duration"})))
+    out = {}
+    for host, r in fleet.hosts.items():
+        passed = r.ok and r.doc["slo"]["passed"]
+        verdict = (f"{'PASSED' if passed else 'MISSED'} p999 {r.doc['slo']['p999_ms']} ms vs "
+                   f"{r.doc['slo']['target_p999_ms']} ms" if r.ok else f"{r.status}: {r.error}")
+        out[host] = SmokeVerdict(passed, verdict)
+        if not passed and req.revert_on_fail:
+            rb = rollback(RollbackRequest(req.inventory, host, run_id=result.run_id)).hosts[host]
+            out[host].rollback = (f"run {result.run_id} rolled back" if rb.ok and not rb.doc["errors"]
+                                  else f"rollback failed: {rb.to_dict()}")
+    return out
+
+
+# ----------------------------------------------------------------------------- adopt
+
+@dataclass(frozen=True)
+class AdoptRequest:
+    inventory: str
+    limit: str | None = None
+    profile: str | None = None
+    force: bool = False
+    check: bool = False
+    diff: bool = False
+
+
+@dataclass
+class HostAdopt:
+    adopted_run: str | None
+    adopted_files: list[str]
+    apply_status: str  # the apply's status for this host, or "not run"
+    apply_run: str
+    reboot_required: bool
+
+    def to_dict(self) -> dict:
+        return dict(self.__dict__)
+
+
+@dataclass
+class AdoptResult:
+    hosts: dict[str, HostAdopt]
+    adopt: dict[str, AgentReply]
+    apply: ApplyResult
+
+    @property
+    def rc(self) -> int:
+        if any(not r.ok for r in self.adopt.values()) or self.apply.failed:
+            return EXIT_FAILED
+        return EXIT_REFUSED if self.apply.refused else EXIT_OK
+
+    @property
+    def status(self) -> str:
+        return _status(self.rc)
+
+    def to_dict(self) -> dict:
+        return {"hosts": {h: a.to_dict() for h, a in self.hosts.items()}}
+
+
+def adopt(req: AdoptRequest, on_event: OnEvent = None) -> AdoptResult:
+    """Record each host's current tuning as a baseline run (its own journal entries), then apply the
+    profile: a host tuned by another tool can then be rolled back to exactly how it was found."""
+    plans = plan(PlanRequest(req.inventory, req.limit, profile=req.profile, force=req.force))  # before any write
+    replies, _ = call_agent(req.inventory, ["adopt"], req.limit)
+    for h, r in replies.items():
+        if not r.ok:
+            plans.hosts[h] = HostPlan(h, r.status, error=r.error)
+    applied = _apply_plans(plans, req.inventory, check=req.check, diff=req.diff, on_event=on_event)
+    hosts = {h: HostAdopt(adopted_run=r.doc["run_id"] if r.ok else None, adopted_files=r.doc["files"] if r.ok else [],
+                          apply_status=applied.hosts[h].status if h in applied.hosts else "not run",
+                          apply_run=applied.run_id,
+                          reboot_required=applied.hosts[h].reboot_required if h in applied.hosts else False)
+             for h, r in replies.items()}
+    return AdoptResult(hosts, replies, applied)
+
+
+# ----------------------------------------------------------------------------- history / rollback
+
+@dataclass(frozen=True)
+class HistoryRequest:
+    inventory: str
+    limit: str | None = None
+
+
+@dataclass
+class HistoryResult:
+    hosts: dict[str, AgentReply]  # doc: {"runs": [...]}
+
+    @property
+    def rc(self) -> int:
+        return EXIT_FAILED if any(not r.ok for r in self.hosts.values()) else EXIT_OK
+
+    @property
+    def status(self) -> str:
+        return _status(self.rc)
+
+    def to_dict(self) -> dict:
+        return _replies(self.hosts)
+
+
+def history(req: HistoryRequest) -> HistoryResult:
+    return HistoryResult(call_agent(req.inventory, ["history"], req.limit)[0])
+
+
+@dataclass(frozen=True)
+class RollbackRequest:
+    inventory: str
+    limit: str | None = None
+    run_id: str | None = None  # default: the latest run
+    all: bool = False  # every run, newest first
+    check: bool = False
+    diff: bool = False
+
+    def __post_init__(self) -> None:
+        if self.run_id and self.all:
+            raise BadInput("--run-id and --all exclude each other")
+        if self.run_id and not all(c.isalnum() or c in "-_T" for c in self.run_id):
+            raise BadInput(f"--run-id {self.run_id!r} is not a hostkit run id")
+
+    def agent_args(self) -> list[str]:
+        return (["rollback"] + (["--run-id", self.run_id] if self.run_id else []) + (["--all"] if self.all else [])
+                + (["--check"] if self.check else []) + (["--diff"] if self.diff else []))
+
+
+def rolled_back(reply: AgentReply) -> bool:
+    """A host's rollback restored everything and its re-check found nothing off."""
+    return reply.ok and not reply.doc["errors"] and (reply.doc["verify"] is None or reply.doc["verify"]["ok"])
+
+
+@dataclass
+class RollbackResult:
+    check: bool
+    hosts: dict[str, AgentReply]  # doc: the agent's rollback report
+    run: RunResult
+
+    @property
+    def rc(self) -> int:
+        return EXIT_OK if all(rolled_back(r) for r in self.hosts.values()) else EXIT_FAILED
+
+    @property
+    def status(self) -> str:
+        return _status(self.rc)
+
+    def to_dict(self) -> dict:
+        return {"check": self.check, "hosts": _replies(self.hosts)}
+
+
+def rollback(req: RollbackRequest) -> RollbackResult:
+    """The agent restores every journaled change, newest first, and re-checks what it restored."""
+    replies, run = call_agent(req.inventory, req.agent_args(), req.limit)
+    return RollbackResult(req.check, replies, run)
+
+
+# ----------------------------------------------------------------------------- smoke on a fleet
+
+@dataclass(frozen=True)
+class SmokeRequest:
+    """The smoke test on inventory hosts through the smoke role. Per host, a setting not in
+    ``given`` is taken from the host's profile (``smoke.transport``, ``smoke.target_p999_ms``)."""
+
+    inventory: str
+    limit: str | None = None
+    forks: int | None = None  # default: all hosts at once; lab hosts (one machine) one at a time
+    profile: str | None = None
+    options: SmokeOptions = field(default_factory=SmokeOptions)
+    given: frozenset[str] = frozenset()  # the options set explicitly (e.g. on the command line)
+
+    def __post_init__(self) -> None:
+        if self.options.requests is not None:
+            raise BadInput("hostkit smoke -i runs for --duration seconds per host (not --requests)")
+
+
+PROFILE_SMOKE_SETTINGS = ("transport", "target_p999_ms")
+
+
+@dataclass
+class SmokeResult:
+    hosts: dict[str, AgentReply]  # doc: the host's smoke report
+    run: RunResult
+    forks: int
+    settings: dict[str, dict]  # per host, what the role was given
+
+    @property
+    def rc(self) -> int:
+        return EXIT_OK if all(r.ok and r.doc["slo"]["passed"] for r in self.hosts.values()) else EXIT_FAILED
+
+    @property
+    def status(self) -> str:
+        return _status(self.rc)
+
+    def to_dict(self) -> dict:
+        return {"run_id": self.run.run_id, "hosts": _replies(self.hosts)}
+
+
+def smoke_plan(req: SmokeRequest) -> tuple[dict[str, dict], int]:
+    """Per host, the smoke role's settings; and how many hosts run at once. Bad input raises here."""
+    from hostkit.profiles import for_host
+
+    hosts = load_inventory(req.inventory, req.limit)
+    settings = {}
+    for h in hosts:
+        profile, _ = for_host(h.name, h.vars, req.profile)
+        opts = req.options.replace(**{k: profile["smoke"][k] for k in PROFILE_SMOKE_SETTINGS if k not in req.given})
+        settings[h.name] = {
+            "duration": opts.duration or 10, "infer_ms": opts.infer_ms, "clients": opts.clients,
+            "transport": opts.transport, "target_p999_ms": opts.target_p999_ms,
+            "inject_stall": f"{opts.inject_stall_ms:g}@{opts.inject_every_s:g}" if opts.inject_stall_ms else "",
+        }
+    # Lab hosts share this machine: one at a time, or they would measure each other.
+    forks = req.forks or (1 if any(h.vars.get("hostkit_lab") for h in hosts) else len(hosts))
+    return settings, forks
+
+
+def smoke(req: SmokeRequest, on_event: OnEvent = None) -> SmokeResult:
+    settings, forks = smoke_plan(req)
+    replies, run = call_agent(req.inventory, [], req.limit, forks=forks, playbook="smoke.yml", output=SMOKE_OUTPUT,
+                              extravars={"hostkit_smoke_settings": settings}, on_event=on_event)
+    return SmokeResult(replies, run, forks, settings)
+
+
+# ----------------------------------------------------------------------------- unlock / audit
+
+@dataclass(frozen=True)
+class UnlockRequest:
+    inventory: str
+    limit: str | None = None
+    run_id: str | None = None  # only release the lock this run holds; None: whoever holds it
+
+
+@dataclass
+class UnlockResult:
+    released: dict[str, bool]
+    failed: dict[str, str]
+
+    @property
+    def rc(self) -> int:
+        return EXIT_FAILED if self.failed else EXIT_OK
+
+    @property
+    def status(self) -> str:
+        return _status(self.rc)
+
+    def to_dict(self) -> dict:
+        return {"released": self.released, "failed": self.failed}
+
+
+def unlock(req: UnlockRequest) -> UnlockResult:
+    run = unlock_hosts(req.inventory, req.limit, run_id=req.run_id, force=req.run_id is None)
+    return UnlockResult(released={h: any((t.res or {}).get("released") for t in r.tasks) for h, r in run.hosts.items()},
+                        failed={h: r.msg for h, r in run.hosts.items() if r.status != "ok"})
+
+
+@dataclass(frozen=True)
+class AuditRequest:
+    inventory: str
+    limit: str | None = None
+    profile: str | None = None
+    force: bool = False  # plan isolation on VMs as apply --force did
+    strict: bool = False  # a pending reboot is a failure
+
+
+@dataclass
+class AuditResult:
+    hosts: dict[str, dict]  # {"status", "counts", "findings", "error"?}
+    strict: bool
+
+    @property
+    def pending_reboot(self) -> bool:
+        return any(r["status"] == "pending_reboot" for r in self.hosts.values())
+
+    @property
+    def rc(self) -> int:
+        bad = any(r["status"] in ("drift", "unreachable", "failed", "refused") for r in self.hosts.values())
+        return EXIT_FAILED if bad or (self.pending_reboot and self.strict) else EXIT_OK
+
+    @property
+    def status(self) -> str:
+        return _status(self.rc)
+
+    def to_dict(self) -> dict:
+        return {"hosts": self.hosts}
+
+
+def audit(req: AuditRequest) -> AuditResult:
+    from hostkit.audit.runner import audit as audit_hosts
+
+    return AuditResult(audit_hosts(req.inventory, req.limit, profile=req.profile, force=req.force), req.strict)

@@ -1,0 +1,66 @@
+"""``hostkit apply``: plan and apply the tuning through Ansible, journaled, with check and diff."""
+
+from __future__ import annotations
+
+import argparse
+
+from hostkit import api
+from hostkit.ansible.apply import ROLES
+from hostkit.cli import output
+from hostkit.cli.args import command, fleet_args
+
+
+def add_parser(sub) -> argparse.ArgumentParser:
+    ap = command(sub, "apply", "plan and apply the tuning through Ansible (journaled, check/diff)",
+                 "Facts -> plan per host -> playbooks/apply.yml through ansible-runner.\n"
+                 "Every change is journaled on the host first; --check changes nothing.\n"
+                 "A host refused by a guard is reported and not touched; the others proceed.",
+                 f"roles (for --tags): {', '.join(ROLES[:5])},\n{', '.join(ROLES[5:])}. "
+                 "Run artifacts: .hostkit/runs/<run-id>/")
+    fleet_args(ap)
+    ap.add_argument("--profile", metavar="NAME|FILE")
+    ap.add_argument("--force", action="store_true", help="allow isolation on a VM / deceptive topology")
+    ap.add_argument("--check", action="store_true", help="report what would change; change nothing")
+    ap.add_argument("--diff", action="store_true", help="show file and value diffs")
+    ap.add_argument("--tags", metavar="ROLES", help="comma-separated roles to run")
+    ap.add_argument("--forks", type=int, default=None)
+    ap.add_argument("--verify-smoke", action="store_true", help="smoke-test every changed host after the apply")
+    ap.add_argument("--revert-on-fail", action="store_true",
+                    help="with --verify-smoke: roll a host back automatically when it misses its SLO")
+    ap.add_argument("--smoke-duration", type=float, default=10, metavar="S", help="seconds of smoke per host")
+    return ap
+
+
+def run(args) -> int:
+    req = api.ApplyRequest(args.inventory, args.limit, args.profile, args.force, args.check, args.diff, args.tags,
+                           args.forks, args.verify_smoke, args.smoke_duration, args.revert_on_fail)
+    if not args.json:
+        output.note(f"gathering facts and planning ({args.inventory})...")
+    result = api.apply(req, on_event=output.task_progress(quiet=args.json))
+    if args.json:
+        output.emit_json(result.to_dict())
+    else:
+        print_result(result, diff=args.diff)
+    return result.rc
+
+
+def print_result(result: api.ApplyResult, diff: bool = False, title: str = "hostkit apply") -> None:
+    rows = []
+    for n, h in result.hosts.items():
+        failed_roles = [r for r, v in h.roles.items() if v["failed"]]
+        rows.append([n, h.status.upper() if h.status in ("failed", "unreachable", "refused") else h.status,
+                     str(h.changed), ",".join(failed_roles) or "-", "yes" if h.reboot_required else "no",
+                     str(len(h.would_run)), (h.msg or "; ".join(h.refused) or "")[:100]])
+    output.print_table(["host", "status", "changed", "failed roles", "reboot required", "would run", "message"], rows,
+                       title=f"{title}{' --check' if result.check else ''}: run {result.run_id}")
+    for n, h in result.hosts.items():
+        for reason in h.refused:
+            print(f"{n}: REFUSED: {reason}")
+        if h.status in ("failed", "unreachable") and h.msg:
+            print(f"{n}: {h.status.upper()}: {h.msg}")
+    if diff:
+        for n, h in result.hosts.items():
+            for d in h.diffs:
+                print(f"--- {n}: {d.get('before_header', d['task'])}\n{output.unified_diff(d.get('before'), d.get('after'))}")
+    for host, v in result.smoke.items():
+        print(f"smoke {host}: {v.verdict}" + (f"; rolled back ({v.rollback})" if v.rollback else ""))

@@ -1,0 +1,55 @@
+"""``hostkit audit``: each host's live state against its plan, over testinfra (drift, pending
+reboots, cross-layer consistency)."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from hostkit import api
+from hostkit.cli import output
+from hostkit.cli.args import command, fleet_args
+
+HEADER = ["host", "status", "pass", "drift", "pending reboot", "tolerated", "n/a", "error"]
+
+
+def add_parser(sub) -> argparse.ArgumentParser:
+    au = command(sub, "audit", "audit hosts with testinfra: drift, pending reboots, cross-layer consistency",
+                 "Compares each host's live state with its plan (computed as apply does), over\n"
+                 "one testinfra SSH connection per host (host keys verified), hosts in parallel.\n"
+                 "Exit 1 on drift or an unreachable host; a pending reboot alone warns (exit 0)\n"
+                 "unless --strict.")
+    fleet_args(au)
+    au.add_argument("--profile", metavar="NAME|FILE")
+    au.add_argument("--force", action="store_true", help="plan isolation on VMs as apply --force did")
+    au.add_argument("--junit", metavar="FILE", help="JUnit XML: one testcase per host x check")
+    au.add_argument("--strict", action="store_true", help="a pending reboot is a failure")
+    return au
+
+
+def run(args) -> int:
+    from hostkit.audit.runner import junit_xml
+
+    result = api.audit(api.AuditRequest(args.inventory, args.limit, args.profile, args.force, args.strict))
+    if args.junit:
+        Path(args.junit).write_text(junit_xml(result.hosts))
+    if args.json:
+        output.emit_json(result.to_dict())
+        return result.rc
+    rows = []
+    for host, r in result.hosts.items():
+        c = r.get("counts") or {}
+        rows.append([host, r["status"] if r["status"] == "pass" else r["status"].upper(),
+                     *(str(c.get(k, "")) for k in ("pass", "drift", "pending_reboot", "tolerated", "not_applicable")),
+                     (r.get("error") or "")[:70]])
+    output.print_table(HEADER, rows, title="hostkit audit")
+    for host, r in result.hosts.items():
+        for f in r.get("findings", []):
+            if f["status"] in ("drift", "pending_reboot"):
+                print(f"{host}: {f['status'].upper()} {f['check']}: expected {f['expected']}, got {f['actual']} "
+                      f"({f['source']})" + (f" - {f['note']}" if f.get("note") else ""))
+    if result.pending_reboot:
+        print("WARNING: reboot pending on some hosts (planned kernel arguments not booted yet)"
+              + ("; --strict makes that a failure" if not args.strict else ""), file=sys.stderr)
+    return result.rc

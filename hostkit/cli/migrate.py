@@ -1,0 +1,46 @@
+"""``hostkit migrate report``: migration evidence, two smoke results side by side."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from hostkit.cli import output
+from hostkit.cli.args import Parser
+from hostkit.errors import EXIT_FAILED, EXIT_OK
+
+
+def add_parser(sub) -> argparse.ArgumentParser:
+    mg = sub.add_parser("migrate", help="migration evidence: smoke results before and after, side by side")
+    mgsub = mg.add_subparsers(dest="mg_cmd", required=True, parser_class=Parser)
+    mr = mgsub.add_parser("report", help="compare two `hostkit smoke --json` files (exit 1 if after misses the SLO)")
+    mr.add_argument("before", metavar="BEFORE.json")
+    mr.add_argument("after", metavar="AFTER.json")
+    mr.add_argument("--md", metavar="FILE", help="write Markdown for a change ticket")
+    mr.add_argument("--plot", metavar="FILE.png", help="overlay the two deschedule CDFs")
+    mr.add_argument("--json", action="store_true")
+    return mg
+
+
+def _side(r: dict) -> dict:
+    return {"p999_ms": r["slo"]["p999_ms"], "passed": r["slo"]["passed"], "diagnosis": [d["cause"] for d in r["diagnosis"]]}
+
+
+def run(args) -> int:
+    from hostkit.smoke import migration
+
+    pairs = migration.pair(migration.load_results(args.before), migration.load_results(args.after))
+    md = migration.markdown(pairs, args.before, args.after)
+    if args.md:
+        Path(args.md).write_text(md)
+    if args.plot:
+        migration.plot(pairs, args.plot)
+    if args.json:
+        output.emit_json({host: {"before": _side(b), "after": _side(a)} for host, b, a in pairs})
+    elif not args.md:
+        print(md)
+    else:
+        for host, b, a in pairs:
+            print(f"{host}: before {migration.verdict(b)}; after {migration.verdict(a)}")
+        print(f"wrote {args.md}" + (f" and {args.plot}" if args.plot else ""))
+    return EXIT_OK if all(a["slo"]["passed"] for _, _, a in pairs) else EXIT_FAILED

@@ -1,0 +1,80 @@
+"""``hostkit rollback``: restore exactly what hostkit changed, newest change first; ``--adopt``
+records a host tuned by another tool as a baseline first."""
+
+from __future__ import annotations
+
+import argparse
+
+from hostkit import api
+from hostkit.cli import output
+from hostkit.cli.args import command, fleet_args
+from hostkit.errors import BadInput
+
+HEADER = ["host", "status", "runs", "restored", "unchanged", "re-check", "reboot required", "errors"]
+
+
+def add_parser(sub) -> argparse.ArgumentParser:
+    rb = command(sub, "rollback", "restore exactly what hostkit changed, newest change first",
+                 "From each host's journal, restore previous runtime values and file contents\n"
+                 "(mode and owner included; files hostkit created are removed). Default: the\n"
+                 "latest run; --all: every run back to the first. A second rollback changes\n"
+                 "nothing. The host is re-checked against the restored values afterwards.")
+    fleet_args(rb)
+    which = rb.add_mutually_exclusive_group()
+    which.add_argument("--run-id", metavar="ID", help="roll back this run (see hostkit history)")
+    which.add_argument("--all", action="store_true", help="roll back every hostkit run, newest first")
+    rb.add_argument("--check", action="store_true", help="report what would be restored; change nothing")
+    rb.add_argument("--diff", action="store_true", help="show file diffs and value changes")
+    rb.add_argument("--adopt", action="store_true",
+                    help="host tuned by another tool: record its current tuning as a baseline run, then apply "
+                         "the profile (--profile or hostkit_profile), so even that can be rolled back")
+    rb.add_argument("--profile", metavar="NAME|FILE", help="with --adopt: the profile to apply")
+    rb.add_argument("--force", action="store_true", help="with --adopt: allow isolation on a VM")
+    return rb
+
+
+def run(args) -> int:
+    if args.adopt:
+        if args.run_id or args.all:
+            raise BadInput("--adopt takes no --run-id or --all: it records a new baseline, then applies")
+        return _adopt(args)
+    result = api.rollback(api.RollbackRequest(args.inventory, args.limit, args.run_id, args.all, args.check,
+                                              args.diff))
+    if args.json:
+        output.emit_json(result.to_dict())
+        return result.rc
+    rows = []
+    for host, r in result.hosts.items():
+        if not r.ok:
+            rows.append(output.error_row(host, r.status, r.error, 80, len(HEADER)))
+            continue
+        d = r.doc
+        ok = api.rolled_back(r)
+        rows.append([host, ("would change" if d["check"] and d["changed"] else
+                            "changed" if d["changed"] else "unchanged") if ok else "FAILED",
+                     ",".join(d["runs"]) or "-", str(len(d["actions"])), str(d["unchanged"]),
+                     "-" if d["verify"] is None else ("ok" if d["verify"]["ok"] else
+                                                     f"{len(d['verify']['mismatches'])} mismatch(es)"),
+                     "yes" if d["reboot_required"] else "no",
+                     "; ".join(e["path"] + ": " + e["error"] for e in d["errors"])[:80]])
+        if args.diff:
+            for a in d["actions"]:
+                if a.get("diff"):
+                    print(f"--- {host}: {a['path']}\n{output.unified_diff(a['diff']['before'], a['diff']['after'])}")
+                elif a["kind"] == "value":
+                    print(f"--- {host}: {a['path']}: {a['from']} -> {a['to']}")
+    output.print_table(HEADER, rows, title=f"hostkit rollback{' --check' if args.check else ''}")
+    return result.rc
+
+
+def _adopt(args) -> int:
+    result = api.adopt(api.AdoptRequest(args.inventory, args.limit, args.profile, args.force, args.check, args.diff))
+    if args.json:
+        output.emit_json(result.to_dict())
+        return result.rc
+    rows = [[h, v.adopted_run or "FAILED", str(len(v.adopted_files)), v.apply_status,
+             "yes" if v.reboot_required else "no"] for h, v in result.hosts.items()]
+    output.print_table(["host", "adopted baseline run", "files recorded", "apply", "reboot required"], rows,
+                       title="hostkit rollback --adopt")
+    print(f"`hostkit rollback -i {args.inventory}` now returns these hosts to the adopted state.")
+    return result.rc
