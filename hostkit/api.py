@@ -20,11 +20,17 @@ from hostkit.ansible.agent_call import SMOKE_OUTPUT, AgentReply, call_agent
 from hostkit.ansible.apply import HostApply, run_apply, validate_tags
 from hostkit.ansible.apply import unlock as unlock_hosts
 from hostkit.ansible.inventory import load_inventory
+from hostkit.ansible.reboot import Rebooted, reboot_hosts
 from hostkit.ansible.run import RunResult, new_run_id
 from hostkit.errors import EXIT_FAILED, EXIT_OK, EXIT_REFUSED, BadInput
 from hostkit.smoke.options import SmokeOptions
 
 OnEvent = Callable[[str, str, str], None] | None
+
+
+def check_reboot_timeout(seconds: int) -> None:
+    if not 30 <= seconds <= 7200:
+        raise BadInput(f"--reboot-timeout must be 30-7200 seconds, got {seconds}")
 
 
 def _status(rc: int) -> str:
@@ -176,10 +182,13 @@ class ApplyRequest:
     verify_smoke: bool = False  # smoke-test every changed host afterwards
     smoke_duration: float = 10.0
     revert_on_fail: bool = False  # with verify_smoke: roll back a host that misses its SLO
+    reboot: bool = False  # reboot hosts whose kernel arguments changed, wait, re-check /proc/cmdline
+    reboot_timeout: int = 900  # seconds a host may take to come back
 
     def __post_init__(self) -> None:
         if self.revert_on_fail and not self.verify_smoke:
             raise BadInput("--revert-on-fail needs --verify-smoke")
+        check_reboot_timeout(self.reboot_timeout)
         validate_tags(self.tags)
         if self.verify_smoke:
             SmokeOptions(duration=self.smoke_duration)  # its bounds, checked before anything runs
@@ -237,14 +246,15 @@ def apply(req: ApplyRequest, on_event: OnEvent = None) -> ApplyResult:
     plans = plan(PlanRequest(req.inventory, req.limit, profile=req.profile, force=req.force, forks=req.forks,
                              writable=not req.check))
     result = _apply_plans(plans, req.inventory, check=req.check, diff=req.diff, tags=req.tags, forks=req.forks,
-                          on_event=on_event)
+                          on_event=on_event, reboot=req.reboot, reboot_timeout=req.reboot_timeout)
     if req.verify_smoke and not req.check:
         result.smoke = _verify_smoke(req, result)
     return result
 
 
 def _apply_plans(plans: PlanResult, inventory: str, *, check: bool, diff: bool, tags: str | None = None,
-                 forks: int | None = None, on_event: OnEvent = None) -> ApplyResult:
+                 forks: int | None = None, on_event: OnEvent = None, reboot: bool = False,
+                 reboot_timeout: int = 900) -> ApplyResult:
     run_id = new_run_id()
     hosts: dict[str, HostApply] = {}
     runnable: dict[str, dict] = {}
@@ -258,7 +268,7 @@ def _apply_plans(plans: PlanResult, inventory: str, *, check: bool, diff: bool, 
     run = None
     if runnable:
         ran, run = run_apply(runnable, inventory, check=check, diff=diff, tags=tags, forks=forks, run_id=run_id,
-                             on_event=on_event)
+                             on_event=on_event, reboot=reboot, reboot_timeout=reboot_timeout)
         hosts.update(ran)
     return ApplyResult(run_id, check, hosts, run)
 
@@ -380,10 +390,15 @@ class RollbackRequest:
     all: bool = False  # every run, newest first
     check: bool = False
     diff: bool = False
+    reboot: bool = False  # reboot hosts whose boot configuration was restored, wait, report /proc/cmdline
+    reboot_timeout: int = 900
 
     def __post_init__(self) -> None:
         if self.run_id and self.all:
             raise BadInput("--run-id and --all exclude each other")
+        if self.reboot and self.check:
+            raise BadInput("--reboot and --check exclude each other (--check changes nothing)")
+        check_reboot_timeout(self.reboot_timeout)
         if self.run_id and not all(c.isalnum() or c in "-_T" for c in self.run_id):
             raise BadInput(f"--run-id {self.run_id!r} is not a hostkit run id")
 
@@ -402,9 +417,12 @@ class RollbackResult:
     check: bool
     hosts: dict[str, AgentReply]  # doc: the agent's rollback report
     run: RunResult
+    reboots: dict[str, Rebooted] = field(default_factory=dict)  # with reboot: hosts rebooted
 
     @property
     def rc(self) -> int:
+        if any(r.status != "ok" for r in self.reboots.values()):
+            return EXIT_FAILED
         return EXIT_OK if all(rolled_back(r) for r in self.hosts.values()) else EXIT_FAILED
 
     @property
@@ -412,13 +430,19 @@ class RollbackResult:
         return _status(self.rc)
 
     def to_dict(self) -> dict:
-        return {"check": self.check, "hosts": _replies(self.hosts)}
+        return {"check": self.check, "hosts": _replies(self.hosts),
+                "reboots": {h: r.__dict__ for h, r in self.reboots.items()}}
 
 
-def rollback(req: RollbackRequest) -> RollbackResult:
-    """The agent restores every journaled change, newest first, and re-checks what it restored."""
+def rollback(req: RollbackRequest, on_event: OnEvent = None) -> RollbackResult:
+    """The agent restores every journaled change, newest first; with ``reboot``, hosts whose
+    boot configuration came back are rebooted (bounded) and their booted command line reported."""
     replies, run = call_agent(req.inventory, req.agent_args(), req.limit)
-    return RollbackResult(req.check, replies, run)
+    result = RollbackResult(req.check, replies, run)
+    if req.reboot:
+        due = [h for h, r in replies.items() if r.ok and r.doc.get("reboot_required")]
+        result.reboots = reboot_hosts(req.inventory, due, timeout=req.reboot_timeout, on_event=on_event)
+    return result
 
 
 # ----------------------------------------------------------------------------- smoke on a fleet

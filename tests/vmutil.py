@@ -78,7 +78,7 @@ for line in lines[1:]:
             return open(p).read().strip()
         except OSError:
             return None
-    out[irq] = {'name': ' '.join(parts[ncpu:]), 'counts': counts,
+    out[irq] = {'name': parts[-1] if len(parts) > ncpu else '', 'counts': counts,
                 'effective': rd(f'/proc/irq/{irq}/effective_affinity_list'),
                 'affinity': rd(f'/proc/irq/{irq}/smp_affinity_list')}
 print(json.dumps(out))

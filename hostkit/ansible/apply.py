@@ -65,16 +65,20 @@ def validate_tags(tags: str | None) -> str | None:
 
 def run_apply(plans: dict[str, dict], inventory: str, *, check: bool = False, diff: bool = False,
               tags: str | None = None, forks: int | None = None, run_id: str,
-              on_event=None) -> tuple[dict[str, HostApply], RunResult]:
+              on_event=None, reboot: bool = False,
+              reboot_timeout: int = 900) -> tuple[dict[str, HostApply], RunResult]:
     """Run apply.yml for the hosts of ``plans`` (host -> plan document), one outcome per host.
 
     A host that failed mid-run gets this run's lock released; an unreachable one keeps it (the
-    next run names it, ``hostkit unlock`` clears it).
+    next run names it, ``hostkit unlock`` clears it). With ``reboot``, a host whose kernel
+    arguments changed is rebooted by the isolcpus role (bounded by ``reboot_timeout``) and its
+    ``/proc/cmdline`` re-checked; a host that does not come back fails alone.
     """
     run = run_playbook(
         "apply.yml", inventory, limit=",".join(plans), forks=forks or max(5, len(plans)),
         check=check, diff=diff, tags=validate_tags(tags), run_id=run_id, on_event=on_event,
-        extravars={"hostkit_plans": plans, "hostkit_run_id": run_id, "hostkit_controller": controller_id()},
+        extravars={"hostkit_plans": plans, "hostkit_run_id": run_id, "hostkit_controller": controller_id(),
+                   "isolcpus_reboot_ok": bool(reboot), "isolcpus_reboot_timeout": int(reboot_timeout)},
     )
     hosts = {name: _host_result(name, run) for name in plans}
     if run.status in ("canceled", "timeout"):  # SIGINT or a timeout: every host may still hold our lock
@@ -101,8 +105,8 @@ def _host_result(name: str, run: RunResult) -> HostApply:
         r["changed"] += int(t.changed)
         r["failed"] = r["failed"] or t.status in ("failed", "unreachable")
         res = t.res or {}
-        if res.get("reboot_required"):
-            out.reboot_required = True
+        if "reboot_required" in res:  # the last word wins: the re-check after a reboot clears it
+            out.reboot_required = bool(res["reboot_required"])
         if res.get("would_run") and res.get("argv"):
             out.would_run.append(list(res["argv"]))
         out.irq_refused += res.get("refused") or []

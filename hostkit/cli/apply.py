@@ -7,7 +7,7 @@ import argparse
 from hostkit import api
 from hostkit.ansible.apply import ROLES
 from hostkit.cli import output
-from hostkit.cli.args import command, fleet_args
+from hostkit.cli.args import command, fleet_args, reboot_args
 
 
 def add_parser(sub) -> argparse.ArgumentParser:
@@ -28,12 +28,14 @@ def add_parser(sub) -> argparse.ArgumentParser:
     ap.add_argument("--revert-on-fail", action="store_true",
                     help="with --verify-smoke: roll a host back automatically when it misses its SLO")
     ap.add_argument("--smoke-duration", type=float, default=10, metavar="S", help="seconds of smoke per host")
+    reboot_args(ap, "kernel arguments changed")
     return ap
 
 
 def run(args) -> int:
     req = api.ApplyRequest(args.inventory, args.limit, args.profile, args.force, args.check, args.diff, args.tags,
-                           args.forks, args.verify_smoke, args.smoke_duration, args.revert_on_fail)
+                           args.forks, args.verify_smoke, args.smoke_duration, args.revert_on_fail,
+                           reboot=args.reboot, reboot_timeout=args.reboot_timeout)
     if not args.json:
         output.note(f"gathering facts and planning ({args.inventory})...")
     result = api.apply(req, on_event=output.task_progress(quiet=args.json))

@@ -23,6 +23,16 @@ def command(sub, name: str, help: str, description: str | None = None, epilog: s
     return sub.add_parser(name, help=help, description=description, epilog=epilog, **kw)
 
 
+def reboot_args(p: argparse.ArgumentParser, what: str) -> None:
+    """--reboot/--reboot-timeout, the same on apply and rollback."""
+    p.add_argument("--reboot", action="store_true",
+                   help=f"reboot hosts whose {what}, wait for SSH (bounded), re-check /proc/cmdline; "
+                        "without it a pending reboot is reported")
+    p.add_argument("--reboot-timeout", type=int, default=900, metavar="S",
+                   help="seconds a rebooting host may take to answer again (default 900); a host that does "
+                        "not come back is failed, the others go on")
+
+
 def fleet_args(p: argparse.ArgumentParser, json_help: str = "print JSON on stdout") -> None:
     """-i/--limit/--json, the same on every command that works on an inventory."""
     p.add_argument("-i", "--inventory", required=True, metavar="INVENTORY")

@@ -7,7 +7,7 @@ import argparse
 
 from hostkit import api
 from hostkit.cli import output
-from hostkit.cli.args import command, fleet_args
+from hostkit.cli.args import command, fleet_args, reboot_args
 from hostkit.errors import BadInput
 
 HEADER = ["host", "status", "runs", "restored", "unchanged", "re-check", "reboot required", "errors"]
@@ -25,6 +25,7 @@ def add_parser(sub) -> argparse.ArgumentParser:
     which.add_argument("--all", action="store_true", help="roll back every hostkit run, newest first")
     rb.add_argument("--check", action="store_true", help="report what would be restored; change nothing")
     rb.add_argument("--diff", action="store_true", help="show file diffs and value changes")
+    reboot_args(rb, "boot configuration was restored")
     rb.add_argument("--adopt", action="store_true",
                     help="host tuned by another tool: record its current tuning as a baseline run, then apply "
                          "the profile (--profile or hostkit_profile), so even that can be rolled back")
@@ -39,7 +40,8 @@ def run(args) -> int:
             raise BadInput("--adopt takes no --run-id or --all: it records a new baseline, then applies")
         return _adopt(args)
     result = api.rollback(api.RollbackRequest(args.inventory, args.limit, args.run_id, args.all, args.check,
-                                              args.diff))
+                                              args.diff, reboot=args.reboot, reboot_timeout=args.reboot_timeout),
+                          on_event=output.task_progress(quiet=args.json))
     if args.json:
         output.emit_json(result.to_dict())
         return result.rc
@@ -64,6 +66,8 @@ def run(args) -> int:
                 elif a["kind"] == "value":
                     print(f"--- {host}: {a['path']}: {a['from']} -> {a['to']}")
     output.print_table(HEADER, rows, title=f"hostkit rollback{' --check' if args.check else ''}")
+    for host, r in result.reboots.items():
+        print(f"{host}: reboot {r.status}" + (f": booted {r.cmdline}" if r.cmdline else f": {r.msg}"))
     return result.rc
 
 

@@ -38,7 +38,7 @@ SUITE = "bookworm"
 PACKAGES = (
     "systemd-sysv", "udev", "kmod", "openssh-server", "python3", "linux-image-amd64",
     "grub-pc-bin", "grub2-common", "irqbalance", "iproute2", "procps", "rt-tests", "numactl",
-    "util-linux", "e2fsprogs",
+    "util-linux", "e2fsprogs", "dbus",
 )
 DISK_SIZE = "3G"
 # Periodic jobs that would wake up in a lab guest (and reach for a network it does not have):
