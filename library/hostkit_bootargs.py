@@ -12,7 +12,8 @@ short_description: Set and remove kernel arguments through /etc/default/grub.d/h
 description:
   - Removes the managed arguments (those to set and those to remove) from GRUB_CMDLINE_LINUX and
     GRUB_CMDLINE_LINUX_DEFAULT in /etc/default/grub, so an isolcpus= set by another tool is replaced,
-    never duplicated; writes the arguments to set into the hostkit drop-in.
+    never duplicated; writes the arguments to set into the hostkit drop-in. Single- and double-quoted
+    values are both understood; a rewritten value keeps its single quotes (else is double-quoted).
   - Every file change is journaled first. Reports the bootloader command to regenerate the config
     (update-grub, grub2-mkconfig) and whether /proc/cmdline differs from the plan (reboot required).
   - With simulate_reboot (lab sysroots only), rewrites the sysroot's proc/cmdline as a reboot would.
@@ -25,140 +26,134 @@ options:
   role: {type: str, default: '', description: Role name recorded in the journal.}
 """
 
-import os
 import re
-import shlex
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible.module_utils.hostkit_journal import Journal, atomic_write, file_state, is_live, missing_parents, sysroot_path
+from ansible.module_utils.hostkit_journal import (Journal, JournalError, change_file, file_state,
+                                                  journaled_module_options)
+from ansible.module_utils.hostkit_kernel_args import (arg_name, cmdline_tokens, format_arg, remove_grub_args,
+                                                      split_cmdline)
+from ansible.module_utils.hostkit_sysroot import is_live, sysroot_path
 
 GRUB = "/etc/default/grub"
 DROPIN = "/etc/default/grub.d/hostkit.cfg"
-VAR_RE = re.compile(r'^(\s*(?:export\s+)?)(GRUB_CMDLINE_LINUX(?:_DEFAULT)?)=(.*)$')
+CMDLINE = "/proc/cmdline"
+NAME_RE = re.compile(r"^[A-Za-z0-9_.-]+$")
+VALUE_RE = re.compile(r"^[A-Za-z0-9_.,:/=-]*$")
 
 
-def fmt(key, value):
-    return key if value is None else "%s=%s" % (key, value)
+class Failure(Exception):
+    """The module fails with this message (bad input or host state found before any change)."""
 
 
-def strip_args(text, names):
-    """Remove arguments named in ``names`` from a GRUB variable's (quoted) value."""
-    raw = text.strip()
-    quote = raw[0] if raw[:1] in ("'", '"') else ""
-    inner = raw[1:-1] if quote and raw.endswith(quote) else raw
-    kept = [tok for tok in inner.split() if tok.split("=", 1)[0] not in names]
-    if kept == inner.split():
-        return text
-    return '"%s"' % " ".join(kept)
+def wanted_args(params):
+    """The arguments to set as name -> str value (None: a bare flag), checked; params only."""
+    want = dict((k, None if v is None else str(v)) for k, v in params["set"].items())
+    for k, v in sorted(want.items()):
+        if not NAME_RE.match(k) or (v is not None and not VALUE_RE.match(v)):
+            raise Failure("refusing kernel argument %r=%r: only letters, digits and _.,:/=- are allowed" % (k, v))
+    for k in params["remove"]:
+        if not NAME_RE.match(k):
+            raise Failure("refusing to remove kernel argument %r: a name is letters, digits and _.- only" % (k,))
+    if params["simulate_reboot"] and is_live(params["sysroot"]):
+        raise Failure("simulate_reboot is for lab sysroots only; on a real host reboot it")
+    return want
 
 
-def parse_cmdline(text):
-    args = {}
+def read_host(sysroot, simulate_reboot):
+    """What the decision needs from the host: the boot config files and the booted command line."""
     try:
-        tokens = shlex.split(text)
-    except ValueError:
-        tokens = text.split()
-    if "--" in tokens:
-        tokens = tokens[:tokens.index("--")]
-    for tok in tokens:
-        k, sep, v = tok.partition("=")
-        args[k] = v if sep else None
-    return args, tokens
+        with open(sysroot_path(sysroot, CMDLINE)) as f:
+            booted = f.read().strip()
+    except (IOError, OSError) as exc:
+        raise Failure("cannot read %s under the sysroot %r: %s" % (CMDLINE, sysroot, exc))
+    return {"grub": file_state(sysroot_path(sysroot, GRUB)),
+            "dropin": file_state(sysroot_path(sysroot, DROPIN)),
+            "booted": booted,
+            "cmdline": file_state(sysroot_path(sysroot, CMDLINE)) if simulate_reboot else None}
+
+
+def dropin_text(want):
+    return ("# Managed by hostkit: kernel arguments for latency-critical inference.\n"
+            "# Remove with `hostkit rollback`; edits here are overwritten by `hostkit apply`.\n"
+            'GRUB_CMDLINE_LINUX_DEFAULT="${GRUB_CMDLINE_LINUX_DEFAULT} %s"\n'
+            % " ".join(format_arg(k, v) for k, v in sorted(want.items())))
+
+
+def decide(params, want, seen):
+    """Pure: the file changes (path, before state, new text or None to remove, in the order they
+    are made) and the module's result, from the parameters and what ``read_host`` saw."""
+    managed = set(want) | set(params["remove"])
+    changes = []
+    bootloader = "grub" if seen["grub"]["exists"] else None
+    if bootloader:
+        grub = seen["grub"]
+        new = remove_grub_args(grub.get("content", ""), managed)
+        if new != grub.get("content", ""):
+            changes.append({"path": GRUB, "before": grub, "content": new})
+        dropin = seen["dropin"]
+        if want:
+            text = dropin_text(want)
+            if dropin.get("content") != text:
+                changes.append({"path": DROPIN, "before": dropin, "content": text})
+        elif dropin["exists"]:
+            changes.append({"path": DROPIN, "before": dropin, "content": None})
+    args = split_cmdline(seen["booted"])
+    pending = ([k for k, v in want.items() if k not in args or args[k] != v]
+               + [k for k in params["remove"] if k in args])
+    result = dict(bootloader=bootloader, commands=[["update-grub"]] if changes else [],
+                  reboot_required=bool(pending), pending_args=sorted(pending), booted_cmdline=seen["booted"],
+                  not_applicable=bootloader is None)
+    if bootloader is None:
+        result["msg"] = "no /etc/default/grub under the sysroot: boot config not managed here"
+    if params["simulate_reboot"] and pending and bootloader is not None:
+        kept = [t for t in cmdline_tokens(seen["booted"]) if arg_name(t) not in managed]
+        new_cmdline = " ".join(kept + [format_arg(k, v) for k, v in sorted(want.items())]) + "\n"
+        changes.append({"path": CMDLINE, "before": seen["cmdline"], "content": new_cmdline})
+        result.update(simulated_reboot=True, reboot_required=False, pending_args=[])
+    result["changed"] = bool(changes)
+    result["files"] = [c["path"] for c in changes]
+    return changes, result
+
+
+def diff(changes):
+    return [dict(before_header=c["path"], after_header=c["path"], before=c["before"].get("content", ""),
+                 after=c["content"] or "") for c in changes]
+
+
+def do(params, journal, changes):
+    """Journal each change, then make it; a journal that cannot be written stops before that file."""
+    for c in changes:
+        before = c["before"]
+        data = None if c["content"] is None else c["content"].encode("utf-8")
+        mode = int(before["mode"], 8) if before["exists"] else 0o644
+        try:
+            change_file(journal, params["role"], c["path"], sysroot_path(params["sysroot"], c["path"]), before,
+                        data, mode=mode)
+        except JournalError as exc:
+            raise Failure("cannot write the journal %s (stopped before %s): %s" % (exc.path, c["path"], exc.reason))
 
 
 def main():
     module = AnsibleModule(
-        argument_spec=dict(
-            sysroot=dict(type="str", default=""),
+        argument_spec=journaled_module_options(
             set=dict(type="dict", default={}),
             remove=dict(type="list", elements="str", default=[]),
             simulate_reboot=dict(type="bool", default=False),
-            run_id=dict(type="str", required=True),
-            role=dict(type="str", default=""),
         ),
         supports_check_mode=True,
     )
     p = module.params
-    want = dict((k, None if v is None else str(v)) for k, v in p["set"].items())
-    managed = set(want) | set(p["remove"])
-    for k, v in want.items():
-        if not re.match(r"^[A-Za-z0-9_.-]+$", k) or (v is not None and not re.match(r"^[A-Za-z0-9_.,:/=-]*$", v)):
-            module.fail_json(msg="refusing kernel argument %r=%r: only letters, digits and _.,:/=- are allowed" % (k, v))
-    live = is_live(p["sysroot"])
-    if p["simulate_reboot"] and live:
-        module.fail_json(msg="simulate_reboot is for lab sysroots only; on a real host reboot it")
-    journal = Journal(p["sysroot"], p["run_id"])
-    changes = []
-
-    grub_full = sysroot_path(p["sysroot"], GRUB)
-    bootloader = None
-    if os.path.exists(grub_full):
-        bootloader = "grub"
-        before = file_state(grub_full)
-        lines = before["content"].splitlines(True)
-        new_lines = []
-        for line in lines:
-            m = VAR_RE.match(line.rstrip("\n"))
-            if m:
-                line = "%s%s=%s\n" % (m.group(1), m.group(2), strip_args(m.group(3), managed))
-            new_lines.append(line)
-        new = "".join(new_lines)
-        if new != before["content"]:
-            changes.append((GRUB, grub_full, before, new))
-        dropin_full = sysroot_path(p["sysroot"], DROPIN)
-        dbefore = file_state(dropin_full)
-        if want:
-            dnew = ("# Managed by hostkit: kernel arguments for latency-critical inference.\n"
-                    "# Remove with `hostkit rollback`; edits here are overwritten by `hostkit apply`.\n"
-                    'GRUB_CMDLINE_LINUX_DEFAULT="${GRUB_CMDLINE_LINUX_DEFAULT} %s"\n'
-                    % " ".join(fmt(k, v) for k, v in sorted(want.items())))
-            if dbefore.get("content") != dnew:
-                changes.append((DROPIN, dropin_full, dbefore, dnew))
-        elif dbefore["exists"]:
-            changes.append((DROPIN, dropin_full, dbefore, None))
-    commands = []
-    if changes:
-        if os.path.exists(sysroot_path(p["sysroot"], "/usr/sbin/update-grub")) or bootloader == "grub":
-            commands.append(["update-grub"])
-
-    proc_full = sysroot_path(p["sysroot"], "/proc/cmdline")
-    with open(proc_full) as f:
-        booted = f.read().strip()
-    args, tokens = parse_cmdline(booted)
-    pending = [k for k, v in want.items() if k not in args or args[k] != v] + [k for k in p["remove"] if k in args]
-    result = dict(bootloader=bootloader, commands=commands, reboot_required=bool(pending),
-                  pending_args=sorted(pending), booted_cmdline=booted, not_applicable=bootloader is None)
-    if bootloader is None:
-        result["msg"] = "no /etc/default/grub under the sysroot: boot config not managed here"
-
-    if p["simulate_reboot"] and pending and bootloader is not None:
-        kept = [t for t in tokens if t.split("=", 1)[0] not in managed]
-        new_cmdline = " ".join(kept + [fmt(k, v) for k, v in sorted(want.items())]) + "\n"
-        changes.append(("/proc/cmdline", proc_full, file_state(proc_full), new_cmdline))
-        result["simulated_reboot"] = True
-        result["reboot_required"] = False
-        result["pending_args"] = []
-
-    result["changed"] = bool(changes)
-    result["files"] = [c[0] for c in changes]
-    if module._diff:
-        result["diff"] = [dict(before_header=c[0], after_header=c[0], before=c[2].get("content", ""),
-                               after=c[3] or "") for c in changes]
-    if not changes or module.check_mode:
-        module.exit_json(**result)
-    for path, full, before, new in changes:
-        try:
-            created = [d[len(full) - len(path):] for d in missing_parents(full)] if new is not None else []
-            journal.record({"kind": "file", "role": p["role"], "path": path, "before": before,
-                            "after": {"exists": new is not None}, "created_dirs": created})
-        except (IOError, OSError) as exc:
-            module.fail_json(msg="cannot write the journal %s (stopped before %s): %s" % (journal.path, path, exc))
-        if new is None:
-            os.unlink(full)
-        else:
-            mode = int(before["mode"], 8) if before["exists"] else 0o644
-            atomic_write(full, new.encode("utf-8"), mode=mode,
-                         uid=before.get("uid"), gid=before.get("gid"))
+    try:
+        want = wanted_args(p)
+        journal = Journal(p["sysroot"], p["run_id"])
+        changes, result = decide(p, want, read_host(p["sysroot"], p["simulate_reboot"]))
+        if module._diff:
+            result["diff"] = diff(changes)
+        if changes and not module.check_mode:
+            do(p, journal, changes)
+    except (Failure, ValueError) as exc:
+        module.fail_json(msg=str(exc))
     module.exit_json(**result)
 
 

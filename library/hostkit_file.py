@@ -34,13 +34,108 @@ import subprocess
 import tempfile
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible.module_utils.hostkit_journal import Journal, atomic_write, file_state, missing_parents, sysroot_path
+from ansible.module_utils.hostkit_journal import (Journal, JournalError, change_file, file_state,
+                                                  journaled_module_options)
+from ansible.module_utils.hostkit_sysroot import sysroot_path
+
+
+class Failure(Exception):
+    """The module fails with this message (and ``fields`` added to its result)."""
+
+    def __init__(self, msg, **fields):
+        Exception.__init__(self, msg)
+        self.fields = fields
+
+
+def check_params(params):
+    """Params only: an absolute path, an octal mode, a regex that compiles."""
+    if not os.path.isabs(params["path"]):
+        raise Failure("path must be absolute: %s" % params["path"])
+    try:
+        int(params["mode"], 8)
+    except ValueError:
+        raise Failure("mode must be an octal string such as '0644', got %r" % (params["mode"],))
+    if params["remove_regex"]:
+        try:
+            re.compile(params["remove_regex"], re.MULTILINE)
+        except re.error as exc:
+            raise Failure("remove_regex %r does not compile: %s" % (params["remove_regex"], exc))
+
+
+def edited(params, text):
+    """Edit mode: ``text`` with the remove_regex matches removed and ``append`` added."""
+    if params["remove_regex"]:
+        text = re.sub(params["remove_regex"], "", text, flags=re.MULTILINE)
+    if params["append"]:
+        if text and not text.endswith("\n"):
+            text += "\n"
+        text += params["append"] if params["append"].endswith("\n") else params["append"] + "\n"
+    return text
+
+
+def decide(params, before, diff_mode=False):
+    """Pure: the change (None when the file is as wanted, or missing in edit mode with
+    missing=skip) and the result, from the parameters and the file's current state."""
+    full = sysroot_path(params["sysroot"], params["path"])
+    result = dict(changed=False, path=params["path"], full_path=full, missing=False)
+    want_mode = int(params["mode"], 8)
+    content = params["content"]
+    if params["state"] == "present" and content is None:  # edit mode
+        if not before["exists"] and params["missing"] == "skip":
+            result["missing"] = True
+            return None, result
+        content = edited(params, before.get("content", ""))
+        if before["exists"]:
+            want_mode = int(before["mode"], 8)  # an edit keeps the file's mode
+    if params["state"] == "absent":
+        change = {"content": None, "mode": None} if before["exists"] else None
+    else:
+        same = (before["exists"] and before.get("content") == content and int(before["mode"], 8) == want_mode)
+        change = None if same else {"content": content, "mode": want_mode}
+    result["changed"] = change is not None
+    if diff_mode:
+        result["diff"] = dict(before_header=params["path"], after_header=params["path"],
+                              before=before.get("content", ""),
+                              after=content if params["state"] == "present" else "")
+    return change, result
+
+
+def validate(params, data):
+    """Run the validate command on a temporary copy of the new content; a failure fails the module."""
+    fd, tmp = tempfile.mkstemp(prefix=".hostkit-validate-")
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+        argv = [a.replace("%s", tmp) for a in params["validate"]]
+        try:
+            proc = subprocess.run(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        except OSError as exc:
+            raise Failure("cannot run the validate command %s; %s was not installed: %s"
+                          % (params["validate"][0], params["path"], exc))
+    finally:
+        os.unlink(tmp)
+    if proc.returncode != 0:
+        raise Failure("validation of %s failed; the file was not installed: %s"
+                      % (params["path"], (proc.stderr or proc.stdout).decode("utf-8", "replace").strip()[-800:]),
+                      validate_rc=proc.returncode)
+
+
+def do(params, journal, before, change):
+    """Validate the new content, journal the change, then make it."""
+    data = None if change["content"] is None else change["content"].encode("utf-8")
+    if data is not None and params["validate"]:
+        validate(params, data)
+    try:
+        change_file(journal, params["role"], params["path"], sysroot_path(params["sysroot"], params["path"]),
+                    before, data, mode=change["mode"],
+                    after={"exists": data is not None, "mode": params["mode"]})
+    except JournalError as exc:
+        raise Failure("cannot write the journal %s (nothing changed): %s" % (exc.path, exc.reason))
 
 
 def main():
     module = AnsibleModule(
-        argument_spec=dict(
-            sysroot=dict(type="str", default=""),
+        argument_spec=journaled_module_options(
             path=dict(type="path", required=True),
             content=dict(type="str"),
             state=dict(type="str", default="present", choices=["present", "absent"]),
@@ -49,77 +144,24 @@ def main():
             remove_regex=dict(type="str"),
             append=dict(type="str"),
             missing=dict(type="str", default="skip", choices=["skip", "create"]),
-            run_id=dict(type="str", required=True),
-            role=dict(type="str", default=""),
         ),
         required_if=[("state", "present", ["content", "remove_regex", "append"], True)],
         mutually_exclusive=[("content", "remove_regex"), ("content", "append")],
         supports_check_mode=True,
     )
     p = module.params
-    if not os.path.isabs(p["path"]):
-        module.fail_json(msg="path must be absolute: %s" % p["path"])
-    full = sysroot_path(p["sysroot"], p["path"])
-    before = file_state(full)
-    want_mode = int(p["mode"], 8)
-    edit = p["content"] is None and p["state"] == "present"
-    if edit:
-        if not before["exists"] and p["missing"] == "skip":
-            module.exit_json(changed=False, missing=True, path=p["path"], full_path=full)
-        text = before.get("content", "")
-        if p["remove_regex"]:
-            text = re.sub(p["remove_regex"], "", text, flags=re.MULTILINE)
-        if p["append"]:
-            if text and not text.endswith("\n"):
-                text += "\n"
-            text += p["append"] if p["append"].endswith("\n") else p["append"] + "\n"
-        p["content"] = text
-        if before["exists"]:
-            want_mode = int(before["mode"], 8)  # an edit keeps the file's mode
-    if p["state"] == "absent":
-        changed = before["exists"]
-        after_text = ""
-    else:
-        data = p["content"].encode("utf-8")
-        after_text = p["content"]
-        same_content = before["exists"] and before.get("content") == p["content"]
-        same_mode = before["exists"] and int(before["mode"], 8) == want_mode
-        changed = not (same_content and same_mode)
-    result = dict(changed=changed, path=p["path"], full_path=full, missing=False)
-    if module._diff:
-        result["diff"] = dict(before_header=p["path"], after_header=p["path"],
-                              before=before.get("content", ""), after=after_text)
-    if not changed or module.check_mode:
-        module.exit_json(**result)
-
-    if p["state"] == "present" and p["validate"]:
-        fd, tmp = tempfile.mkstemp(prefix=".hostkit-validate-")
-        try:
-            with os.fdopen(fd, "wb") as f:
-                f.write(data)
-            argv = [a.replace("%s", tmp) for a in p["validate"]]
-            proc = subprocess.run(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-            if proc.returncode != 0:
-                module.fail_json(msg="validation of %s failed; the file was not installed: %s"
-                                 % (p["path"], (proc.stderr or proc.stdout).decode("utf-8", "replace").strip()[-800:]),
-                                 validate_rc=proc.returncode, **result)
-        finally:
-            os.unlink(tmp)
-
-    journal = Journal(p["sysroot"], p["run_id"])
+    result = {}
     try:
-        created = [d[len(full) - len(p["path"]):] for d in missing_parents(full)] if p["state"] == "present" else []
-        journal.record({"kind": "file", "role": p["role"], "path": p["path"], "before": before,
-                        "after": {"exists": p["state"] == "present", "mode": p["mode"]},
-                        "created_dirs": created})
-    except (IOError, OSError) as exc:
-        module.fail_json(msg="cannot write the journal %s (nothing changed): %s" % (journal.path, exc), **result)
-    if p["state"] == "absent":
-        os.unlink(full)
-    else:
-        keep_owner = before["exists"]
-        atomic_write(full, data, mode=want_mode,
-                     uid=before.get("uid") if keep_owner else None, gid=before.get("gid") if keep_owner else None)
+        check_params(p)
+        journal = Journal(p["sysroot"], p["run_id"])
+        before = file_state(sysroot_path(p["sysroot"], p["path"]))
+        change, result = decide(p, before, module._diff)
+        if change and not module.check_mode:
+            do(p, journal, before, change)
+    except Failure as exc:
+        module.fail_json(msg=str(exc), **dict(result, **exc.fields))
+    except ValueError as exc:
+        module.fail_json(msg=str(exc))
     module.exit_json(**result)
 
 

@@ -25,48 +25,82 @@ import json
 import os
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible.module_utils.hostkit_journal import Journal, file_state, sysroot_path
+from ansible.module_utils.hostkit_journal import (Journal, JournalError, change_file, file_state,
+                                                  journaled_module_options)
+from ansible.module_utils.hostkit_sysroot import sysroot_path
+
+STATE_FILES = ("cpu_manager_state", "memory_manager_state")
+
+
+class Failure(Exception):
+    """The module fails with this message (bad input or host state found before any change)."""
+
+
+def check_policies(policies):
+    for name in sorted(policies):
+        if name not in STATE_FILES:
+            raise Failure("unknown kubelet state file %r (one of %s)" % (name, ", ".join(STATE_FILES)))
+
+
+def recorded_policy(full):
+    """The policyName a state file records; '' when it has none, None when it is unreadable
+    (kubelet fails on that too). Only called for files that exist."""
+    try:
+        with open(full) as f:
+            doc = json.load(f)
+    except (IOError, OSError, ValueError):
+        return None
+    return doc.get("policyName", "") if isinstance(doc, dict) else None
+
+
+def read_host(sysroot, state_dir, policies):
+    """For each state file named in ``policies``: whether it exists and the policy it records."""
+    seen = {}
+    for name in sorted(policies):
+        full = sysroot_path(sysroot, os.path.join(state_dir, name))
+        exists = os.path.exists(full)
+        seen[name] = {"exists": exists, "policy": recorded_policy(full) if exists else None}
+    return seen
+
+
+def decide(params, seen):
+    """Pure: the state files to remove (those whose policy differs from the wanted one) and the result."""
+    stale = []
+    for name, wanted in sorted(params["policies"].items()):
+        s = seen[name]
+        if s["exists"] and (s["policy"] is None or str(s["policy"]).lower() != str(wanted).lower()):
+            stale.append({"path": os.path.join(params["state_dir"], name), "policy": s["policy"], "wanted": wanted})
+    return stale, dict(changed=bool(stale), removed=stale)
+
+
+def do(params, journal, stale):
+    """Journal each state file (content included, so rollback puts it back), then remove it."""
+    for s in stale:
+        full = sysroot_path(params["sysroot"], s["path"])
+        try:
+            change_file(journal, params["role"], s["path"], full, file_state(full), None)
+        except JournalError as exc:
+            raise Failure("cannot write the journal %s (%s not removed): %s" % (exc.path, s["path"], exc.reason))
 
 
 def main():
     module = AnsibleModule(
-        argument_spec=dict(
-            sysroot=dict(type="str", default=""),
+        argument_spec=journaled_module_options(
+            role_default="kubelet",
             state_dir=dict(type="path", default="/var/lib/kubelet"),
             policies=dict(type="dict", required=True),
-            run_id=dict(type="str", required=True),
-            role=dict(type="str", default="kubelet"),
         ),
         supports_check_mode=True,
     )
     p = module.params
-    stale = []
-    for name, wanted in sorted(p["policies"].items()):
-        if name not in ("cpu_manager_state", "memory_manager_state"):
-            module.fail_json(msg="unknown kubelet state file %r" % name)
-        path = os.path.join(p["state_dir"], name)
-        full = sysroot_path(p["sysroot"], path)
-        if not os.path.exists(full):
-            continue
-        try:
-            with open(full) as f:
-                current = json.load(f).get("policyName", "")
-        except (IOError, OSError, ValueError):
-            current = None  # unreadable state also makes kubelet fail: remove it
-        if current is None or str(current).lower() != str(wanted).lower():
-            stale.append({"path": path, "full": full, "policy": current, "wanted": wanted})
-    result = dict(changed=bool(stale), removed=[dict(path=s["path"], policy=s["policy"], wanted=s["wanted"])
-                                                 for s in stale])
-    if not stale or module.check_mode:
-        module.exit_json(**result)
-    journal = Journal(p["sysroot"], p["run_id"])
-    for s in stale:
-        try:
-            journal.record({"kind": "file", "role": p["role"], "path": s["path"], "before": file_state(s["full"]),
-                            "after": {"exists": False}, "created_dirs": []})
-        except (IOError, OSError) as exc:
-            module.fail_json(msg="cannot write the journal %s (nothing removed): %s" % (journal.path, exc))
-        os.unlink(s["full"])
+    try:
+        check_policies(p["policies"])
+        journal = Journal(p["sysroot"], p["run_id"])
+        stale, result = decide(p, read_host(p["sysroot"], p["state_dir"], p["policies"]))
+        if stale and not module.check_mode:
+            do(p, journal, stale)
+    except (Failure, ValueError) as exc:
+        module.fail_json(msg=str(exc))
     module.exit_json(**result)
 
 

@@ -22,7 +22,40 @@ options:
 import os
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible.module_utils.hostkit_journal import is_live, record_would_run
+from ansible.module_utils.hostkit_journal import record_would_run
+from ansible.module_utils.hostkit_sysroot import is_live
+
+
+def decide(params, live, systemd_running, check_mode):
+    """Pure: what to do with the command - 'record' (lab sysroot), 'run', or None (check mode,
+    or systemctl with no systemd) - and the result; None and a message for bad input."""
+    argv = params["argv"]
+    if not argv:
+        return None, dict(failed=True, msg="argv must not be empty")
+    shown = " ".join(argv)
+    if not live:
+        return (None if check_mode else "record"), dict(changed=False, would_run=True, argv=argv,
+                                                         msg="would run (lab sysroot): %s" % shown)
+    if check_mode:
+        return None, dict(changed=True, would_run=True, argv=argv)
+    if os.path.basename(argv[0]) == "systemctl" and not systemd_running:
+        # A container or a minimal VM: no systemd to talk to. Nothing to restart or reload.
+        return None, dict(changed=False, would_run=False, skipped_reason="systemd is not running on this host",
+                          argv=argv, msg="skipped (systemd is not running): %s" % shown)
+    return "run", dict(changed=True, would_run=False, argv=argv)
+
+
+def do(module, action, result):
+    """Record the command as would-run, or run it; a command that fails fails the module."""
+    argv = module.params["argv"]
+    if action == "record":
+        record_would_run(module.params["sysroot"], argv, module.params["reason"])
+    elif action == "run":
+        rc, out, err = module.run_command(argv)
+        if rc != 0:
+            module.fail_json(msg="%s failed (rc=%d): %s" % (" ".join(argv), rc, (err or out).strip()[-500:]),
+                             rc=rc, argv=argv)
+        result.update(rc=rc, stdout=out)
 
 
 def main():
@@ -35,24 +68,11 @@ def main():
         supports_check_mode=True,
     )
     p = module.params
-    if not p["argv"]:
-        module.fail_json(msg="argv must not be empty")
-    if not is_live(p["sysroot"]):
-        if not module.check_mode:
-            record_would_run(p["sysroot"], p["argv"], p["reason"])
-        module.exit_json(changed=False, would_run=True, argv=p["argv"],
-                         msg="would run (lab sysroot): %s" % " ".join(p["argv"]))
-    if module.check_mode:
-        module.exit_json(changed=True, would_run=True, argv=p["argv"])
-    if os.path.basename(p["argv"][0]) == "systemctl" and not os.path.isdir("/run/systemd/system"):
-        # A container or a minimal VM: no systemd to talk to. Nothing to restart or reload.
-        module.exit_json(changed=False, would_run=False, skipped_reason="systemd is not running on this host",
-                         argv=p["argv"], msg="skipped (systemd is not running): %s" % " ".join(p["argv"]))
-    rc, out, err = module.run_command(p["argv"])
-    if rc != 0:
-        module.fail_json(msg="%s failed (rc=%d): %s" % (" ".join(p["argv"]), rc, (err or out).strip()[-500:]),
-                         rc=rc, argv=p["argv"])
-    module.exit_json(changed=True, would_run=False, argv=p["argv"], rc=rc, stdout=out)
+    action, result = decide(p, is_live(p["sysroot"]), os.path.isdir("/run/systemd/system"), module.check_mode)
+    if result.pop("failed", False):
+        module.fail_json(**result)
+    do(module, action, result)
+    module.exit_json(**result)
 
 
 if __name__ == "__main__":

@@ -33,120 +33,164 @@ import errno
 import os
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible.module_utils.hostkit_journal import Journal, is_live, sysroot_path
+from ansible.module_utils.hostkit_cpulist import parse_cpulist, parse_mask
+from ansible.module_utils.hostkit_journal import Journal, journaled_module_options
+from ansible.module_utils.hostkit_normalise import KINDS, same
+from ansible.module_utils.hostkit_sysroot import is_live, sysroot_path
 
 
 # How the kernel refuses an IRQ affinity: EIO for managed IRQs (irq_can_set_affinity_usr),
 # EPERM/EINVAL for per-CPU or chip-restricted ones.
 REFUSED_ERRNOS = (errno.EIO, errno.EPERM, errno.EINVAL)
+# In a lab sysroot, this file beside an IRQ's files stands for the kernel's EIO on a managed IRQ.
+LAB_MANAGED_MARKER = ".managed"
 
 
-def parse_cpulist(text):
-    cpus = set()
+class Failure(Exception):
+    """The module fails with this message (bad input or host state found before any change)."""
+
+
+class WriteFailure(Failure):
+    """A write failed after the journal was written: the result so far goes with the message."""
+
+
+def check_value(kind, text):
+    """Raise ValueError, with the parser's reason, when ``text`` is not a ``kind`` (the shared
+    normaliser would compare it as plain text, equal to nothing the module writes)."""
     text = text.strip()
-    if not text:
-        return cpus
-    for part in text.split(","):
-        lo, _, hi = part.partition("-")
-        cpus.update(range(int(lo), int(hi or lo) + 1))
-    return cpus
-
-
-def parse_mask(text):
-    value = int(text.strip().replace(",", "") or "0", 16)
-    return set(i for i in range(value.bit_length()) if value >> i & 1)
-
-
-def normalise(kind, text):
-    text = (text or "").strip()
-    if kind == "int":
-        return int(text.split()[0]) if text else None
     if kind == "cpulist":
-        return parse_cpulist(text)
-    if kind == "mask":
-        return parse_mask(text)
-    return text
+        parse_cpulist(text)
+    elif kind == "mask":
+        parse_mask(text)
+    elif kind == "int":
+        try:
+            int(text.split()[0])
+        except (IndexError, ValueError):
+            raise ValueError("%r is not an integer" % (text,))
+
+
+def check_items(items):
+    """Params only: every item has an absolute path, a known kind and a value of that kind."""
+    for n, item in enumerate(items, 1):
+        path, kind = item.get("path"), item.get("kind", "str")
+        if not path or not os.path.isabs(path) or kind not in KINDS:
+            raise Failure("bad item %r: needs an absolute path and kind %s" % (item, "/".join(KINDS)))
+        if item.get("value") is None:
+            raise Failure("bad item %d (%s): no value" % (n, path))
+        try:
+            check_value(kind, str(item["value"]))
+        except ValueError as exc:
+            raise Failure("bad item %d (%s): value %r does not parse as %s: %s; nothing changed"
+                          % (n, path, item["value"], kind, exc))
+
+
+def read_host(sysroot, items, tolerate_refused):
+    """For each item: the values its allowed_from file offers, whether the lab marks it managed,
+    and its current content (None when it cannot be read)."""
+    lab = not is_live(sysroot)
+    seen = []
+    for item in items:
+        full = sysroot_path(sysroot, item["path"])
+        allowed = None
+        if item.get("allowed_from"):
+            try:
+                with open(sysroot_path(sysroot, item["allowed_from"])) as f:
+                    allowed = f.read().split()
+            except (IOError, OSError):
+                pass
+        managed = (lab and tolerate_refused
+                   and os.path.exists(os.path.join(os.path.dirname(full), LAB_MANAGED_MARKER)))
+        current = None
+        if not managed:
+            try:
+                with open(full) as f:
+                    current = f.read()
+            except (IOError, OSError):
+                pass
+        seen.append({"allowed": allowed, "managed": managed, "current": current})
+    return seen
+
+
+def decide(items, seen):
+    """Pure: the values to write (path, before, after, kind) and the result, from the items and
+    what ``read_host`` saw for each."""
+    todo, missing, unchanged, refused = [], [], 0, []
+    for item, s in zip(items, seen):
+        path, kind = item["path"], item.get("kind", "str")
+        value = str(item["value"])
+        if s["allowed"] is not None and value not in s["allowed"]:
+            raise Failure("%s: %r is not offered (%s: %s); nothing changed"
+                          % (path, value, item["allowed_from"], " ".join(s["allowed"])))
+        if s["managed"]:
+            refused.append({"path": path, "error": "Input/output error (lab: managed IRQ)"})
+            continue
+        if s["current"] is None:
+            missing.append(path)
+            continue
+        try:
+            check_value(kind, s["current"])
+        except ValueError:
+            raise Failure("%s: cannot compare %r with %r as %s" % (path, s["current"].strip(), value, kind))
+        if same(kind, value, s["current"]):
+            unchanged += 1
+            continue
+        todo.append({"path": path, "before": s["current"].rstrip("\n"), "after": value, "kind": kind})
+    result = dict(changed=bool(todo), unchanged=unchanged, missing=missing, refused=refused,
+                  changes=[{"path": t["path"], "before": t["before"], "after": t["after"]} for t in todo])
+    return todo, result
+
+
+def diff(todo):
+    return dict(before="".join("%s = %s\n" % (t["path"], t["before"]) for t in todo),
+                after="".join("%s = %s\n" % (t["path"], t["after"]) for t in todo))
+
+
+def do(params, journal, todo, result):
+    """Journal every value in one entry, then write them; writes the kernel refuses are reported
+    (with tolerate_refused) and dropped from the journal, anything else fails the module."""
+    try:
+        entry = journal.record({"kind": "values", "role": params["role"], "items": todo})
+    except (IOError, OSError) as exc:
+        raise Failure("cannot write the journal %s (nothing changed): %s" % (journal.path, exc))
+    refused, written = list(result["refused"]), 0
+    for t in todo:
+        try:
+            with open(sysroot_path(params["sysroot"], t["path"]), "w") as f:
+                f.write(t["after"] + "\n")
+            written += 1
+        except (IOError, OSError) as exc:
+            if exc.errno in REFUSED_ERRNOS and params["tolerate_refused"]:
+                refused.append({"path": t["path"], "error": os.strerror(exc.errno)})
+                continue
+            raise WriteFailure("writing %s failed: %s" % (t["path"], exc))
+    newly_refused = [r["path"] for r in refused[len(result["refused"]):]]
+    if newly_refused:
+        journal.drop_items(entry["seq"], newly_refused)
+    result.update(refused=refused, written=written, changed=written > 0)
 
 
 def main():
     module = AnsibleModule(
-        argument_spec=dict(
-            sysroot=dict(type="str", default=""),
+        argument_spec=journaled_module_options(
             items=dict(type="list", elements="dict", required=True),
             tolerate_refused=dict(type="bool", default=False),
-            run_id=dict(type="str", required=True),
-            role=dict(type="str", default=""),
         ),
         supports_check_mode=True,
     )
     p = module.params
-    lab = not is_live(p["sysroot"])
-    todo, missing, same, pre_refused = [], [], 0, []
-    for item in p["items"]:
-        path, kind = item.get("path"), item.get("kind", "str")
-        if not path or not os.path.isabs(path) or kind not in ("int", "str", "cpulist", "mask"):
-            module.fail_json(msg="bad item %r: needs an absolute path and kind int/str/cpulist/mask" % (item,))
-        value = str(item.get("value"))
-        full = sysroot_path(p["sysroot"], path)
-        allowed_from = item.get("allowed_from")
-        if allowed_from:
-            try:
-                with open(sysroot_path(p["sysroot"], allowed_from)) as f:
-                    allowed = f.read().split()
-            except (IOError, OSError):
-                allowed = None
-            if allowed is not None and value not in allowed:
-                module.fail_json(msg="%s: %r is not offered (%s: %s); nothing changed"
-                                 % (path, value, allowed_from, " ".join(allowed)))
-        if lab and p["tolerate_refused"] and os.path.exists(os.path.join(os.path.dirname(full), ".managed")):
-            pre_refused.append({"path": path, "error": "Input/output error (lab: managed IRQ)"})
-            continue
-        try:
-            with open(full) as f:
-                current = f.read()
-        except (IOError, OSError):
-            missing.append(path)
-            continue
-        try:
-            if normalise(kind, current) == normalise(kind, value):
-                same += 1
-                continue
-        except ValueError:
-            module.fail_json(msg="%s: cannot compare %r with %r as %s" % (path, current.strip(), value, kind))
-        todo.append({"path": path, "full": full, "before": current.rstrip("\n"), "after": value, "kind": kind})
-
-    result = dict(changed=bool(todo), unchanged=same, missing=missing, refused=pre_refused,
-                  changes=[{"path": t["path"], "before": t["before"], "after": t["after"]} for t in todo])
-    if module._diff and todo:
-        result["diff"] = dict(before="".join("%s = %s\n" % (t["path"], t["before"]) for t in todo),
-                              after="".join("%s = %s\n" % (t["path"], t["after"]) for t in todo))
-    if not todo or module.check_mode:
-        module.exit_json(**result)
-
-    journal = Journal(p["sysroot"], p["run_id"])
+    result = {}
     try:
-        entry = journal.record({"kind": "values", "role": p["role"],
-                        "items": [{"path": t["path"], "before": t["before"], "after": t["after"], "kind": t["kind"]}
-                                  for t in todo]})
-    except (IOError, OSError) as exc:
-        module.fail_json(msg="cannot write the journal %s (nothing changed): %s" % (journal.path, exc))
-    refused, written = list(pre_refused), 0
-    for t in todo:
-        try:
-            with open(t["full"], "w") as f:
-                f.write(t["after"] + "\n")
-            written += 1
-        except (IOError, OSError) as exc:
-            if exc.errno in REFUSED_ERRNOS and p["tolerate_refused"]:
-                refused.append({"path": t["path"], "error": os.strerror(exc.errno)})
-                continue
-            module.fail_json(msg="writing %s failed: %s" % (t["path"], exc), **result)
-    newly_refused = [r["path"] for r in refused if r not in pre_refused]
-    if newly_refused:
-        journal.drop_items(entry["seq"], newly_refused)
-    result["refused"] = refused
-    result["written"] = written
-    result["changed"] = written > 0
+        check_items(p["items"])
+        journal = Journal(p["sysroot"], p["run_id"])
+        todo, result = decide(p["items"], read_host(p["sysroot"], p["items"], p["tolerate_refused"]))
+        if module._diff and todo:
+            result["diff"] = diff(todo)
+        if todo and not module.check_mode:
+            do(p, journal, todo, result)
+    except WriteFailure as exc:  # after the journal: the result so far goes with the message
+        module.fail_json(msg=str(exc), **result)
+    except (Failure, ValueError) as exc:
+        module.fail_json(msg=str(exc))
     module.exit_json(**result)
 
 

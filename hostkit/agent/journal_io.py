@@ -90,6 +90,42 @@ def atomic_write(full, data, mode=0o644, uid=None, gid=None):
         raise
 
 
+def journaled_module_options(role_default="", **options):
+    """The argument spec of a hostkit Ansible module that journals its changes: the sysroot the
+    host is under, the run whose journal it writes, the role its entries name; plus ``options``."""
+    spec = dict(sysroot=dict(type="str", default=""), run_id=dict(type="str", required=True),
+                role=dict(type="str", default=role_default))
+    spec.update(options)
+    return spec
+
+
+class JournalError(Exception):
+    """The journal entry for a change could not be written (so the change was not made)."""
+
+    def __init__(self, path, reason):
+        Exception.__init__(self, "cannot write the journal %s: %s" % (path, reason))
+        self.path = path
+        self.reason = reason
+
+
+def change_file(journal, role, path, full, before, data, mode=0o644, after=None):
+    """Change one file the journaled way: record its ``before`` state (and the directories the
+    write creates) in ``journal`` first, then replace it atomically with ``data`` keeping its
+    owner, or remove it when ``data`` is None. A failure to journal raises JournalError, with
+    the file untouched."""
+    created = [d[len(full) - len(path):] for d in missing_parents(full)] if data is not None else []
+    entry = {"kind": "file", "role": role, "path": path, "before": before,
+             "after": after or {"exists": data is not None}, "created_dirs": created}
+    try:
+        journal.record(entry)
+    except (IOError, OSError) as exc:
+        raise JournalError(journal.path, exc)
+    if data is None:
+        os.unlink(full)
+    else:
+        atomic_write(full, data, mode=mode, uid=before.get("uid"), gid=before.get("gid"))
+
+
 def now():
     return datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
 

@@ -81,3 +81,40 @@ def grub_cmdline_args(text):
         if m:
             args.update(split_cmdline(_GRUB_SELF_REF.sub("", shell_value(m.group(3)))))
     return args
+
+
+# One kernel argument as written, quotes kept: blanks separate, double quotes group (next_arg).
+_KERNEL_WORD = re.compile(r'(?:"[^"]*(?:"|$)|[^\s"])+')
+# A shell assignment's right-hand side that is one word (quoted or bare), then maybe a comment.
+_SHELL_WORD = re.compile(r'''^\s*(?:"(?:[^"\\]|\\.)*"|('[^']*')|[^\s"'#][^\s"']*)?(\s+#.*)?\s*$''')
+
+
+def arg_name(word):
+    """The name of one kernel argument as written (``isolcpus`` for ``isolcpus=2-3``)."""
+    return word.lstrip('"').split("=", 1)[0]
+
+
+def remove_grub_args(text, names):
+    """``text`` (an ``/etc/default/grub``-style file) with the kernel arguments named in ``names``
+    removed from every GRUB_CMDLINE_LINUX(_DEFAULT) value, so another tool's ``isolcpus=`` is
+    replaced rather than duplicated. Lines without such an argument are kept byte for byte; a
+    rewritten value keeps its single quotes, or is double-quoted, and its trailing comment."""
+    names = set(names)
+    out = []
+    for line in text.splitlines(True):
+        body = line.rstrip("\r\n")
+        m = GRUB_CMDLINE_VAR.match(body)
+        if m:
+            words = _KERNEL_WORD.findall(shell_value(m.group(3)))
+            kept = [w for w in words if arg_name(w) not in names]
+            if len(kept) != len(words):
+                value = " ".join(kept)
+                shape = _SHELL_WORD.match(m.group(3))
+                comment = (shape.group(2) or "") if shape else ""
+                if shape and shape.group(1) and "'" not in value:
+                    quoted = "'%s'" % value
+                else:
+                    quoted = '"%s"' % re.sub(r'(["\\`])', r'\\\1', value)
+                line = "%s%s=%s%s%s" % (m.group(1), m.group(2), quoted, comment, line[len(body):])
+        out.append(line)
+    return "".join(out)

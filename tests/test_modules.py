@@ -1,0 +1,222 @@
+"""hostkit's Ansible modules (library/) on temporary sysroots: the JSON cases in
+tests/module_cases/, each run in-process and as a subprocess (see tests/modules/runner.py), and
+the checks that every module has cases for each behaviour the project promises."""
+
+from __future__ import annotations
+
+import ast
+import errno
+import json
+import os
+
+import pytest
+
+from hostkit.agent.kernel_args import remove_grub_args
+from tests.modules.runner import (CASES_DIR, LIBRARY, MODES, load_cases, load_module, make_shim, run_case,
+                                  run_inprocess, snapshot)
+from tests.test_agent import _python3_only
+
+CASES = load_cases()
+MODULES = sorted(p.stem for p in LIBRARY.glob("*.py"))
+
+
+@pytest.fixture(scope="session")
+def shim(tmp_path_factory):
+    return make_shim(tmp_path_factory.mktemp("ansible-shim"))
+
+
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("module, case, journals", [pytest.param(m, c, j, id=i) for i, m, c, j in CASES])
+def test_module_case(module, case, journals, mode, tmp_path, shim):
+    systemd = case.get("requires", {}).get("systemd")
+    if systemd is not None and os.path.isdir("/run/systemd/system") != systemd:
+        pytest.skip(f"needs a host where systemd is {'' if systemd else 'not '}running")
+    run_case(module, case, journals, mode, tmp_path, shim)
+
+
+# ----------------------------------------------------------------------------- the cases are evidence
+
+def _covers(case: dict, journals: bool) -> set[str]:
+    """What a case really shows, from its shape (its "covers" list is checked against this)."""
+    result = case.get("result", {})
+    after = case.get("files_after", {})
+    shown = set()
+    if not result.get("failed") and (after or case.get("would_run")) and not case.get("check_mode"):
+        shown.add("change")
+    if (case.get("second_run") or {}).get("result", {}).get("changed") is False:
+        shown.add("idempotent")
+    if case.get("check_mode") and all(p.startswith("/var/lib/hostkit/") for p in after):
+        shown.add("check")
+    if result.get("failed") and case.get("msg_contains") and not after and not case.get("journal"):
+        shown.add("bad_input")
+    if journals and case.get("journal") and not result.get("failed"):
+        shown.add("journal")
+    if (result.get("failed") and "/var/lib/hostkit/journal" in case.get("files", {}) and not after
+            and any("cannot write the journal" in m for m in case.get("msg_contains", []))):
+        shown.add("journal_first")
+    return shown
+
+
+@pytest.mark.parametrize("module, case, journals", [pytest.param(m, c, j, id=i) for i, m, c, j in CASES])
+def test_case_covers_what_it_claims(module, case, journals):
+    claimed = set(case.get("covers", []))
+    assert claimed <= _covers(case, journals), f"claims {sorted(claimed - _covers(case, journals))} it does not show"
+
+
+@pytest.mark.parametrize("module", MODULES)
+def test_every_module_has_cases_for_each_behaviour(module):
+    cases = [(c, j) for _, m, c, j in CASES if m == module]
+    assert cases, f"no cases for library/{module}.py in {CASES_DIR}"
+    journals = cases[0][1]
+    needed = {"change", "idempotent", "check", "bad_input"} | ({"journal", "journal_first"} if journals else set())
+    covered = set().union(*(set(c.get("covers", [])) for c, _ in cases))
+    assert needed <= covered, f"{module}: no case covers {sorted(needed - covered)}"
+
+
+def test_case_names_are_unique():
+    ids = [i for i, _, _, _ in CASES]
+    assert len(ids) == len(set(ids)), sorted(i for i in ids if ids.count(i) > 1)
+
+
+@pytest.mark.parametrize("module", MODULES)
+def test_module_keeps_python2_syntax_and_splits_decide_from_do(module):
+    source = (LIBRARY / f"{module}.py").read_text()
+    tree = ast.parse(source)
+    assert not _python3_only(tree), _python3_only(tree)
+    assert "from __future__ import absolute_import, division, print_function" in source
+    functions = {n.name for n in tree.body if isinstance(n, ast.FunctionDef)}
+    assert {"decide", "do"} <= functions, f"{module}: decide() and do() expected, found {sorted(functions)}"
+
+
+# ----------------------------------------------------------------------------- what JSON cannot set up
+
+def _case(module: str, name: str) -> tuple[dict, bool]:
+    return next((c, j) for i, m, c, j in CASES if m == module and c["name"] == name)
+
+
+def test_the_runner_catches_a_module_that_writes_before_journaling(tmp_path, shim):
+    """A copy of hostkit_file that writes the file and then journals it: the in-process spy fails
+    the normal case, and the unwritable-journal case fails in both modes."""
+    library = tmp_path / "library"
+    library.mkdir()
+    source = (LIBRARY / "hostkit_file.py").read_text()
+    early = ('    if data is not None:\n'
+             '        with open(sysroot_path(params["sysroot"], params["path"]), "wb") as f:\n'
+             '            f.write(data)\n'
+             '    try:\n        change_file(')
+    mutated = source.replace("    try:\n        change_file(", early)
+    assert mutated != source
+    (library / "hostkit_file.py").write_text(mutated)
+    case, journals = _case("hostkit_file", "an existing file gets the new content and mode")
+    with pytest.raises(AssertionError, match="changed before its journal entry"):
+        run_case("hostkit_file", case, journals, "inprocess", tmp_path / "a", shim, library)
+    case, journals = _case("hostkit_file", "a journal that cannot be written leaves the file as it was")
+    for mode in MODES:
+        with pytest.raises(AssertionError, match="/etc/x.conf is b'new"):
+            run_case("hostkit_file", case, journals, mode, tmp_path / mode, shim, library)
+
+
+def _values_tree(tmp_path):
+    tree = tmp_path / "tree"
+    for irq in (30, 31):
+        (tree / f"proc/irq/{irq}").mkdir(parents=True)
+        (tree / f"proc/irq/{irq}/smp_affinity_list").write_text("0-7\n")
+    items = [{"path": f"/proc/irq/{irq}/smp_affinity_list", "value": "0-1", "kind": "cpulist"} for irq in (30, 31)]
+    return tree, items
+
+
+def _refusing_open(refused_paths):
+    import builtins
+
+    def fake_open(path, mode="r", *args, **kwargs):
+        if "w" in mode and any(str(path).endswith(p) for p in refused_paths):
+            raise OSError(errno.EIO, os.strerror(errno.EIO))
+        return builtins.open(path, mode, *args, **kwargs)
+
+    return fake_open
+
+
+def test_values_a_write_the_kernel_refuses_is_reported_and_dropped_from_the_journal(tmp_path, monkeypatch):
+    tree, items = _values_tree(tmp_path)
+    monkeypatch.setattr(load_module("hostkit_values"), "open", _refusing_open(["/proc/irq/30/smp_affinity_list"]),
+                        raising=False)
+    result, rc = run_inprocess("hostkit_values", {"sysroot": str(tree), "run_id": "r1", "items": items,
+                                                  "tolerate_refused": True})
+    assert rc == 0 and result["changed"] is True and result["written"] == 1
+    assert result["refused"] == [{"path": "/proc/irq/30/smp_affinity_list", "error": "Input/output error"}]
+    assert (tree / "proc/irq/30/smp_affinity_list").read_text() == "0-7\n"
+    assert (tree / "proc/irq/31/smp_affinity_list").read_text() == "0-1\n"
+    entries = json.loads((tree / "var/lib/hostkit/journal/r1.json").read_text())["entries"]
+    assert [[i["path"] for i in e["items"]] for e in entries] == [["/proc/irq/31/smp_affinity_list"]]
+
+
+def test_values_nothing_written_leaves_no_journal_to_roll_back(tmp_path, monkeypatch):
+    tree, items = _values_tree(tmp_path)
+    monkeypatch.setattr(load_module("hostkit_values"), "open", _refusing_open(["smp_affinity_list"]), raising=False)
+    result, rc = run_inprocess("hostkit_values", {"sysroot": str(tree), "run_id": "r1", "items": items,
+                                                  "tolerate_refused": True})
+    assert rc == 0 and result["changed"] is False and result["written"] == 0 and len(result["refused"]) == 2
+    assert not (tree / "var/lib/hostkit/journal/r1.json").exists()
+
+
+def test_values_a_refused_write_without_tolerate_refused_fails_after_the_journal(tmp_path, monkeypatch):
+    tree, items = _values_tree(tmp_path)
+    monkeypatch.setattr(load_module("hostkit_values"), "open", _refusing_open(["/proc/irq/30/smp_affinity_list"]),
+                        raising=False)
+    result, rc = run_inprocess("hostkit_values", {"sysroot": str(tree), "run_id": "r1", "items": items})
+    assert rc == 1 and result["failed"] is True
+    assert result["msg"].startswith("writing /proc/irq/30/smp_affinity_list failed")
+    assert result["changes"][0]["path"] == "/proc/irq/30/smp_affinity_list"
+    # Both items were journaled before the first write; the second was never written.
+    entries = json.loads((tree / "var/lib/hostkit/journal/r1.json").read_text())["entries"]
+    assert [len(e["items"]) for e in entries] == [2]
+    assert (tree / "proc/irq/31/smp_affinity_list").read_text() == "0-7\n"
+
+
+def test_lock_taken_by_another_run_between_read_and_create(tmp_path, monkeypatch):
+    """The O_EXCL create loses the race: the module decides again on the winner's lock."""
+    mod = load_module("hostkit_lock")
+    lock = tmp_path / "var/lib/hostkit/lock"
+    lock.parent.mkdir(parents=True)
+    lock.write_text(json.dumps({"run_id": "r1", "controller": "ctl:1", "time": 0}))
+    real, calls = mod.read_holder, []
+
+    def stale_first(path):
+        calls.append(path)
+        return None if len(calls) == 1 else real(path)
+
+    monkeypatch.setattr(mod, "read_holder", stale_first)
+    before = snapshot(tmp_path)
+    result, rc = run_inprocess("hostkit_lock", {"sysroot": str(tmp_path), "run_id": "r2"})
+    assert rc == 1 and result["locked"] is True and "host locked by hostkit run r1" in result["msg"]
+    assert len(calls) == 2
+    assert snapshot(tmp_path) == before
+
+
+@pytest.mark.parametrize("live, systemd, check, action, changed", [
+    (False, True, False, "record", False),
+    (False, True, True, None, False),
+    (True, True, True, None, True),
+    (True, False, False, None, False),
+    (True, True, False, "run", True),
+])
+def test_run_decides_from_the_host_it_is_on(live, systemd, check, action, changed):
+    decided, result = load_module("hostkit_run").decide({"argv": ["systemctl", "daemon-reload"]}, live, systemd,
+                                                        check)
+    assert decided == action and result["changed"] is changed
+
+
+# ----------------------------------------------------------------------------- the shared parsers the modules use
+
+@pytest.mark.parametrize("text, names, expected", [
+    ('GRUB_CMDLINE_LINUX="a isolcpus=1 b"\n', {"isolcpus"}, 'GRUB_CMDLINE_LINUX="a b"\n'),
+    ("GRUB_CMDLINE_LINUX='a isolcpus=1'\r\n", {"isolcpus"}, "GRUB_CMDLINE_LINUX='a'\r\n"),
+    ("GRUB_CMDLINE_LINUX=isolcpus=1\n", {"isolcpus"}, 'GRUB_CMDLINE_LINUX=""\n'),
+    ('GRUB_CMDLINE_LINUX="a \\"isolcpus=1 2\\" b"\n', {"isolcpus"}, 'GRUB_CMDLINE_LINUX="a b"\n'),
+    ('GRUB_CMDLINE_LINUX="a isolcpus=1  b" # x\n', {"nohz"}, 'GRUB_CMDLINE_LINUX="a isolcpus=1  b" # x\n'),
+    ('GRUB_CMDLINE_LINUX="a isolcpus=1\n', {"isolcpus"}, 'GRUB_CMDLINE_LINUX="a"\n'),  # unbalanced quote
+    ('  GRUB_CMDLINE_LINUX_DEFAULT="isolcpus"\nX="isolcpus=1"\n', {"isolcpus"},
+     '  GRUB_CMDLINE_LINUX_DEFAULT=""\nX="isolcpus=1"\n'),
+])
+def test_remove_grub_args(text, names, expected):
+    assert remove_grub_args(text, names) == expected
