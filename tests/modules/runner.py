@@ -26,7 +26,9 @@ files themselves and not on what the module says:
 - in-process, each entry was on disk while its paths still held their "before" state: the journal
   was written before the change;
 - the would-run log holds exactly ``would_run`` (no log when not given);
-- ``second_run``: running again changes no byte at all (journal and logs included).
+- ``second_run``: running again changes no byte at all (journal and logs included);
+- for modules that journal, the agent's rollback of the run puts every host file and directory
+  back as the case had it, byte for byte and mode for mode.
 
 The module runs in-process (``ansible.module_utils.testing.patch_module_args``) or as a
 subprocess (``python library/X.py args.json``, as Ansible runs it, with ``PYTHONPATH`` a tree
@@ -414,3 +416,21 @@ def run_case(module: str, case: dict, journals_changes: bool, mode: str, workdir
             after.pop(WOULD_RUN_LOG, None)
         assert now == after and now_dirs == after_dirs, "the second run changed bytes: " + ", ".join(
             sorted(k for k in set(now) | set(after) if now.get(k) != after.get(k)) or ["directories"])
+
+    if journals_changes and entries:
+        check_rollback(tree, before, before_dirs)
+
+
+def check_rollback(tree: Path, before: dict, before_dirs: set) -> None:
+    """The journal is enough to undo the run exactly: roll it back with the agent's rollback."""
+    from hostkit.agent.rollback import rollback
+
+    done = rollback(str(tree))
+    assert not done["errors"] and done["verify"]["ok"], done
+    now, now_dirs = snapshot(tree)
+    now = {k: v for k, v in now.items() if not k.startswith(STATE_PREFIX)}
+    was = {k: v for k, v in before.items() if not k.startswith(STATE_PREFIX)}
+    assert now == was, "rollback left " + ", ".join(sorted(k for k in set(now) | set(was) if now.get(k) != was.get(k)))
+    state_dirs = set().union(*(parents(r) for r in snapshot(tree)[0] if r.startswith(STATE_PREFIX)))
+    assert now_dirs - state_dirs == before_dirs - state_dirs, "rollback left directories: " + ", ".join(
+        sorted((now_dirs - state_dirs) ^ (before_dirs - state_dirs)))
