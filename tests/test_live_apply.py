@@ -13,15 +13,15 @@ from pathlib import Path
 
 import pytest
 
+from hostkit.tunables import tuned_sysctls
 from tests.labutil import cli_json
 
 pytestmark = pytest.mark.live
 
 REPO = Path(__file__).resolve().parent.parent
 INVENTORY = REPO / "inventories/local/hosts.yml"
-VALUES = ["/proc/sys/kernel/sched_rt_runtime_us", "/proc/sys/kernel/numa_balancing",
-          "/proc/sys/kernel/timer_migration", "/proc/sys/vm/zone_reclaim_mode", "/proc/sys/vm/stat_interval",
-          "/proc/irq/default_smp_affinity"] + sorted(glob.glob("/proc/irq/[0-9]*/smp_affinity_list"))
+VALUES = [s.proc_path for s in tuned_sysctls()] + ["/proc/irq/default_smp_affinity"] \
+    + sorted(glob.glob("/proc/irq/[0-9]*/smp_affinity_list"))
 FILES = ["/etc/sysctl.d/60-hostkit-rt.conf", "/etc/sysctl.d/61-hostkit-numa.conf",
          "/etc/systemd/system/hostkit-irq-affinity.service"]
 
