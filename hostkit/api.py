@@ -421,7 +421,7 @@ class RollbackResult:
 
     @property
     def rc(self) -> int:
-        if any(r.status != "ok" for r in self.reboots.values()):
+        if any(r.status not in ("ok", "would_run") for r in self.reboots.values()):
             return EXIT_FAILED
         return EXIT_OK if all(rolled_back(r) for r in self.hosts.values()) else EXIT_FAILED
 

@@ -18,7 +18,7 @@ DEFAULT_TIMEOUT = 900  # seconds; the role default isolcpus_reboot_timeout is th
 @dataclass
 class Rebooted:
     host: str
-    status: str  # ok | failed | unreachable
+    status: str  # ok | would_run (a lab sysroot: recorded, not rebooted) | failed | unreachable
     cmdline: str | None = None
     msg: str | None = None
 
@@ -38,5 +38,7 @@ def reboot_hosts(inventory: str, hosts: list[str], *, timeout: int = DEFAULT_TIM
             continue
         published = hr.published.get("hostkit_reboot_agent_output") or {}
         status = hr.status if hr.status != "ok" or published else "failed"
+        if status == "ok" and str(published.get("live", True)).lower() in ("false", "0"):
+            status = "would_run"
         out[name] = Rebooted(name, status, cmdline=published.get("cmdline"), msg=hr.msg)
     return out
