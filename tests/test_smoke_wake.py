@@ -153,11 +153,16 @@ def test_min_batch_wait_takes_a_request_that_was_announced(queue):
     assert more == [5] and queue.state(5) == PROCESSING  # claimed: the next scan skips it
 
 
-def test_spin_budget_shrinks_when_spinning_finds_nothing_and_grows_back():
+def test_spin_budget_follows_the_waits_it_sees():
     spin = Spin(64_000)
-    assert spin.run(lambda: True) is True and spin.budget_ns == 64_000
+    assert spin.run(lambda: True) is True and spin.hits == 1  # caught at once: a short wait
     for _ in range(10):
-        spin.run(lambda: False)
-    assert spin.budget_ns == 2_000 and spin.misses == 10  # the floor: a later success can still be seen
-    spin.run(lambda: True)
-    assert spin.budget_ns == 4_000 and spin.hits == 2
+        assert spin.run(lambda: False) is False
+        spin.learn(10 ** 9)  # then blocked for a second: spinning was wasted
+    assert spin.budget_ns == 1_000 and spin.misses == 10  # down to the floor, not to nothing
+    for _ in range(20):
+        spin.learn(20_000)  # waits of 20 us: a spin of about 40 us would have caught them
+    assert 35_000 <= spin.budget_ns <= 42_000
+    for _ in range(40):
+        spin.learn(60_000)
+    assert spin.budget_ns == 64_000  # never beyond the bound

@@ -88,7 +88,7 @@ HEADER = Record(("magic", "4s"), ("version", "I"), ("nslots", "I"), ("req_size",
 PARTY = Record(("sleeping", "I"), ("reserved", "I"), ("next_submit_ns", "Q"), size=CACHE_LINE)
 NEVER = 2 ** 64 - 1
 # Per slot, 64 bytes. The client writes the whole record when it submits; the worker writes
-# ``claim_ns`` when it claims the slot and ``done_ns``..``cpu_ns`` (adjacent: one store) when done.
+# ``claim_ns`` (when it claimed the slot's batch) to ``cpu_ns`` in one store once it is answered.
 SLOT_META = Record(("seq", "Q"), ("submit_ns", "Q"), ("claim_ns", "Q"), ("done_ns", "Q"), ("wall_ns", "Q"),
                    ("cpu_ns", "Q"), ("owner_pid", "I"), ("req_len", "I"), ("client", "I"), ("reserved", "I"),
                    size=64)
@@ -300,8 +300,10 @@ class SharedInferenceQueue:
                 view = np.frombuffer(self.shm.buf, dtype=np.uint64, count=self.nclients * PARTY.size // 8,
                                      offset=first)[::PARTY.size // 8]
                 return lambda: int(view.min())
-        offsets = [first + k * PARTY.size for k in range(self.nclients)]
         unpack, buf = self._NEXT.unpack_from, self.shm.buf
+        if self.nclients == 1:
+            return lambda: unpack(buf, first)[0]
+        offsets = [first + k * PARTY.size for k in range(self.nclients)]
         return lambda: min(unpack(buf, o)[0] for o in offsets)
 
     # ------------------------------------------------------------------ metadata and payloads
@@ -321,20 +323,17 @@ class SharedInferenceQueue:
         off = self.off_meta + i * SLOT_META.size + SLOT_META.offset["client"]
         return self._CLIENT.unpack_from(self.shm.buf, off)[0]
 
-    _CLAIM = SLOT_META.field("claim_ns")
-    _DONE = SLOT_META.span("done_ns", "cpu_ns")  # adjacent: written in one store
-    _RESULT = SLOT_META.span("claim_ns", "cpu_ns")  # what the client reads back, in one load
+    _RESULT = SLOT_META.span("claim_ns", "cpu_ns")  # adjacent: written in one store, read in one load
 
-    def set_claim(self, i: int, claim_ns: int) -> None:
-        self._CLAIM.pack_into(self.shm.buf, self.off_meta + i * SLOT_META.size + SLOT_META.offset["claim_ns"], claim_ns)
-
-    def set_done(self, i: int, done_ns: int, wall_ns: int, cpu_ns: int) -> None:
-        self._DONE.pack_into(self.shm.buf, self.off_meta + i * SLOT_META.size + SLOT_META.offset["done_ns"],
-                             done_ns, wall_ns, cpu_ns)
+    def set_result(self, i: int, claim_ns: int, done_ns: int, wall_ns: int, cpu_ns: int) -> None:
+        """The worker's record of an answered request (before it marks the slot DONE)."""
+        off = self.off_meta + i * SLOT_META.size + SLOT_META.offset["claim_ns"]
+        self._RESULT.pack_into(self.shm.buf, off, claim_ns, done_ns, wall_ns, cpu_ns)
 
     def result(self, i: int) -> tuple[int, int, int, int]:
         """(claim_ns, done_ns, wall_ns, cpu_ns) of a DONE slot."""
-        return self._RESULT.unpack_from(self.shm.buf, self.off_meta + i * SLOT_META.size + SLOT_META.offset["claim_ns"])
+        off = self.off_meta + i * SLOT_META.size + SLOT_META.offset["claim_ns"]
+        return self._RESULT.unpack_from(self.shm.buf, off)
 
     def owner_pid(self, i: int) -> int:
         return self.meta(i).owner_pid
@@ -395,17 +394,17 @@ class _StridedBytes:
 
 
 class _Allocator:
-    """Slot allocation: ``acquire`` retries ``_try`` until a slot is WRITING for this client."""
+    """Slot allocation: ``acquire`` retries ``try_slot`` until a slot is WRITING for this client."""
 
     name = ""
 
-    def _try(self) -> int | None:
+    def try_slot(self) -> int | None:
         raise NotImplementedError
 
     def acquire(self, timeout: float = 1.0) -> int | None:
         deadline = time.monotonic() + timeout
         while True:
-            i = self._try()
+            i = self.try_slot()
             if i is not None or time.monotonic() > deadline:
                 return i
             time.sleep(0.0001)
@@ -424,7 +423,7 @@ class FlockAllocator(_Allocator):
         self.fd = os.open(lockfile, os.O_RDWR | os.O_CREAT, 0o600)
         self.hint = 0
 
-    def _try(self) -> int | None:
+    def try_slot(self) -> int | None:
         fcntl.flock(self.fd, fcntl.LOCK_EX)
         try:
             n = self.q.nslots
@@ -451,7 +450,7 @@ class PartitionAllocator(_Allocator):
         self.slots = list(range(client_id, queue.nslots, nclients))
         self.pos = 0
 
-    def _try(self) -> int | None:
+    def try_slot(self) -> int | None:
         n = len(self.slots)
         for k in range(n):
             i = self.slots[(self.pos + k) % n]

@@ -107,21 +107,26 @@ class Bell:
 
 
 class Spin:
-    """A bounded, adaptive spin budget: halved after a spin that found nothing (down to a floor,
-    so a later success can be seen), doubled after one that did (up to ``max_ns``). Counts both."""
+    """A bounded spin whose budget follows the waits it sees (``learn``): about twice the recent
+    typical wait when that is within ``max_ns`` (spinning would have caught it), halved after a
+    wait longer than ``max_ns`` (spinning is wasted CPU), never below a floor of 1 us. Counts spins
+    that caught the event (hits) and those that ran out (misses)."""
 
     def __init__(self, max_ns: int) -> None:
         self.max_ns = max(0, int(max_ns))
-        self.floor_ns = min(self.max_ns, 2_000)
+        self.floor_ns = min(self.max_ns, 1_000)
         self.budget_ns = self.max_ns
+        self.typical_ns = self.max_ns / 4  # moving average of the waits within max_ns
+        self.started_ns = 0
         self.hits = 0
         self.misses = 0
         self.spun_ns = 0
 
     def run(self, probe):
-        """Call ``probe()`` until it returns something true or the budget is spent; returns its last result."""
+        """Call ``probe()`` until it returns something true or the budget is spent; returns its last
+        result. After a miss the caller blocks, then tells ``learn`` how long the whole wait took."""
         now = time.monotonic_ns
-        start = now()
+        start = self.started_ns = now()
         deadline = start + self.budget_ns
         while True:
             got = probe()
@@ -131,11 +136,18 @@ class Spin:
         self.spun_ns += t - start
         if got:
             self.hits += 1
-            self.budget_ns = min(self.max_ns, self.budget_ns * 2)
+            self.learn(t - start)
         else:
             self.misses += 1
-            self.budget_ns = max(self.floor_ns, self.budget_ns // 2)
         return got
+
+    def learn(self, wait_ns: int) -> None:
+        """How long a wait lasted, from the start of its spin to the event (or a timeout)."""
+        if wait_ns <= self.max_ns:
+            self.typical_ns += (wait_ns - self.typical_ns) / 8
+            self.budget_ns = int(min(self.max_ns, max(self.floor_ns, 2 * self.typical_ns + 1_000)))
+        else:
+            self.budget_ns = max(self.floor_ns, self.budget_ns // 2)
 
     def stats(self) -> dict:
         return {"hits": self.hits, "misses": self.misses, "spun_ms": round(self.spun_ns / 1e6, 3),

@@ -147,6 +147,7 @@ class _Fifo:
 
 
 IDLE_BLOCK_S = 0.1  # the longest a blocked worker waits before it looks at the stop flag and its parent
+NEVER_NS = 1 << 62
 
 
 def _serve_shm(q: SharedInferenceQueue, model, cfg: dict, info: dict, stats: dict) -> None:
@@ -167,13 +168,13 @@ def _serve_shm(q: SharedInferenceQueue, model, cfg: dict, info: dict, stats: dic
     idle = cfg["idle"]
     idle_sleep = cfg["idle_sleep_ms"] / 1000.0
     fifo = _Fifo(info["fifo_available"])
-    fifo_per_batch = idle != "adaptive"
+    fifo_per_batch = fixed_wait = idle != "adaptive"  # the seed's loop: FIFO per batch, fixed min-batch wait
     tensor_count = q.tensor_size // 4
     tensors = [q.tensor(i, count=tensor_count) for i in range(q.nslots)]  # views made once, no copies
     pack_out = struct.Struct("<d").pack_into
     buf, off_resp, resp_size = q.shm.buf, q.off_resp, q.resp_size
-    find, set_state, set_claim, set_done, client_of = q.find_from, q.set_state, q.set_claim, q.set_done, q.client_of
-    now_ns = time.monotonic_ns
+    find, set_state, set_result, client_of = q.find_from, q.set_state, q.set_result, q.client_of
+    now_ns, next_submit = time.monotonic_ns, q.next_submit
     fds = cfg.get("wake_fds") or {}
     me = Bell(q.party_flag(0), fds["worker"]) if idle == "adaptive" else None
     clients = [Bell(q.party_flag(k + 1), fd) for k, fd in enumerate(fds.get("clients", []))] if me else []
@@ -194,7 +195,9 @@ def _serve_shm(q: SharedInferenceQueue, model, cfg: dict, info: dict, stats: dic
             claimed = spin.run(lambda: find(READY, cursor, max_batch))
             if not claimed:
                 fifo.leave()
-                if not me.sleep(lambda: q.any_in(READY) or q.stop_requested(), block_s):
+                woken = me.sleep(lambda: q.any_in(READY) or q.stop_requested(), block_s)
+                spin.learn(now_ns() - spin.started_ns if woken else NEVER_NS)
+                if not woken:
                     if os.getppid() != parent:
                         break  # the orchestrator is gone: nobody will collect or stop us
                     if q.any_in(READY) and not me.rung_within(0.001):
@@ -202,13 +205,10 @@ def _serve_shm(q: SharedInferenceQueue, model, cfg: dict, info: dict, stats: dic
                 continue
         for i in claimed:
             set_state(i, PROCESSING)  # ours now: the next scans skip it
-        if len(claimed) < min_batch and min_wait_ns:
-            fixed = idle != "adaptive"
-            claimed += _more(q, len(claimed), cursor, max_batch, min_batch, now_ns() + min_wait_ns, fixed)
+        if len(claimed) < min_batch and min_wait_ns and (fixed_wait or next_submit() <= now_ns() + min_wait_ns):
+            claimed += _more(q, len(claimed), cursor, max_batch, min_batch, now_ns() + min_wait_ns, fixed_wait)
         cursor = (claimed[-1] + 1) % q.nslots
-        now = now_ns()
-        for i in claimed:
-            set_claim(i, now)
+        claim = now_ns()
         fifo.enter()
         if fifo.on:
             fifo_batches += 1
@@ -216,7 +216,7 @@ def _serve_shm(q: SharedInferenceQueue, model, cfg: dict, info: dict, stats: dic
             try:
                 out, wall, cpu, done = _infer(model, tensors[i])
                 pack_out(buf, off_resp + i * resp_size, out)
-                set_done(i, done, wall, cpu)
+                set_result(i, claim, done, wall, cpu)
                 set_state(i, DONE)
             except Exception:  # a model error is the request's ERROR, not the worker's death
                 set_state(i, ERROR)
