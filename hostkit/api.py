@@ -33,8 +33,21 @@ def check_reboot_timeout(seconds: int) -> None:
         raise BadInput(f"--reboot-timeout must be 30-7200 seconds, got {seconds}")
 
 
-def _status(rc: int) -> str:
-    return {EXIT_OK: "successful", EXIT_REFUSED: "refused"}.get(rc, "failed")
+class Result:
+    """What every result has: ``rc`` (hostkit's exit code), ``status`` named after it (as
+    ansible-runner's: ``successful``, ``failed``; and ``refused`` for a safety guard's exit 3) and
+    ``to_dict()``, the command's JSON document."""
+
+    @property
+    def rc(self) -> int:
+        raise NotImplementedError
+
+    @property
+    def status(self) -> str:
+        return {EXIT_OK: "successful", EXIT_REFUSED: "refused"}.get(self.rc, "failed")
+
+    def to_dict(self) -> dict:
+        raise NotImplementedError
 
 
 def _replies(replies: dict[str, AgentReply]) -> dict[str, dict]:
@@ -52,7 +65,7 @@ class FactsRequest:
 
 
 @dataclass
-class FactsResult:
+class FactsResult(Result):
     hosts: dict[str, AgentReply]  # doc: the host's facts
     run: RunResult | None = None  # None for a local sysroot
 
@@ -63,10 +76,6 @@ class FactsResult:
     @property
     def rc(self) -> int:
         return EXIT_FAILED if self.failed else EXIT_OK
-
-    @property
-    def status(self) -> str:
-        return _status(self.rc)
 
     def to_dict(self) -> dict:
         """A local sysroot: the facts document; an inventory: per host ``{"status", "facts"}``."""
@@ -115,7 +124,7 @@ class HostPlan:
 
 
 @dataclass
-class PlanResult:
+class PlanResult(Result):
     hosts: dict[str, HostPlan]
     local: bool = False
 
@@ -124,10 +133,6 @@ class PlanResult:
         if any(h.refused for h in self.hosts.values()):
             return EXIT_REFUSED
         return EXIT_FAILED if any(h.status != "ok" for h in self.hosts.values()) else EXIT_OK
-
-    @property
-    def status(self) -> str:
-        return _status(self.rc)
 
     def to_dict(self) -> dict:
         """A local sysroot: the plan document; an inventory: host -> plan (or status and error)."""
@@ -208,7 +213,7 @@ class SmokeVerdict:
 
 
 @dataclass
-class ApplyResult:
+class ApplyResult(Result):
     run_id: str
     check: bool
     hosts: dict[str, HostApply]
@@ -227,10 +232,6 @@ class ApplyResult:
     @property
     def rc(self) -> int:
         return EXIT_FAILED if self.failed else EXIT_REFUSED if self.refused else EXIT_OK
-
-    @property
-    def status(self) -> str:
-        return _status(self.rc)
 
     def to_dict(self) -> dict:
         return {"run_id": self.run_id, "check": self.check,
@@ -318,7 +319,7 @@ class HostAdopt:
 
 
 @dataclass
-class AdoptResult:
+class AdoptResult(Result):
     hosts: dict[str, HostAdopt]
     adopt: dict[str, AgentReply]
     apply: ApplyResult
@@ -328,10 +329,6 @@ class AdoptResult:
         if any(not r.ok for r in self.adopt.values()) or self.apply.failed:
             return EXIT_FAILED
         return EXIT_REFUSED if self.apply.refused else EXIT_OK
-
-    @property
-    def status(self) -> str:
-        return _status(self.rc)
 
     def to_dict(self) -> dict:
         return {"hosts": {h: a.to_dict() for h, a in self.hosts.items()}}
@@ -363,16 +360,12 @@ class HistoryRequest:
 
 
 @dataclass
-class HistoryResult:
+class HistoryResult(Result):
     hosts: dict[str, AgentReply]  # doc: {"runs": [...]}
 
     @property
     def rc(self) -> int:
         return EXIT_FAILED if any(not r.ok for r in self.hosts.values()) else EXIT_OK
-
-    @property
-    def status(self) -> str:
-        return _status(self.rc)
 
     def to_dict(self) -> dict:
         return _replies(self.hosts)
@@ -407,13 +400,13 @@ class RollbackRequest:
                 + (["--check"] if self.check else []) + (["--diff"] if self.diff else []))
 
 
-def rolled_back(reply: AgentReply) -> bool:
-    """A host's rollback restored everything and its re-check found nothing off."""
-    return reply.ok and not reply.doc["errors"] and (reply.doc["verify"] is None or reply.doc["verify"]["ok"])
+def rolled_back(doc: dict) -> bool:
+    """The agent's rollback report says it restored everything and its re-check found nothing off."""
+    return not doc["errors"] and (doc["verify"] is None or doc["verify"]["ok"])
 
 
 @dataclass
-class RollbackResult:
+class RollbackResult(Result):
     check: bool
     hosts: dict[str, AgentReply]  # doc: the agent's rollback report
     run: RunResult
@@ -423,11 +416,7 @@ class RollbackResult:
     def rc(self) -> int:
         if any(r.status not in ("ok", "would_run") for r in self.reboots.values()):
             return EXIT_FAILED
-        return EXIT_OK if all(rolled_back(r) for r in self.hosts.values()) else EXIT_FAILED
-
-    @property
-    def status(self) -> str:
-        return _status(self.rc)
+        return EXIT_OK if all(r.ok and rolled_back(r.doc) for r in self.hosts.values()) else EXIT_FAILED
 
     def to_dict(self) -> dict:
         return {"check": self.check, "hosts": _replies(self.hosts),
@@ -468,7 +457,7 @@ PROFILE_SMOKE_SETTINGS = ("transport", "target_p999_ms")
 
 
 @dataclass
-class SmokeResult:
+class SmokeResult(Result):
     hosts: dict[str, AgentReply]  # doc: the host's smoke report
     run: RunResult
     forks: int
@@ -477,10 +466,6 @@ class SmokeResult:
     @property
     def rc(self) -> int:
         return EXIT_OK if all(r.ok and r.doc["slo"]["passed"] for r in self.hosts.values()) else EXIT_FAILED
-
-    @property
-    def status(self) -> str:
-        return _status(self.rc)
 
     def to_dict(self) -> dict:
         return {"run_id": self.run.run_id, "hosts": _replies(self.hosts)}
@@ -522,17 +507,13 @@ class UnlockRequest:
 
 
 @dataclass
-class UnlockResult:
+class UnlockResult(Result):
     released: dict[str, bool]
     failed: dict[str, str]
 
     @property
     def rc(self) -> int:
         return EXIT_FAILED if self.failed else EXIT_OK
-
-    @property
-    def status(self) -> str:
-        return _status(self.rc)
 
     def to_dict(self) -> dict:
         return {"released": self.released, "failed": self.failed}
@@ -554,7 +535,7 @@ class AuditRequest:
 
 
 @dataclass
-class AuditResult:
+class AuditResult(Result):
     hosts: dict[str, dict]  # {"status", "counts", "findings", "error"?}
     strict: bool
 
@@ -566,10 +547,6 @@ class AuditResult:
     def rc(self) -> int:
         bad = any(r["status"] in ("drift", "unreachable", "failed", "refused") for r in self.hosts.values())
         return EXIT_FAILED if bad or (self.pending_reboot and self.strict) else EXIT_OK
-
-    @property
-    def status(self) -> str:
-        return _status(self.rc)
 
     def to_dict(self) -> dict:
         return {"hosts": self.hosts}

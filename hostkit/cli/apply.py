@@ -7,7 +7,7 @@ import argparse
 from hostkit import api
 from hostkit.ansible.apply import ROLES
 from hostkit.cli import output
-from hostkit.cli.args import command, fleet_args, reboot_args
+from hostkit.cli.args import command, fleet_args, plan_args, reboot_args
 
 
 def add_parser(sub) -> argparse.ArgumentParser:
@@ -18,8 +18,7 @@ def add_parser(sub) -> argparse.ArgumentParser:
                  f"roles (for --tags): {', '.join(ROLES[:5])},\n{', '.join(ROLES[5:])}. "
                  "Run artifacts: .hostkit/runs/<run-id>/")
     fleet_args(ap)
-    ap.add_argument("--profile", metavar="NAME|FILE")
-    ap.add_argument("--force", action="store_true", help="allow isolation on a VM / deceptive topology")
+    plan_args(ap)
     ap.add_argument("--check", action="store_true", help="report what would change; change nothing")
     ap.add_argument("--diff", action="store_true", help="show file and value diffs")
     ap.add_argument("--tags", metavar="ROLES", help="comma-separated roles to run")

@@ -33,6 +33,13 @@ def reboot_args(p: argparse.ArgumentParser, what: str) -> None:
                         "not come back is failed, the others go on")
 
 
+def plan_args(p: argparse.ArgumentParser, profile_help: str | None = None,
+              force_help: str = "allow isolation on a VM / deceptive topology") -> None:
+    """--profile/--force: how a command computes each host's plan, as ``hostkit plan`` does."""
+    p.add_argument("--profile", metavar="NAME|FILE", help=profile_help)
+    p.add_argument("--force", action="store_true", help=force_help)
+
+
 def fleet_args(p: argparse.ArgumentParser, json_help: str = "print JSON on stdout") -> None:
     """-i/--limit/--json, the same on every command that works on an inventory."""
     p.add_argument("-i", "--inventory", required=True, metavar="INVENTORY")

@@ -9,9 +9,7 @@ from pathlib import Path
 
 from hostkit import api
 from hostkit.cli import output
-from hostkit.cli.args import command, fleet_args
-
-HEADER = ["host", "status", "pass", "drift", "pending reboot", "tolerated", "n/a", "error"]
+from hostkit.cli.args import command, fleet_args, plan_args
 
 
 def add_parser(sub) -> argparse.ArgumentParser:
@@ -21,11 +19,13 @@ def add_parser(sub) -> argparse.ArgumentParser:
                  "Exit 1 on drift or an unreachable host; a pending reboot alone warns (exit 0)\n"
                  "unless --strict.")
     fleet_args(au)
-    au.add_argument("--profile", metavar="NAME|FILE")
-    au.add_argument("--force", action="store_true", help="plan isolation on VMs as apply --force did")
+    plan_args(au, force_help="plan isolation on VMs as apply --force did")
     au.add_argument("--junit", metavar="FILE", help="JUnit XML: one testcase per host x check")
     au.add_argument("--strict", action="store_true", help="a pending reboot is a failure")
     return au
+
+
+HEADER = ["host", "status", "pass", "drift", "pending reboot", "tolerated", "n/a", "error"]
 
 
 def run(args) -> int:

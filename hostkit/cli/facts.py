@@ -45,8 +45,7 @@ def run(args) -> int:
     elif result.run is None:
         print(summary(result.hosts["localhost"].doc))
     else:
-        rows = [fleet_row(h, r.doc) if r.ok else output.error_row(h, r.status, r.error, 60, len(FLEET_HEADER))
-                for h, r in result.hosts.items()]
+        rows = output.host_rows(result.hosts, FLEET_HEADER, lambda h, doc: [fleet_row(h, doc)], width=60)
         output.print_table(FLEET_HEADER, rows, title=f"hostkit facts: {len(result.hosts)} host(s)")
         for host in result.failed:
             err.print(f"{host}: {result.hosts[host].status}: {result.hosts[host].error}")

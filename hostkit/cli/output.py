@@ -55,6 +55,15 @@ def error_row(host: str, status: str, error: str | None, width: int, cells: int)
     return [host, status.upper()] + [""] * (cells - 3) + [(error or "")[:width]]
 
 
+def host_rows(replies: dict, header: list[str], rows_of, width: int = 80) -> list[list[str]]:
+    """Table rows, host by host: ``rows_of(host, doc)`` (a list of rows) for a host that answered
+    (an ``AgentReply``), one :func:`error_row` for a host that did not."""
+    rows = []
+    for host, r in replies.items():
+        rows += rows_of(host, r.doc) if r.ok else [error_row(host, r.status, r.error, width, len(header))]
+    return rows
+
+
 def task_progress(quiet: bool = False):
     """``on_event`` printing one line per host and task on stderr (None when ``quiet``)."""
     if quiet:

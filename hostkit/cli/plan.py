@@ -6,7 +6,7 @@ import argparse
 
 from hostkit import api
 from hostkit.cli import output
-from hostkit.cli.args import command
+from hostkit.cli.args import command, plan_args
 
 
 def add_parser(sub) -> argparse.ArgumentParser:
@@ -22,9 +22,7 @@ def add_parser(sub) -> argparse.ArgumentParser:
     src.add_argument("--sysroot", default="/", metavar="DIR", help="plan for the host under DIR (default /)")
     src.add_argument("-i", "--inventory", metavar="INVENTORY", help="plan for every inventory host (facts over SSH)")
     pl.add_argument("--limit", metavar="PATTERN")
-    pl.add_argument("--profile", metavar="NAME|FILE", help="override the profile (default: hostkit_profile or "
-                    "bare-metal-inference)")
-    pl.add_argument("--force", action="store_true", help="allow isolation on a VM / deceptive topology")
+    plan_args(pl, "override the profile (default: hostkit_profile or bare-metal-inference)")
     pl.add_argument("--json", action="store_true")
     return pl
 

@@ -7,10 +7,8 @@ import argparse
 
 from hostkit import api
 from hostkit.cli import output
-from hostkit.cli.args import command, fleet_args, reboot_args
+from hostkit.cli.args import command, fleet_args, plan_args, reboot_args
 from hostkit.errors import BadInput
-
-HEADER = ["host", "status", "runs", "restored", "unchanged", "re-check", "reboot required", "errors"]
 
 
 def add_parser(sub) -> argparse.ArgumentParser:
@@ -29,9 +27,11 @@ def add_parser(sub) -> argparse.ArgumentParser:
     rb.add_argument("--adopt", action="store_true",
                     help="host tuned by another tool: record its current tuning as a baseline run, then apply "
                          "the profile (--profile or hostkit_profile), so even that can be rolled back")
-    rb.add_argument("--profile", metavar="NAME|FILE", help="with --adopt: the profile to apply")
-    rb.add_argument("--force", action="store_true", help="with --adopt: allow isolation on a VM")
+    plan_args(rb, "with --adopt: the profile to apply", "with --adopt: allow isolation on a VM")
     return rb
+
+
+HEADER = ["host", "status", "runs", "restored", "unchanged", "re-check", "reboot required", "errors"]
 
 
 def run(args) -> int:
@@ -45,30 +45,25 @@ def run(args) -> int:
     if args.json:
         output.emit_json(result.to_dict())
         return result.rc
-    rows = []
-    for host, r in result.hosts.items():
-        if not r.ok:
-            rows.append(output.error_row(host, r.status, r.error, 80, len(HEADER)))
-            continue
-        d = r.doc
-        ok = api.rolled_back(r)
-        rows.append([host, ("would change" if d["check"] and d["changed"] else
-                            "changed" if d["changed"] else "unchanged") if ok else "FAILED",
-                     ",".join(d["runs"]) or "-", str(len(d["actions"])), str(d["unchanged"]),
-                     "-" if d["verify"] is None else ("ok" if d["verify"]["ok"] else
-                                                     f"{len(d['verify']['mismatches'])} mismatch(es)"),
-                     "yes" if d["reboot_required"] else "no",
-                     "; ".join(e["path"] + ": " + e["error"] for e in d["errors"])[:80]])
-        if args.diff:
-            for a in d["actions"]:
+    if args.diff:
+        for host, r in result.hosts.items():
+            for a in r.doc["actions"] if r.ok else []:
                 if a.get("diff"):
                     print(f"--- {host}: {a['path']}\n{output.unified_diff(a['diff']['before'], a['diff']['after'])}")
                 elif a["kind"] == "value":
                     print(f"--- {host}: {a['path']}: {a['from']} -> {a['to']}")
-    output.print_table(HEADER, rows, title=f"hostkit rollback{' --check' if args.check else ''}")
+    output.print_table(HEADER, output.host_rows(result.hosts, HEADER, _restored),
+                       title=f"hostkit rollback{' --check' if args.check else ''}")
     for host, r in result.reboots.items():
         print(f"{host}: reboot {r.status}" + (f": booted {r.cmdline}" if r.cmdline else f": {r.msg}"))
     return result.rc
+
+
+def _restored(host: str, d: dict) -> list[list[str]]:
+    return [[host, ("would change" if d["check"] and d["changed"] else "changed" if d["changed"] else "unchanged")
+             if api.rolled_back(d) else "FAILED", ",".join(d["runs"]) or "-", str(len(d["actions"])), str(d["unchanged"]),
+             "-" if d["verify"] is None else ("ok" if d["verify"]["ok"] else f"{len(d['verify']['mismatches'])} mismatch(es)"),
+             "yes" if d["reboot_required"] else "no", "; ".join(e["path"] + ": " + e["error"] for e in d["errors"])[:80]]]
 
 
 def _adopt(args) -> int:

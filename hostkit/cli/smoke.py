@@ -13,8 +13,6 @@ from hostkit.cli.args import command
 from hostkit.errors import EXIT_FAILED, EXIT_OK
 from hostkit.smoke.options import SmokeOptions, add_smoke_arguments
 
-FLEET_HEADER = ["host", "transport", "samples", "p99 ms", "p999 ms", "max ms", "SLO", "diagnosis"]
-
 
 def add_parser(sub) -> argparse.ArgumentParser:
     sm = command(sub, "smoke", "on-host SHM inference smoke test: p999 deschedule against a target",
@@ -91,6 +89,9 @@ def run(args) -> int:
     return EXIT_OK if result["slo"]["passed"] else EXIT_FAILED
 
 
+FLEET_HEADER = ["host", "transport", "samples", "p99 ms", "p999 ms", "max ms", "SLO", "diagnosis"]
+
+
 def _fleet(args) -> int:
     req = api.SmokeRequest(args.inventory, args.limit, args.forks, args.profile, SmokeOptions.from_args(args),
                            given_options(args))
@@ -104,14 +105,11 @@ def _fleet(args) -> int:
         return result.rc
     from hostkit.smoke.report import verdict
 
-    rows = []
-    for host, r in result.hosts.items():
-        if not r.ok:
-            rows.append(output.error_row(host, r.status, r.error, 60, len(FLEET_HEADER)))
-            continue
-        d = r.doc
-        rows.append([host, d["transport"], str(d["samples"]), str(d["deschedule_ms"]["p99"]),
-                     str(d["deschedule_ms"]["p999"]), str(d["deschedule_ms"]["max"]),
-                     verdict(d["slo"]), ", ".join(x["cause"] for x in d["diagnosis"])])
-    output.print_table(FLEET_HEADER, rows, title="hostkit smoke (deschedule)")
+    def measured(host: str, d: dict) -> list[list[str]]:
+        return [[host, d["transport"], str(d["samples"]), str(d["deschedule_ms"]["p99"]),
+                 str(d["deschedule_ms"]["p999"]), str(d["deschedule_ms"]["max"]),
+                 verdict(d["slo"]), ", ".join(x["cause"] for x in d["diagnosis"])]]
+
+    output.print_table(FLEET_HEADER, output.host_rows(result.hosts, FLEET_HEADER, measured, width=60),
+                       title="hostkit smoke (deschedule)")
     return result.rc
