@@ -78,7 +78,9 @@ def run_apply(plans: dict[str, dict], inventory: str, *, check: bool = False, di
         "apply.yml", inventory, limit=",".join(plans), forks=forks or max(5, len(plans)),
         check=check, diff=diff, tags=validate_tags(tags), run_id=run_id, on_event=on_event,
         extravars={"hostkit_plans": plans, "hostkit_run_id": run_id, "hostkit_controller": controller_id(),
-                   "isolcpus_reboot_ok": bool(reboot), "isolcpus_reboot_timeout": int(reboot_timeout)},
+                   # Only when asked: extra vars win over the inventory, whose isolcpus_reboot_ok
+                   # must keep working without --reboot.
+                   **({"isolcpus_reboot_ok": True, "isolcpus_reboot_timeout": int(reboot_timeout)} if reboot else {})},
     )
     hosts = {name: _host_result(name, run) for name in plans}
     if run.status in ("canceled", "timeout"):  # SIGINT or a timeout: every host may still hold our lock

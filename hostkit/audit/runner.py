@@ -23,7 +23,7 @@ from hostkit.audit.checks import run_checks
 from hostkit.errors import BadInput, HostkitError
 from hostkit.paths import state_dir
 from hostkit.plan import make_plan
-from hostkit.profiles import apply_overrides, load_profile
+from hostkit.profiles import for_host
 from hostkit.ssh import open_testinfra_host
 from hostkit.tunables import role_paths
 
@@ -35,8 +35,7 @@ def audit(inventory: str, limit: str | None = None, *, profile: str | None = Non
     hosts = load_inventory(inventory, limit)
     prepared = {}
     for h in hosts:  # bad profiles and overrides stop everything before a host is contacted
-        prof = load_profile(profile or h.vars.get("hostkit_profile"))
-        prepared[h.name] = apply_overrides(prof, h.vars.get("hostkit_overrides"), source=f"{h.name}: hostkit_overrides")
+        prepared[h.name] = for_host(h.name, h.vars, profile)
     artifact = agent_zipapp.build(state_dir() / "agent")
     with ThreadPoolExecutor(max_workers=max(1, len(hosts))) as pool:
         futures = {h.name: pool.submit(_audit_host, h, prepared[h.name], force, str(artifact), timeout) for h in hosts}

@@ -49,23 +49,23 @@ def add_parser(sub) -> argparse.ArgumentParser:
     return lab
 
 
+def _pairs(items: list[str] | None, flag: str, form: str) -> list[tuple[str, str]]:
+    out = []
+    for item in items or []:
+        name, sep, value = item.partition("=")
+        if not sep or not name or not value:
+            raise BadInput(f"{flag} expects {form}, got {item!r}")
+        out.append((name, value))
+    return out
+
+
 def run(args) -> int:
     from hostkit.lab.lab import Lab
 
     lab = Lab(args.dir)
     if args.lab_cmd == "up":
-        specs = []
-        for item in args.host or []:
-            name, sep, source = item.partition("=")
-            if not sep or not name or not source:
-                raise BadInput(f"--host expects NAME=SYSROOT_DIR (or NAME=FIXTURE), got {item!r}")
-            specs.append((name, source))
-        vms = []
-        for item in args.vm or []:
-            name, sep, spec = item.partition("=")
-            if not sep or not name or not spec:
-                raise BadInput(f"--vm expects NAME=SPEC (or NAME=PRESET), got {item!r}")
-            vms.append((name, spec))
+        specs = _pairs(args.host, "--host", "NAME=SYSROOT_DIR (or NAME=FIXTURE)")
+        vms = _pairs(args.vm, "--vm", "NAME=SPEC (or NAME=PRESET)")
         err = output.console(stderr=True)
         hosts = lab.up(n_hosts=args.hosts, host_specs=specs, port=args.port, vm_specs=vms,
                        boot_timeout=args.boot_timeout,
