@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -14,6 +15,15 @@ from hostkit.lab.lab import Lab
 REPO = Path(__file__).resolve().parent.parent
 # Tests run their lab on their own port so a developer's `hostkit lab up` (2222) is left alone.
 TEST_LAB_PORT = int(os.environ.get("HOSTKIT_TEST_LAB_PORT", "2322"))
+# A run's labs use TEST_LAB_PORT .. TEST_LAB_PORT + LAB_PORTS - 1 (lab hosts share one port per lab
+# on 127.0.0.2, .3, ...): two runs whose HOSTKIT_TEST_LAB_PORT differ by LAB_PORTS never collide.
+LAB_PORTS = 10
+
+
+def lab_port(offset: int) -> int:
+    """The port of one of this run's labs: offset 0 is the session lab, each module lab has its own."""
+    assert 0 <= offset < LAB_PORTS, offset
+    return TEST_LAB_PORT + offset
 
 
 @pytest.fixture(scope="session")
@@ -35,13 +45,57 @@ def sysroot_copy(sysroots, tmp_path):
     return make
 
 
+SHM = Path("/dev/shm")
+LAB_ROOT_PREFIX = "hostkit-test-labs-"
+
+
+def _sweep_dead_lab_roots() -> None:
+    """Remove lab roots in /dev/shm left by a test session that was killed (its pid is gone and no
+    process still uses the root): tmpfs is memory, and nothing else would ever free it."""
+    for root in SHM.glob(LAB_ROOT_PREFIX + "*"):
+        pid = root.name[len(LAB_ROOT_PREFIX):].split("-", 1)[0]
+        if not pid.isdigit() or Path(f"/proc/{pid}").exists():
+            continue
+        in_use = False
+        for cmdline in Path("/proc").glob("[0-9]*/cmdline"):
+            try:
+                in_use = str(root).encode() in cmdline.read_bytes()
+            except OSError:
+                continue
+            if in_use:
+                break
+        if not in_use:
+            shutil.rmtree(root, ignore_errors=True)
+
+
 @pytest.fixture(scope="session")
-def lab(tmp_path_factory):
+def lab_root(tmp_path_factory):
+    """Where this session's labs live. On tmpfs when there is one: a lab host's sysroot is thousands
+    of small files, written, hashed and removed several times faster there than on a disk (here an
+    ext4 mounted with discard); else under pytest's tmp dir."""
+    if SHM.is_dir() and os.access(SHM, os.W_OK):
+        _sweep_dead_lab_roots()
+        root = Path(tempfile.mkdtemp(prefix=f"{LAB_ROOT_PREFIX}{os.getpid()}-", dir=SHM))
+        try:
+            yield root
+        finally:
+            shutil.rmtree(root, ignore_errors=True)
+    else:
+        yield tmp_path_factory.mktemp("labs")
+
+
+def new_lab(lab_root: Path, name: str) -> Lab:
+    """A Lab object in a fresh directory of this session's lab root (not started)."""
+    return Lab(Path(tempfile.mkdtemp(prefix=f"{name}-", dir=lab_root)) / "lab")
+
+
+@pytest.fixture(scope="session")
+def lab(lab_root):
     """One real sshd lab host per fixture on 127.0.0.2..., torn down at the end."""
     if not Path("/usr/sbin/sshd").exists():
         pytest.fail("openssh-server is not installed: `make setup` installs it")
-    lab = Lab(tmp_path_factory.mktemp("lab") / "lab")
-    lab.up(host_specs=[(f"h-{name}", name) for name in fixtures.fixture_names()], port=TEST_LAB_PORT)
+    lab = new_lab(lab_root, "session")
+    lab.up(host_specs=[(f"h-{name}", name) for name in fixtures.fixture_names()], port=lab_port(0))
     try:
         yield lab
     finally:
@@ -61,12 +115,13 @@ def excluding_hostkit_state(tree: dict[str, str]) -> dict[str, str]:
 
 
 @pytest.fixture(scope="module")
-def make_lab(tmp_path_factory):
-    """Start a private lab for one test module: ``make_lab([(name, fixture), ...], port)``."""
+def make_lab(lab_root):
+    """Start a private lab for one test module: ``make_lab([(name, fixture), ...], lab_port(N))``,
+    N unique to the module; stopped when the module's tests are done."""
     labs = []
 
     def start(specs, port):
-        lab = Lab(tmp_path_factory.mktemp("modlab") / "lab")
+        lab = new_lab(lab_root, "module")
         lab.up(host_specs=specs, port=port)
         labs.append(lab)
         return lab

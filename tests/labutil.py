@@ -62,3 +62,40 @@ def start_apply_and_wait_for_changes(lab, host: str, changes: int = 2, timeout: 
         time.sleep(0.05)
     proc.kill()
     pytest.fail(f"the apply never journaled {changes} changes on {host}")
+
+
+class Fleet:
+    """A module's lab fleet, moved on demand between two states, so that no test depends on which
+    tests ran before it: ``pristine()`` (every tree as the lab made it, hostkit's own state aside)
+    and ``applied()`` (one apply of the inventory, whose JSON it returns). Each move is one apply or
+    one rollback, made only when the fleet is not already in the state asked for; a test that
+    changes the fleet in another way puts it back itself."""
+
+    def __init__(self, lab, inventory: Path):
+        self.lab, self.inventory = lab, inventory
+        self.before = trees(lab)
+        self.apply_doc: dict | None = None  # the JSON of the apply in force
+        self.rollbacks = 0  # fleet-wide rollbacks so far
+
+    def applied(self) -> dict:
+        if self.apply_doc is None:
+            rc, doc, proc = cli_json("apply", "-i", self.inventory)
+            assert rc == 0, proc.stderr[-3000:]
+            self.apply_doc = doc
+        return self.apply_doc
+
+    def pristine(self, rolled_back: bool = False) -> None:
+        """With ``rolled_back``: also make sure the newest run on every host is one that was rolled back."""
+        if rolled_back and self.apply_doc is None and self.rollbacks == 0:
+            self.applied()
+        if self.apply_doc is not None:
+            self.roll_back()
+
+    def roll_back(self) -> dict:
+        """Roll the applied fleet back (the test of rollback itself calls this and asserts on the result)."""
+        assert self.apply_doc is not None, "roll_back() on a fleet that is not applied"
+        rc, doc, proc = cli_json("rollback", "-i", self.inventory)
+        assert rc == 0, proc.stdout[-3000:]
+        self.apply_doc = None
+        self.rollbacks += 1
+        return doc
