@@ -182,8 +182,10 @@ def test_rt_tail_after_apply_below_the_plans_budget(lab, inventory, tuned, rt_be
     print(f"\nafter apply, same run: deschedule_ms {after['deschedule_ms']} over {after['samples']} samples")
     runtime = int(tuned["plan"]["sysctl"]["kernel.sched_rt_runtime_us"])
     budget_ms = (1_000_000 - runtime) / 1000 if runtime >= 0 else 0.0  # the longest park the plan allows
-    causes = [d["cause"] for d in after["diagnosis"]]
-    assert "rt_throttling" not in causes, after["diagnosis"]
+    # A worker that busy-polls in SCHED_FIFO uses its whole CPU, so the kernel still throttles it
+    # at 950000 — for at most the 50 ms the plan allows per period, which the report must state.
+    rt = [d for d in after["diagnosis"] if d["cause"] == "rt_throttling"]
+    assert all(f"throttled up to {budget_ms:g} ms per period" in d["evidence"] for d in rt), rt
     # TCG on a 2:1 overcommitted machine adds its own gaps: compare with the same run before.
     assert after["deschedule_ms"]["max"] * 3 <= before["deschedule_ms"]["max"], (before["deschedule_ms"],
                                                                                  after["deschedule_ms"])
