@@ -12,8 +12,9 @@ import pytest
 from hostkit.ansible.agent_call import call_agent
 from hostkit.ansible.inventory import load_inventory
 from hostkit.facts import gather
-from hostkit.lab.lab import Lab, pid_alive
+from hostkit.lab.lab import pid_alive
 from hostkit.ssh import HostKeyError, open_testinfra_host
+from tests.conftest import lab_port, new_lab
 
 pytestmark = pytest.mark.lab
 
@@ -35,15 +36,18 @@ def test_remote_facts_equal_local_facts_of_each_sysroot(lab):
     assert os.path.isdir(run.private_data_dir)  # the audit trail under .hostkit/runs/<id>/
 
 
-def test_cli_facts_inventory_json_and_table(lab):
+def test_cli_facts_inventory_json(lab):
     proc = cli("facts", "-i", str(lab.inventory), "--json")
     assert proc.returncode == 0, proc.stderr
     doc = json.loads(proc.stdout)
     vm = doc["hosts"]["h-vmware-88vcpu"]["facts"]
     assert vm["virtualization"]["deceptive_topology"] is True
     assert doc["hosts"]["h-epyc-9654-nps4-smt"]["facts"]["topology"]["cpus"] == 384
+
+
+def test_cli_facts_table_of_the_limited_hosts(lab):
     table = cli("facts", "-i", str(lab.inventory), "--limit", "h-kvm-small,h-epyc-9634-nps1")
-    assert table.returncode == 0
+    assert table.returncode == 0, table.stderr
     assert "h-kvm-small" in table.stdout and "h-epyc-9634-nps1" in table.stdout
     assert "h-vmware-88vcpu" not in table.stdout
 
@@ -57,23 +61,36 @@ def test_testinfra_over_ssh_with_verified_host_keys(lab):
         assert cmdline.content_string == open(f"{h.sysroot}/proc/cmdline").read()
 
 
-def test_impostor_host_key_is_refused_by_testinfra_and_ansible(lab, tmp_path):
+@pytest.fixture
+def impostor_known_hosts(lab, tmp_path):
+    """A known_hosts naming the first lab host with another key: that host's real sshd is an impostor."""
     host = load_inventory(str(lab.inventory))[0]
     impostor = tmp_path / "known_hosts"
     subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", str(tmp_path / "other")], check=True)
     key = (tmp_path / "other.pub").read_text().split()
     impostor.write_text(f"[{host.vars['ansible_host']}]:{host.vars['ansible_port']} {key[0]} {key[1]}\n")
+    return host, impostor
+
+
+def test_impostor_host_key_is_refused_by_testinfra(impostor_known_hosts):
+    host, impostor = impostor_known_hosts
     host.vars["hostkit_known_hosts"] = str(impostor)
     with pytest.raises(HostKeyError, match="CHANGED"):
         open_testinfra_host(host).run("true")
-    # An empty known_hosts: the key is unknown, not accepted on first use.
+
+
+def test_unknown_host_key_is_refused_by_testinfra_not_accepted_on_first_use(lab, tmp_path):
+    host = load_inventory(str(lab.inventory))[0]
     empty = tmp_path / "empty"
     empty.write_text("")
     host.vars["hostkit_known_hosts"] = str(empty)
     with pytest.raises(HostKeyError, match="unknown"):
         open_testinfra_host(host).run("true")
-    # Ansible through the lab inventory, with its known_hosts swapped for the impostor's.
-    inv = tmp_path / "inventory.yml"
+
+
+def test_impostor_host_key_is_refused_by_ansible(lab, impostor_known_hosts, tmp_path):
+    host, impostor = impostor_known_hosts
+    inv = tmp_path / "inventory.yml"  # the lab inventory, its known_hosts swapped for the impostor's
     inv.write_text(lab.inventory.read_text().replace(str(lab.known_hosts), str(impostor)))
     results, _ = call_agent(str(inv), ["facts"], limit=host.name)
     assert results[host.name].status == "unreachable"
@@ -94,9 +111,9 @@ def test_unreachable_host_is_reported_and_others_still_gathered(lab):
     assert all(h["answering"] for h in lab.status())
 
 
-def test_lab_down_stops_exactly_its_own_sshd(lab, tmp_path):
-    other = Lab(tmp_path / "small")
-    hosts = other.up(n_hosts=2, port=2422)
+def test_lab_down_stops_exactly_its_own_sshd(lab, lab_root):
+    other = new_lab(lab_root, "other")
+    hosts = other.up(n_hosts=2, port=lab_port(1))
     pids = [h.pid for h in hosts]
     assert all(pid_alive(p) for p in pids)
     session_pids = [h.pid for h in lab.hosts()]
@@ -113,14 +130,15 @@ def test_lab_files_are_private_and_host_checking_strict(lab):
     assert "StrictHostKeyChecking=yes" in inv and "StrictHostKeyChecking=no" not in inv
 
 
-def test_lab_cli_up_status_down(tmp_path):
-    d = tmp_path / "clilab"
-    up = cli("lab", "up", "--dir", str(d), "--hosts", "2", "--port", "2522", "--json")
+def test_lab_cli_up_status_down(lab_root):
+    d = lab_root / "clilab"
+    port = str(lab_port(2))
+    up = cli("lab", "up", "--dir", str(d), "--hosts", "2", "--port", port, "--json")
     assert up.returncode == 0, up.stderr
     try:
         st = json.loads(cli("lab", "status", "--dir", str(d), "--json").stdout)
         assert [h["answering"] for h in st["hosts"]] == [True, True]
-        again = cli("lab", "up", "--dir", str(d), "--hosts", "1", "--port", "2522")
+        again = cli("lab", "up", "--dir", str(d), "--hosts", "1", "--port", port)
         assert again.returncode == 1 and "already up" in again.stderr
     finally:
         down = cli("lab", "down", "--dir", str(d), "--json")

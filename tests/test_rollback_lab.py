@@ -6,6 +6,7 @@ from __future__ import annotations
 import pytest
 
 from hostkit.facts import gather
+from tests.conftest import lab_port
 from tests.labutil import cli_json, inventory_with, start_apply_and_wait_for_changes, sysroot, trees
 
 pytestmark = pytest.mark.lab
@@ -13,7 +14,8 @@ pytestmark = pytest.mark.lab
 
 @pytest.fixture(scope="module")
 def lab(make_lab):
-    return make_lab([("vm", "vmware-88vcpu"), ("bm", "epyc-9634-nps1"), ("bm2", "epyc-9654-nps4-smt")], port=2341)
+    # One host per test (each test leaves its host as it found it): any test runs alone or in any order.
+    return make_lab([("vm", "vmware-88vcpu"), ("bm", "epyc-9634-nps1"), ("bm2", "epyc-9634-nps1")], lab_port(4))
 
 
 def test_adopt_a_guest_tuned_by_another_tool_then_roll_back_to_it(lab, tmp_path):
