@@ -197,21 +197,11 @@ class Guest:
     dir: Path
     spec: VmSpec
 
-    @property
-    def overlay(self) -> Path:
-        return self.dir / "disk.qcow2"
-
-    @property
-    def pidfile(self) -> Path:
-        return self.dir / "qemu.pid"
-
-    @property
-    def console(self) -> Path:
-        return self.dir / "console.log"
-
-    @property
-    def host_key(self) -> Path:
-        return self.dir / "ssh_host_ed25519_key"
+    def __post_init__(self) -> None:
+        self.overlay = self.dir / "disk.qcow2"  # copy-on-write over the cached base image
+        self.pidfile = self.dir / "qemu.pid"
+        self.console = self.dir / "console.log"  # the guest's serial console
+        self.host_key = self.dir / "ssh_host_ed25519_key"
 
     def prepare(self, image, client_pub: Path) -> None:
         """A pristine copy-on-write overlay of the base image plus this guest's seed files."""

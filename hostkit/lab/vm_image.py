@@ -171,23 +171,10 @@ class Image:
     def __init__(self, root: Path | None = None, key: str | None = None) -> None:
         self.key = key or image_key()
         self.dir = (root or cache_dir()) / self.key
-
-    @property
-    def base(self) -> Path:
-        return self.dir / "base.qcow2"
-
-    @property
-    def iso(self) -> Path:
-        return self.dir / "boot.iso"
-
-    @property
-    def kernel(self) -> Path:
-        """The guest kernel, extracted for the KVM probe (never used to boot a lab guest)."""
-        return self.dir / "vmlinuz"
-
-    @property
-    def manifest(self) -> Path:
-        return self.dir / "manifest.json"
+        self.base = self.dir / "base.qcow2"
+        self.iso = self.dir / "boot.iso"
+        self.kernel = self.dir / "vmlinuz"  # extracted for the KVM probe; never used to boot a lab guest
+        self.manifest = self.dir / "manifest.json"
 
     def problem(self) -> str | None:
         """Why this entry is not usable (None when it is complete and intact)."""
