@@ -170,7 +170,7 @@ def main() -> int:
         export(args.baseline, tree)
         new, old = [], []
         for _ in range(args.repeat):  # alternate, so both sides see the same noise
-            old.append(baseline_smoke(tree, requests=n, clients=16)["throughput_rps"])
+            old.append(baseline_smoke(tree, requests=n, clients=16, infer_ms=0.0)["throughput_rps"])
             new.append(smoke(requests=n, clients=16)["throughput_rps"])
     ratio = statistics.median(new) / statistics.median(old)
     print(f"  16 clients, null model: {statistics.median(new):.0f} req/s vs {statistics.median(old):.0f} req/s "

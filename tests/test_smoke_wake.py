@@ -134,7 +134,7 @@ def queue():
 
 
 def test_min_batch_wait_does_not_wait_when_no_client_is_about_to_submit(queue):
-    assert queue.next_submit() == NEVER
+    assert queue.coming_by(NEVER - 1) == 0
     t = time.monotonic()
     assert _more(queue, 1, 0, 16, 8, time.monotonic_ns() + 10 * 10 ** 9, fixed=False) == []
     assert time.monotonic() - t < 5  # not the 10 s allowed
@@ -147,10 +147,24 @@ def test_the_seeds_fixed_wait_waits_the_whole_time(queue):
 
 
 def test_min_batch_wait_takes_a_request_that_was_announced(queue):
-    queue.set_next_submit(2, time.monotonic_ns())  # client 1 is submitting now
-    threading.Timer(0.1, lambda: queue.set_state(5, READY)).start()
+    queue.announce(2, time.monotonic_ns(), 1)  # client 1 is submitting one now
+
+    def submitted():
+        queue.set_state(5, READY)
+        queue.announce(2, NEVER, 0)
+
+    threading.Timer(0.1, submitted).start()
     more = _more(queue, 1, 0, 16, 2, time.monotonic_ns() + 10 * 10 ** 9, fixed=False)
     assert more == [5] and queue.state(5) == PROCESSING  # claimed: the next scan skips it
+
+
+def test_min_batch_wait_does_not_wait_for_a_batch_that_cannot_fill(queue):
+    queue.announce(1, time.monotonic_ns(), 3)  # 1 claimed + 3 coming < 8
+    t = time.monotonic()
+    assert _more(queue, 1, 0, 16, 8, time.monotonic_ns() + 10 * 10 ** 9, fixed=False) == []
+    assert time.monotonic() - t < 5
+    queue.announce(2, time.monotonic_ns() + 20 * 10 ** 9, 4)  # 4 more, but due after the deadline
+    assert queue.coming_by(time.monotonic_ns() + 10 * 10 ** 9) == 3
 
 
 def test_spin_budget_follows_the_waits_it_sees():

@@ -82,10 +82,10 @@ HEADER = Record(("magic", "4s"), ("version", "I"), ("nslots", "I"), ("req_size",
                 ("tensor_size", "I"), ("state_stride", "I"), ("stop", "I"), ("completed", "Q"), ("nclients", "I"),
                 size=64)
 # One cache line per party (the worker is party 0, client k is party k + 1), written by that party:
-# ``sleeping`` (1 while it is blocked on its eventfd, see wake.py) and, for a client,
-# ``next_submit_ns``: when it will submit next (monotonic ns; NEVER: not before one of its
-# requests comes back). The worker's min-batch wait reads them to know whether more are coming.
-PARTY = Record(("sleeping", "I"), ("reserved", "I"), ("next_submit_ns", "Q"), size=CACHE_LINE)
+# ``sleeping`` (1 while it is blocked on its eventfd, see wake.py) and, for a client, its
+# announcement: ``coming`` requests from ``next_submit_ns`` on (monotonic ns; NEVER: none before
+# one of its requests comes back). The worker's min-batch wait reads them to know what is coming.
+PARTY = Record(("sleeping", "I"), ("coming", "I"), ("next_submit_ns", "Q"), size=CACHE_LINE)
 NEVER = 2 ** 64 - 1
 # Per slot, 64 bytes. The client writes the whole record when it submits; the worker writes
 # ``claim_ns`` (when it claimed the slot's batch) to ``cpu_ns`` in one store once it is answered.
@@ -167,7 +167,7 @@ class SharedInferenceQueue:
                     tensor_size=tensor_size, state_stride=state_stride, stop=0, completed=0, nclients=nclients)
         q = cls(shm, owner=True)
         for party in range(1, nclients + 1):
-            q.set_next_submit(party, NEVER)
+            q.announce(party, NEVER, 0)
         return q
 
     @classmethod
@@ -192,7 +192,7 @@ class SharedInferenceQueue:
         self._states = self.shm.buf[self.off_state:self.off_state + n * self.state_stride].cast("I")
         self._step = self.state_stride // 4
         self._state_bytes = None  # the low byte of every state, strided (numpy), for find_from
-        self._next_submit = None  # built on first use (next_submit)
+        self._coming_by = None  # built on first use (coming_by)
         self._views: list[memoryview] = []
 
     @property
@@ -278,33 +278,44 @@ class SharedInferenceQueue:
         self._views.append(v)
         return v
 
-    _NEXT = PARTY.field("next_submit_ns")
+    _ANNOUNCE = PARTY.span("coming", "next_submit_ns")  # adjacent: one store
 
-    def set_next_submit(self, party: int, ns: int) -> None:
-        self._NEXT.pack_into(self.shm.buf, self.off_party + party * PARTY.size + PARTY.offset["next_submit_ns"], ns)
+    def announce(self, party: int, next_submit_ns: int, coming: int) -> None:
+        """A client's word to the worker: ``coming`` requests from ``next_submit_ns`` on."""
+        self._ANNOUNCE.pack_into(self.shm.buf, self.off_party + party * PARTY.size + PARTY.offset["coming"],
+                                 coming, next_submit_ns)
 
-    def next_submit(self) -> int:
-        """The earliest ``next_submit_ns`` any client announced (NEVER: none is about to submit)."""
-        if self._next_submit is None:
-            self._next_submit = self._min_next_submit()
-        return self._next_submit()
+    def coming_by(self, deadline_ns: int) -> int:
+        """How many requests the clients have announced by ``deadline_ns``."""
+        if self._coming_by is None:
+            self._coming_by = self._make_coming_by()
+        return self._coming_by(deadline_ns)
 
-    def _min_next_submit(self):
-        first = self.off_party + PARTY.size + PARTY.offset["next_submit_ns"]
-        if self.nclients > 8:  # below that, a few struct reads beat one numpy call
+    def _make_coming_by(self):
+        first = self.off_party + PARTY.size + PARTY.offset["coming"]
+        if self.nclients > 8:  # below that, a few struct reads beat numpy calls
             try:
                 import numpy as np
             except ImportError:
                 pass
             else:
-                view = np.frombuffer(self.shm.buf, dtype=np.uint64, count=self.nclients * PARTY.size // 8,
-                                     offset=first)[::PARTY.size // 8]
-                return lambda: int(view.min())
-        unpack, buf = self._NEXT.unpack_from, self.shm.buf
-        if self.nclients == 1:
-            return lambda: unpack(buf, first)[0]
+                step = PARTY.size // 4
+                words = np.frombuffer(self.shm.buf, dtype=np.uint32, count=self.nclients * step, offset=first)
+                coming = words[::step]
+                when = np.frombuffer(self.shm.buf, dtype=np.uint64, count=self.nclients * step // 2,
+                                     offset=first + 4)[:: step // 2]
+                return lambda deadline: int(coming[when <= deadline].sum())
+        unpack, buf = self._ANNOUNCE.unpack_from, self.shm.buf
         offsets = [first + k * PARTY.size for k in range(self.nclients)]
-        return lambda: min(unpack(buf, o)[0] for o in offsets)
+
+        def coming_by(deadline: int) -> int:
+            n = 0
+            for off in offsets:
+                coming, when = unpack(buf, off)
+                if when <= deadline:
+                    n += coming
+            return n
+        return coming_by
 
     # ------------------------------------------------------------------ metadata and payloads
     def meta(self, i: int):
@@ -371,7 +382,7 @@ class SharedInferenceQueue:
 
     # ------------------------------------------------------------------ cleanup
     def close(self) -> None:
-        self._state_bytes = self._next_submit = None
+        self._state_bytes = self._coming_by = None
         for v in [self._states, *self._views]:
             try:
                 v.release()

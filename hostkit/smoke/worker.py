@@ -89,6 +89,9 @@ def worker_main(cfg: dict, conn) -> None:
 
     from hostkit.smoke.model import OnnxModel, SyntheticModel
 
+    from hostkit.smoke.client import _preload
+
+    _preload()  # numpy, for the tensor views, before we say we are ready
     model = OnnxModel(cfg["model"]) if cfg.get("model") else SyntheticModel(cfg["infer_ms"])
     info["model"] = model.describe()
     q = None
@@ -159,7 +162,7 @@ def _serve_shm(q: SharedInferenceQueue, model, cfg: dict, info: dict, stats: dic
     its CPU); ``adaptive``
     spins for a bounded, adaptive time after the last request, then blocks on its eventfd until a
     client rings (FIFO stays on while it spins and goes off before it blocks), and waits for
-    ``min_batch`` only while a client has announced a request due within the wait.
+    ``min_batch`` only while the requests the clients have announced within the wait can make it.
     """
     from hostkit.smoke.wake import Bell, Spin
 
@@ -174,7 +177,7 @@ def _serve_shm(q: SharedInferenceQueue, model, cfg: dict, info: dict, stats: dic
     pack_out = struct.Struct("<d").pack_into
     buf, off_resp, resp_size = q.shm.buf, q.off_resp, q.resp_size
     find, set_state, set_result, client_of = q.find_from, q.set_state, q.set_result, q.client_of
-    now_ns, next_submit = time.monotonic_ns, q.next_submit
+    now_ns, coming_by = time.monotonic_ns, q.coming_by
     fds = cfg.get("wake_fds") or {}
     me = Bell(q.party_flag(0), fds["worker"]) if idle == "adaptive" else None
     clients = [Bell(q.party_flag(k + 1), fd) for k, fd in enumerate(fds.get("clients", []))] if me else []
@@ -205,7 +208,8 @@ def _serve_shm(q: SharedInferenceQueue, model, cfg: dict, info: dict, stats: dic
                 continue
         for i in claimed:
             set_state(i, PROCESSING)  # ours now: the next scans skip it
-        if len(claimed) < min_batch and min_wait_ns and (fixed_wait or next_submit() <= now_ns() + min_wait_ns):
+        if len(claimed) < min_batch and min_wait_ns and \
+                (fixed_wait or len(claimed) + coming_by(now_ns() + min_wait_ns) >= min_batch):
             claimed += _more(q, len(claimed), cursor, max_batch, min_batch, now_ns() + min_wait_ns, fixed_wait)
         cursor = (claimed[-1] + 1) % q.nslots
         claim = now_ns()
@@ -239,16 +243,20 @@ def _serve_shm(q: SharedInferenceQueue, model, cfg: dict, info: dict, stats: dic
 def _more(q: SharedInferenceQueue, have: int, cursor: int, max_batch: int, min_batch: int,
           deadline: int, fixed: bool) -> list[int]:
     """More READY slots for a batch of ``have`` (< ``min_batch``), until ``deadline``. ``fixed`` (the
-    seed's): wait the whole time; otherwise only while some client has announced a submission due
-    before the deadline: a request is never held back for arrivals that are not coming."""
+    seed's): wait the whole time; otherwise only while the requests the clients have announced
+    before the deadline can still make ``min_batch``: a request is never held back for a batch
+    that cannot fill."""
     more: list[int] = []
     now_ns = time.monotonic_ns
     while have + len(more) < min_batch:
-        if not fixed and q.next_submit() > deadline or now_ns() >= deadline:
-            break
+        # decided before the scan: what a client published before it withdrew its announcement is
+        # READY by the time the announcement reads withdrawn (its stores are in that order)
+        last = not fixed and have + len(more) + q.coming_by(deadline) < min_batch or now_ns() >= deadline
         for i in q.find_from(READY, cursor, max_batch - have - len(more)):
             q.set_state(i, PROCESSING)
             more.append(i)
+        if last:
+            break
     return more
 
 
