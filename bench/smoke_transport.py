@@ -172,6 +172,9 @@ def main() -> int:
         for _ in range(args.repeat):  # alternate, so both sides see the same noise
             old.append(baseline_smoke(tree, requests=n, clients=16, infer_ms=0.0)["throughput_rps"])
             new.append(smoke(requests=n, clients=16)["throughput_rps"])
+        before_one = baseline_smoke(tree, requests=n, clients=1, infer_ms=0.0)["rpc_ms"]
+    print(f"  shm rpc p50, 1 client: {us(rpc['shm', 1]['p50']).strip()} vs {us(before_one['p50']).strip()} "
+          f"before ({args.baseline})")
     ratio = statistics.median(new) / statistics.median(old)
     print(f"  16 clients, null model: {statistics.median(new):.0f} req/s vs {statistics.median(old):.0f} req/s "
           f"before ({args.baseline}), median of {args.repeat}: {ratio:.2f}x (target >= 1: {verdict(ratio >= 1)}); "
