@@ -141,9 +141,8 @@ class Segment:
 
 
 class SharedInferenceQueue:
-    def __init__(self, shm: Segment, owner: bool) -> None:
+    def __init__(self, shm: Segment) -> None:
         self.shm = shm
-        self.owner = owner
         h = HEADER.unpack(shm.buf)
         if h.magic != MAGIC or h.version != VERSION:
             raise ValueError(f"/dev/shm/{shm.name} is not a hostkit inference queue (version {VERSION})")
@@ -165,14 +164,14 @@ class SharedInferenceQueue:
         shm = Segment(name or SEGMENT_PREFIX + secrets.token_hex(6), create=True, size=size)
         HEADER.pack(shm.buf, 0, magic=MAGIC, version=VERSION, nslots=nslots, req_size=req_size, resp_size=resp_size,
                     tensor_size=tensor_size, state_stride=state_stride, stop=0, completed=0, nclients=nclients)
-        q = cls(shm, owner=True)
+        q = cls(shm)
         for party in range(1, nclients + 1):
             q.announce(party, NEVER, 0)
         return q
 
     @classmethod
     def attach(cls, name: str) -> "SharedInferenceQueue":
-        return cls(Segment(name, create=False), owner=False)
+        return cls(Segment(name, create=False))
 
     @staticmethod
     def _offsets(n, req, resp, tensor, stride, nclients) -> tuple[int, int, int, int, int, int, int]:
@@ -407,8 +406,6 @@ class _StridedBytes:
 class _Allocator:
     """Slot allocation: ``acquire`` retries ``try_slot`` until a slot is WRITING for this client."""
 
-    name = ""
-
     def try_slot(self) -> int | None:
         raise NotImplementedError
 
@@ -426,8 +423,6 @@ class _Allocator:
 
 class FlockAllocator(_Allocator):
     """The seed's allocation: a file lock around "find a FREE slot, mark it WRITING"."""
-
-    name = "flock"
 
     def __init__(self, queue: SharedInferenceQueue, lockfile: str) -> None:
         self.q = queue
@@ -451,8 +446,6 @@ class FlockAllocator(_Allocator):
 
 class PartitionAllocator(_Allocator):
     """Lock-free: this client owns slots i with i % nclients == client_id; it alone writes FREE->WRITING."""
-
-    name = "partition"
 
     def __init__(self, queue: SharedInferenceQueue, client_id: int, nclients: int) -> None:
         if not 0 <= client_id < nclients <= queue.nslots:

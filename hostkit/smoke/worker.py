@@ -159,10 +159,10 @@ def _serve_shm(q: SharedInferenceQueue, model, cfg: dict, info: dict, stats: dic
     Idle modes: ``sleep`` is the seed's loop (0.5 ms idle sleep; wait the whole min-batch wait for
     ``min_batch``; SCHED_FIFO on for each batch, off after it); ``spin`` is the same without the
     idle sleep (busy polling; FIFO still off between batches, or a spinning FIFO task would starve
-    its CPU); ``adaptive``
-    spins for a bounded, adaptive time after the last request, then blocks on its eventfd until a
-    client rings (FIFO stays on while it spins and goes off before it blocks), and waits for
-    ``min_batch`` only while the requests the clients have announced within the wait can make it.
+    its CPU); ``adaptive`` spins for a bounded, adaptive time after the last request, then blocks
+    on its eventfd until a client rings (FIFO stays on while it spins and goes off before it
+    blocks), and waits for ``min_batch`` only while what it holds and what the clients have
+    announced within the wait can make it.
     """
     from hostkit.smoke.wake import Bell, Spin
 
