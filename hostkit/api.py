@@ -281,13 +281,17 @@ def _verify_smoke(req: ApplyRequest, result: ApplyResult) -> dict[str, SmokeVerd
         return {}
     fleet = smoke(SmokeRequest(req.inventory, ",".join(changed), profile=req.profile,
                                options=SmokeOptions(duration=req.smoke_duration), given=frozenset({"duration"})))
+    from hostkit.smoke.report import verdict as slo_verdict
+
     out = {}
     for host, r in fleet.hosts.items():
         passed = r.ok and r.doc["slo"]["passed"]
-        verdict = (f"{'PASSED' if passed else 'MISSED'} p999 {r.doc['slo']['p999_ms']} ms vs "
-                   f"{r.doc['slo']['target_p999_ms']} ms" if r.ok else f"{r.status}: {r.error}")
+        said = slo_verdict(r.doc["slo"]) if r.ok else None
+        verdict = (f"{said} p999 {r.doc['slo']['p999_ms']} ms vs {r.doc['slo']['target_p999_ms']} ms"
+                   if r.ok else f"{r.status}: {r.error}")
         out[host] = SmokeVerdict(passed, verdict)
-        if not passed and req.revert_on_fail:
+        # Revert only on evidence of a miss: too few samples (INCONCLUSIVE) is not a failed host.
+        if req.revert_on_fail and (not r.ok or said == "MISSED"):
             rb = rollback(RollbackRequest(req.inventory, host, run_id=result.run_id)).hosts[host]
             out[host].rollback = (f"run {result.run_id} rolled back" if rb.ok and not rb.doc["errors"]
                                   else f"rollback failed: {rb.to_dict()}")
