@@ -22,16 +22,11 @@ import pytest
 
 from hostkit.agent.cpulist import parse_cpulist
 from tests.labutil import cli, cli_json
-from tests.vmutil import REBOOT_TIMEOUT, device_irqs, etc_boot_hashes, inventory_for, read, ssh, start_vm_lab
+from tests.vmutil import SYSCTL_PATHS, REBOOT_TIMEOUT, device_irqs, etc_boot_hashes, inventory_for, read, ssh, start_vm_lab
 
 pytestmark = pytest.mark.vm
 
 HOST = "numa2"
-SYSCTLS = {"kernel.sched_rt_runtime_us": "/proc/sys/kernel/sched_rt_runtime_us",
-           "kernel.numa_balancing": "/proc/sys/kernel/numa_balancing",
-           "kernel.timer_migration": "/proc/sys/kernel/timer_migration",
-           "vm.zone_reclaim_mode": "/proc/sys/vm/zone_reclaim_mode",
-           "vm.stat_interval": "/proc/sys/vm/stat_interval"}
 # Files that change on every boot by themselves, not by hostkit (none expected under /etc and
 # /boot with this image; listed here so a new one is a decision, not a silent exclusion).
 BOOT_VOLATILE: set[str] = set()
@@ -61,7 +56,7 @@ def inventory(lab, tmp_path_factory):
 def live_state(lab) -> dict:
     irqs = device_irqs(lab, HOST)
     return {"cmdline": read(lab, HOST, "/proc/cmdline"),
-            "sysctl": {k: read(lab, HOST, p) for k, p in SYSCTLS.items()},
+            "sysctl": {k: read(lab, HOST, p) for k, p in SYSCTL_PATHS.items()},
             "irq_affinity": {n: i["affinity"] for n, i in irqs.items()},
             "isolated": read(lab, HOST, "/sys/devices/system/cpu/isolated")}
 
@@ -134,7 +129,7 @@ def test_apply_reboot_boots_the_planned_arguments_once_each(lab, tuned):
 
 def test_live_sysctls_match_the_plan(lab, tuned):
     for key, value in tuned["plan"]["sysctl"].items():
-        assert read(lab, HOST, SYSCTLS[key]) == str(value), key
+        assert read(lab, HOST, SYSCTL_PATHS[key]) == str(value), key
 
 
 def test_movable_irqs_on_plan_cpus_with_irqbalance_running(lab, tuned):

@@ -20,17 +20,12 @@ import pytest
 
 from hostkit.lab.lab import _wait_port
 from tests.labutil import cli, cli_json
-from tests.vmutil import etc_boot_hashes, read, ssh, start_vm_lab
+from tests.vmutil import SYSCTL_PATHS, etc_boot_hashes, read, ssh, start_vm_lab
 
 pytestmark = pytest.mark.vm
 
 VM = "vmw"
 BM = "bm"
-SYSCTL_PATHS = {"kernel.sched_rt_runtime_us": "/proc/sys/kernel/sched_rt_runtime_us",
-                "kernel.numa_balancing": "/proc/sys/kernel/numa_balancing",
-                "kernel.timer_migration": "/proc/sys/kernel/timer_migration",
-                "vm.zone_reclaim_mode": "/proc/sys/vm/zone_reclaim_mode",
-                "vm.stat_interval": "/proc/sys/vm/stat_interval"}
 
 
 @pytest.fixture(scope="module")

@@ -11,6 +11,7 @@ import pytest
 import yaml
 
 from hostkit.lab.lab import Lab
+from hostkit.tunables import SYSCTLS
 from hostkit.lab.vm_image import missing_tools
 
 # Guests listen on their own port, apart from the sshd lab's (2322) and a developer's (2222).
@@ -98,3 +99,7 @@ def etc_boot_hashes(lab: Lab, host: str) -> dict[str, str]:
         mode, digest, path = line.split(" ", 2)
         res[path] = f"{mode} {digest}"
     return res
+
+
+# Every sysctl hostkit tunes, key -> /proc/sys path (one table: hostkit.tunables).
+SYSCTL_PATHS = {s.key: s.proc_path for s in SYSCTLS}
