@@ -15,19 +15,9 @@ import json
 import os
 import subprocess
 import sys
-import tempfile
 import time
-from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-
-from hostkit.lab.lab import Lab  # noqa: E402
-
-
-def machine_cpu_seconds() -> float:
-    """Busy CPU time of the whole machine: the lab's sshd and remote Python run here too."""
-    fields = [int(x) for x in open("/proc/stat").readline().split()[1:]]
-    return (sum(fields) - fields[3] - fields[4]) / os.sysconf("SC_CLK_TCK")
+from fleet_lab import fleets, machine_cpu_seconds, print_ratio
 
 
 def main() -> int:
@@ -36,37 +26,27 @@ def main() -> int:
     ap.add_argument("--fixture", default="epyc-9634-nps1")
     ap.add_argument("--port", type=int, default=2340)
     args = ap.parse_args()
-    sizes = [int(s) for s in args.sizes.split(",")]
     results = {}
-    with tempfile.TemporaryDirectory() as tmp:
-        env = dict(os.environ, HOSTKIT_STATE_DIR=str(Path(tmp) / "state"))
-        for n in sizes:
-            lab = Lab(Path(tmp) / f"lab{n}")
-            lab.up(host_specs=[(f"bench-{i}", args.fixture) for i in range(1, n + 1)], port=args.port)
-            try:
-                cpu0 = machine_cpu_seconds()
-                t = time.perf_counter()
-                proc = subprocess.run([sys.executable, "-m", "hostkit.cli", "apply", "-i", str(lab.inventory),
-                                       "--json"], capture_output=True, text=True, env=env)
-                wall = time.perf_counter() - t
-                cpu = machine_cpu_seconds() - cpu0
-                doc = json.loads(proc.stdout)
-                statuses = sorted({h["status"] for h in doc["hosts"].values()})
-                changed = sum(h["changed"] for h in doc["hosts"].values())
-                results[n] = wall
-                print(f"{n:>2} host(s): {wall:6.1f} s  (exit {proc.returncode}, status {','.join(statuses)}, "
-                      f"{changed} changed tasks; machine CPU {cpu:5.1f} s = {100 * cpu / wall / os.cpu_count():.0f}% "
-                      f"of {os.cpu_count()} cores, {cpu / n:.1f} CPU-s per host)", flush=True)
-            finally:
-                lab.down()
-    if 1 in results and max(results) > 1:
-        big = max(results)
-        ratio = results[big] / results[1]
-        print(f"ratio {big}-host/1-host: {ratio:.2f}  (target <= 3.00: {'met' if ratio <= 3 else 'MISSED'})")
+    for n, lab, env in fleets([int(s) for s in args.sizes.split(",")], args.fixture, args.port, "bench"):
+        cpu0 = machine_cpu_seconds()
+        t = time.perf_counter()
+        proc = subprocess.run([sys.executable, "-m", "hostkit.cli", "apply", "-i", str(lab.inventory),
+                               "--json"], capture_output=True, text=True, env=env)
+        wall = time.perf_counter() - t
+        cpu = machine_cpu_seconds() - cpu0
+        doc = json.loads(proc.stdout)
+        statuses = sorted({h["status"] for h in doc["hosts"].values()})
+        changed = sum(h["changed"] for h in doc["hosts"].values())
+        results[n] = wall
+        print(f"{n:>2} host(s): {wall:6.1f} s  (exit {proc.returncode}, status {','.join(statuses)}, "
+              f"{changed} changed tasks; machine CPU {cpu:5.1f} s = {100 * cpu / wall / os.cpu_count():.0f}% "
+              f"of {os.cpu_count()} cores, {cpu / n:.1f} CPU-s per host)", flush=True)
+    print_ratio(results, 3)
+    if len(results) > 1:
         print("note: lab hosts run their modules on this machine's cores too; near 100% busy means the ratio is\n"
               "      bounded by CPU here, where a real fleet runs the remote half on each host")
     return 0
 
 
 if __name__ == "__main__":
-    raise SystemExit(main())
+    sys.exit(main())

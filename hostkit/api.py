@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from hostkit.ansible.agent_call import SMOKE_OUTPUT, AgentReply, call_agent
 from hostkit.ansible.apply import HostApply, run_apply, validate_tags
@@ -24,6 +25,9 @@ from hostkit.ansible.reboot import Rebooted, reboot_hosts
 from hostkit.ansible.run import RunResult, new_run_id
 from hostkit.errors import EXIT_FAILED, EXIT_OK, EXIT_REFUSED, BadInput
 from hostkit.smoke.options import SmokeOptions
+
+if TYPE_CHECKING:
+    from hostkit.plan.model import Plan
 
 OnEvent = Callable[[str, str, str], None] | None
 
@@ -112,15 +116,15 @@ class HostPlan:
     name: str
     status: str  # ok | unreachable | failed
     facts: dict | None = None
-    plan: dict | None = None
+    plan: Plan | None = None
     error: str | None = None
 
     @property
     def refused(self) -> bool:
-        return self.status == "ok" and bool(self.plan["refused"])
+        return self.status == "ok" and bool(self.plan.refused)
 
     def to_dict(self) -> dict:
-        return self.plan if self.status == "ok" else {"status": self.status, "error": self.error}
+        return self.plan.to_dict() if self.status == "ok" else {"status": self.status, "error": self.error}
 
 
 @dataclass
@@ -143,14 +147,14 @@ class PlanResult(Result):
 def plan(req: PlanRequest, on_event: OnEvent = None) -> PlanResult:
     """Facts, then a plan per host. Profiles and overrides of every host are checked before any
     host is contacted; a host whose sysroot is bad input (the agent's exit 2) is bad input here."""
-    from hostkit.plan import make_plan
+    from hostkit.plan import build_plan
     from hostkit.profiles import for_host, load_profile
 
     if req.inventory is None:
         from hostkit.facts import gather
 
         local = gather(req.sysroot)
-        return PlanResult({"localhost": HostPlan("localhost", "ok", local, make_plan(
+        return PlanResult({"localhost": HostPlan("localhost", "ok", local, build_plan(
             local, load_profile(req.profile), force=req.force, host="localhost"))}, local=True)
     profiles = {h.name: for_host(h.name, h.vars, req.profile) for h in load_inventory(req.inventory, req.limit)}
     replies, _ = call_agent(req.inventory, ["facts"], req.limit, forks=req.forks, on_event=on_event)
@@ -165,7 +169,7 @@ def plan(req: PlanRequest, on_event: OnEvent = None) -> PlanResult:
             raise BadInput(f"{name}: sysroot {r.doc['sysroot']} is read-only: nothing can be applied there")
         profile, pinned = profiles[name]
         try:
-            p = make_plan(r.doc, profile, pinned, force=req.force, host=name)
+            p = build_plan(r.doc, profile, pinned, force=req.force, host=name)
         except BadInput as exc:
             raise BadInput(f"{name}: {exc}") from None
         out[name] = HostPlan(name, "ok", r.doc, p)
@@ -175,11 +179,18 @@ def plan(req: PlanRequest, on_event: OnEvent = None) -> PlanResult:
 # ----------------------------------------------------------------------------- apply
 
 @dataclass(frozen=True)
-class ApplyRequest:
+class FleetPlanRequest:
+    """Which hosts, and how their plans are made: the fields of every request that plans hosts
+    before acting on them (apply, adopt, audit), in this positional order."""
+
     inventory: str
     limit: str | None = None
-    profile: str | None = None
-    force: bool = False
+    profile: str | None = None  # default: each host's hostkit_profile, else bare-metal-inference
+    force: bool = False  # allow isolation on a VM / deceptive topology
+
+
+@dataclass(frozen=True)
+class ApplyRequest(FleetPlanRequest):
     check: bool = False  # report what would change; change nothing
     diff: bool = False
     tags: str | None = None  # comma-separated roles
@@ -263,9 +274,9 @@ def _apply_plans(plans: PlanResult, inventory: str, *, check: bool, diff: bool, 
         if p.status != "ok":
             hosts[name] = HostApply(name, p.status, msg=p.error)
         elif p.refused:
-            hosts[name] = HostApply(name, "refused", refused=list(p.plan["refused"]))
+            hosts[name] = HostApply(name, "refused", refused=list(p.plan.refused))
         else:
-            runnable[name] = p.plan
+            runnable[name] = p.plan.to_dict()
     run = None
     if runnable:
         ran, run = run_apply(runnable, inventory, check=check, diff=diff, tags=tags, forks=forks, run_id=run_id,
@@ -301,11 +312,7 @@ def _verify_smoke(req: ApplyRequest, result: ApplyResult) -> dict[str, SmokeVerd
 # ----------------------------------------------------------------------------- adopt
 
 @dataclass(frozen=True)
-class AdoptRequest:
-    inventory: str
-    limit: str | None = None
-    profile: str | None = None
-    force: bool = False
+class AdoptRequest(FleetPlanRequest):
     check: bool = False
     diff: bool = False
 
@@ -530,11 +537,7 @@ def unlock(req: UnlockRequest) -> UnlockResult:
 
 
 @dataclass(frozen=True)
-class AuditRequest:
-    inventory: str
-    limit: str | None = None
-    profile: str | None = None
-    force: bool = False  # plan isolation on VMs as apply --force did
+class AuditRequest(FleetPlanRequest):  # force: plan isolation on VMs as apply --force did
     strict: bool = False  # a pending reboot is a failure
 
 

@@ -39,8 +39,9 @@ def run(args) -> int:
         if r.status != "ok":
             con.print(f"[bold]{host}[/bold]: {r.status}: {r.error}")
             continue
-        con.print(output.table(PLAN_HEADER, plan_rows(r.plan),
-                               title=f"{host}: profile {r.plan['profile']}" + (" (REFUSED)" if r.refused else "")))
-        print(plan_text(r.plan))
+        doc = r.plan.to_dict()
+        con.print(output.table(PLAN_HEADER, plan_rows(doc),
+                               title=f"{host}: profile {doc['profile']}" + (" (REFUSED)" if r.refused else "")))
+        print(plan_text(doc))
         print()
     return result.rc

@@ -11,12 +11,17 @@ from hostkit.cli.args import command, fleet_args, plan_args, reboot_args
 from hostkit.errors import BadInput
 
 
+HEADER = ["host", "status", "runs", "restored", "unchanged", "re-check", "reboot required", "errors"]
+SUMMARY = "restore exactly what hostkit changed, newest change first"
+DESCRIPTION = """\
+From each host's journal, restore previous runtime values and file contents
+(mode and owner included; files hostkit created are removed). Default: the
+latest run; --all: every run back to the first. A second rollback changes
+nothing. The host is re-checked against the restored values afterwards."""
+
+
 def add_parser(sub) -> argparse.ArgumentParser:
-    rb = command(sub, "rollback", "restore exactly what hostkit changed, newest change first",
-                 "From each host's journal, restore previous runtime values and file contents\n"
-                 "(mode and owner included; files hostkit created are removed). Default: the\n"
-                 "latest run; --all: every run back to the first. A second rollback changes\n"
-                 "nothing. The host is re-checked against the restored values afterwards.")
+    rb = command(sub, "rollback", SUMMARY, DESCRIPTION)
     fleet_args(rb)
     which = rb.add_mutually_exclusive_group()
     which.add_argument("--run-id", metavar="ID", help="roll back this run (see hostkit history)")
@@ -29,9 +34,6 @@ def add_parser(sub) -> argparse.ArgumentParser:
                          "the profile (--profile or hostkit_profile), so even that can be rolled back")
     plan_args(rb, "with --adopt: the profile to apply", "with --adopt: allow isolation on a VM")
     return rb
-
-
-HEADER = ["host", "status", "runs", "restored", "unchanged", "re-check", "reboot required", "errors"]
 
 
 def run(args) -> int:

@@ -78,22 +78,20 @@ class Sysroot:
         return int(text)
 
     def read_cpulist(self, rel: str, default: frozenset[int] | None = None) -> frozenset[int] | None:
-        text = self.read(rel)
-        if text is None:
-            return default
-        try:
-            return parse_cpulist(text)
-        except CpulistError as exc:
-            raise FactsError(f"malformed cpulist in {self.path(rel)}: {text.strip()!r} ({exc})") from None
+        return self._read_cpus(rel, default, parse_cpulist, "cpulist")
 
     def read_mask(self, rel: str, default: frozenset[int] | None = None) -> frozenset[int] | None:
+        return self._read_cpus(rel, default, parse_mask, "CPU mask")
+
+    def _read_cpus(self, rel: str, default: frozenset[int] | None, parse, what: str) -> frozenset[int] | None:
+        """A CPU set in one of the kernel's two notations; a malformed one names the file."""
         text = self.read(rel)
         if text is None:
             return default
         try:
-            return parse_mask(text)
+            return parse(text)
         except CpulistError as exc:
-            raise FactsError(f"malformed CPU mask in {self.path(rel)}: {text.strip()!r} ({exc})") from None
+            raise FactsError(f"malformed {what} in {self.path(rel)}: {text.strip()!r} ({exc})") from None
 
     def listdir(self, rel: str) -> list[str]:
         try:
