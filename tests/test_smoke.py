@@ -200,7 +200,8 @@ def test_rt_throttling_is_named_against_a_low_rt_budget():
         if old_group is not None:
             group.write_text(old_group + "\n")
     assert path.read_text().strip() == old
-    assert old_group is None or group.read_text().strip() == old_group
+    if old_group is not None:  # the machine decides: a cgroup-v1 rt group file exists or not
+        assert group.read_text().strip() == old_group
     causes = {d["cause"]: d for d in r["diagnosis"]}
     assert "rt_throttling" in causes, r["diagnosis"]
     assert "sched_rt_runtime_us=300000" in causes["rt_throttling"]["evidence"]
@@ -247,7 +248,10 @@ def test_worker_that_stops_answering_is_a_fault():
         except (KeyError, ProcessLookupError):
             pass
     assert time.monotonic() - t < 15
-    assert any("not answering" in f for f in r["faults"]) or r["errors"]["count"] > 0
+    # Both sides see it: the clients' requests time out after 1 s, the orchestrator faults the
+    # worker after 2 s (2x the timeout) without a completed inference while requests wait.
+    assert any(f.startswith("worker not answering") for f in r["faults"]), r["faults"]
+    assert r["errors"]["count"] > 0
     assert r["slo"]["passed"] is False
 
 
@@ -264,7 +268,7 @@ def test_signal_during_cli_run_leaves_nothing_behind(sig):
     assert len(run) >= 3 and segments() - before
     proc.send_signal(sig)
     proc.wait(timeout=20)
-    assert proc.returncode in (130, 1, -sig)
+    assert proc.returncode == 130  # SIGTERM is turned into the same interrupt as SIGINT
     assert not settle(lambda: {p for p in run if alive(p)}, 10), "the run's worker or clients outlived it"
 
 
@@ -299,7 +303,8 @@ def test_migration_report_from_two_real_runs(tmp_path):
     def smoke(*extra):
         proc = subprocess.run([sys.executable, "-m", "hostkit.cli", "smoke", "--duration", "2", "--infer-ms", "2",
                                "--json", *extra], capture_output=True, text=True, timeout=120)
-        assert proc.returncode in (0, 1), proc.stderr
+        # 2 s at 2 ms per inference: about 1,000 samples, too few for a credible p999, so never PASSED.
+        assert proc.returncode == 1, proc.stderr
         return json.loads(proc.stdout)
 
     before, after = tmp_path / "vm.json", tmp_path / "bm.json"
@@ -308,7 +313,7 @@ def test_migration_report_from_two_real_runs(tmp_path):
     md, png = tmp_path / "report.md", tmp_path / "cdf.png"
     proc = subprocess.run([sys.executable, "-m", "hostkit.cli", "migrate", "report", str(before), str(after),
                            "--md", str(md), "--plot", str(png)], capture_output=True, text=True, timeout=120)
-    assert proc.returncode in (0, 1), proc.stderr
+    assert proc.returncode == 1, proc.stderr  # the "after" run is INCONCLUSIVE (see above): not passed
     text = md.read_text()
     assert "| deschedule p999 (ms) |" in text and "injected_stall" in text and "**Verdict after:**" in text
     assert png.read_bytes()[:4] == b"\x89PNG"
