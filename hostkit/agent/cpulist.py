@@ -49,7 +49,7 @@ def parse_cpulist(text, max_cpus=MAX_CPUS):
             raise CpulistError("invalid cpulist %r: empty element" % (text,))
         stride_used, stride_group = 1, 1
         if ":" in part:
-            part, _, stride = part.partition(":")
+            part, _colon, stride = part.partition(":")
             used, slash, group = stride.partition("/")
             if not slash:
                 raise CpulistError("invalid cpulist %r: stride must be ':used/group'" % (text,))

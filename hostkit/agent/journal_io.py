@@ -159,7 +159,6 @@ class Journal(object):
         atomic_write(self.path, (json.dumps(doc, indent=1, sort_keys=True) + "\n").encode("utf-8"), mode=0o600)
         return entry
 
-
     def drop_items(self, seq, paths):
         """After the kernel refused some writes of entry ``seq``: forget those items (nothing
         changed there). An entry left empty is removed, and a journal left empty is deleted,
