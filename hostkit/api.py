@@ -196,7 +196,7 @@ class ApplyRequest(FleetPlanRequest):
     tags: str | None = None  # comma-separated roles
     forks: int | None = None
     verify_smoke: bool = False  # smoke-test every changed host afterwards
-    smoke_duration: float = 10.0
+    smoke_duration: float | None = None  # None: the smoke test's default run (a credible p999)
     revert_on_fail: bool = False  # with verify_smoke: roll back a host that misses its SLO
     reboot: bool = False  # reboot hosts whose kernel arguments changed, wait, re-check /proc/cmdline
     reboot_timeout: int = 900  # seconds a host may take to come back
@@ -291,7 +291,8 @@ def _verify_smoke(req: ApplyRequest, result: ApplyResult) -> dict[str, SmokeVerd
     if not changed:
         return {}
     fleet = smoke(SmokeRequest(req.inventory, ",".join(changed), profile=req.profile,
-                               options=SmokeOptions(duration=req.smoke_duration), given=frozenset({"duration"})))
+                               options=SmokeOptions(duration=req.smoke_duration),
+                               given=frozenset({"duration"} if req.smoke_duration else ())))
     from hostkit.smoke.report import verdict as slo_verdict
 
     out = {}
@@ -437,7 +438,7 @@ class RollbackResult(Result):
 def rollback(req: RollbackRequest, on_event: OnEvent = None) -> RollbackResult:
     """The agent restores every journaled change, newest first; with ``reboot``, hosts whose
     boot configuration came back are rebooted (bounded) and their booted command line reported."""
-    replies, run = call_agent(req.inventory, req.agent_args(), req.limit)
+    replies, run = call_agent(req.inventory, req.agent_args(), req.limit, on_event=on_event)
     result = RollbackResult(req.check, replies, run)
     if req.reboot:
         due = [h for h, r in replies.items() if r.ok and r.doc.get("reboot_required")]
@@ -458,10 +459,6 @@ class SmokeRequest:
     profile: str | None = None
     options: SmokeOptions = field(default_factory=SmokeOptions)
     given: frozenset[str] = frozenset()  # the options set explicitly (e.g. on the command line)
-
-    def __post_init__(self) -> None:
-        if self.options.requests is not None:
-            raise BadInput("hostkit smoke -i runs for --duration seconds per host (not --requests)")
 
 
 PROFILE_SMOKE_SETTINGS = ("transport", "target_p999_ms")
@@ -491,11 +488,10 @@ def smoke_plan(req: SmokeRequest) -> tuple[dict[str, dict], int]:
     for h in hosts:
         profile, _ = for_host(h.name, h.vars, req.profile)
         opts = req.options.replace(**{k: profile["smoke"][k] for k in PROFILE_SMOKE_SETTINGS if k not in req.given})
-        settings[h.name] = {
-            "duration": opts.duration or 10, "infer_ms": opts.infer_ms, "clients": opts.clients,
-            "transport": opts.transport, "target_p999_ms": opts.target_p999_ms,
-            "inject_stall": f"{opts.inject_stall_ms:g}@{opts.inject_every_s:g}" if opts.inject_stall_ms else "",
-        }
+        # Every option reaches the host agent, as the agent's own command line; a run without
+        # --duration is the smoke test's default request count (a credible p999), not a short one.
+        settings[h.name] = {"args": opts.to_agent_args(),
+                            "run": f"{opts.duration:g} s" if opts.duration else f"{opts.total_requests:,} requests"}
     # Lab hosts share this machine: one at a time, or they would measure each other.
     forks = req.forks or (1 if any(h.vars.get("hostkit_lab") for h in hosts) else len(hosts))
     return settings, forks
@@ -559,7 +555,8 @@ class AuditResult(Result):
         return {"hosts": self.hosts}
 
 
-def audit(req: AuditRequest) -> AuditResult:
+def audit(req: AuditRequest, on_event: OnEvent = None) -> AuditResult:
     from hostkit.audit.runner import audit as audit_hosts
 
-    return AuditResult(audit_hosts(req.inventory, req.limit, profile=req.profile, force=req.force), req.strict)
+    return AuditResult(audit_hosts(req.inventory, req.limit, profile=req.profile, force=req.force,
+                                   on_event=on_event), req.strict)

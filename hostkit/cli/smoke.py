@@ -5,11 +5,10 @@ from __future__ import annotations
 
 import argparse
 from dataclasses import fields
-from pathlib import Path
 
 from hostkit import api
 from hostkit.cli import output
-from hostkit.cli.args import command
+from hostkit.cli.args import ansible_output_args, command
 from hostkit.errors import EXIT_FAILED, EXIT_OK
 from hostkit.smoke.options import SmokeOptions, add_smoke_arguments
 
@@ -29,11 +28,17 @@ def add_parser(sub) -> argparse.ArgumentParser:
                     help="run on every inventory host through the smoke role (the host agent needs only python3)")
     sm.add_argument("--limit", metavar="PATTERN", help="with -i: only these hosts")
     sm.add_argument("--forks", type=int, default=None, help="with -i: hosts at a time (lab: 1)")
+    ansible_output_args(sm)  # with -i: Ansible's verbosity and log
     sm.add_argument("--profile", metavar="NAME|FILE", help="take transport and target from a profile")
     add_smoke_arguments(sm)
     sm.add_argument("--json", action="store_true")
-    sm.add_argument("--plot", metavar="FILE.png")
-    sm.add_argument("--prom", metavar="FILE", help="Prometheus textfile for node_exporter")
+    sm.add_argument("--plot", metavar="FILE.png",
+                    help="deschedule on a percentile axis (50%%..99.99%%, log latency), p99, p99.9 and max "
+                         "labelled; with -i also FILE-<host>.png per host, FILE.png the fleet (needs matplotlib)")
+    sm.add_argument("--prom", metavar="FILE.prom",
+                    help="Prometheus textfile for node_exporter's textfile collector (seconds; deschedule and "
+                         "rpc histograms, SLO target, p999, verdict), replaced atomically; with -i also "
+                         "FILE-<host>.prom per host, FILE.prom the fleet's merged histograms")
     return sm
 
 
@@ -45,7 +50,19 @@ def given_options(args) -> frozenset[str]:
     return frozenset(names)
 
 
+def check_outputs(args) -> None:
+    """--prom/--plot: bad input (exit 2) before anything runs, not after a whole smoke run."""
+    from hostkit.smoke.report import check_output, require_matplotlib
+
+    if args.prom:
+        check_output(args.prom, "--prom")
+    if args.plot:
+        check_output(args.plot, "--plot")
+        require_matplotlib("--plot")
+
+
 def run(args) -> int:
+    check_outputs(args)
     if args.inventory:
         return _fleet(args)
     fallbacks = {}
@@ -56,7 +73,7 @@ def run(args) -> int:
         fallbacks = {k: profile["smoke"][k] for k in api.PROFILE_SMOKE_SETTINGS}
     opts = SmokeOptions.from_args(args, **fallbacks)
     from hostkit.facts import gather
-    from hostkit.smoke.report import plot, prometheus, table_rows, text_summary
+    from hostkit.smoke.report import plot, prometheus, table_rows, text_summary, write_atomic
     from hostkit.smoke.session import run_smoke
 
     facts = gather("/")
@@ -78,7 +95,7 @@ def run(args) -> int:
             result = run_smoke(opts, progress=progress, facts=facts)
     values = result.pop("_deschedule_raw")
     if args.prom:
-        Path(args.prom).write_text(prometheus(result, facts.get("hostname") or "localhost"))
+        write_atomic(args.prom, prometheus(result, facts.get("hostname") or "localhost"))
     if args.plot:
         plot([(f"{result['transport']} (n={result['samples']})", result, values)], args.plot, opts.target_p999_ms)
     if args.json:
@@ -98,8 +115,9 @@ def _fleet(args) -> int:
     if not args.json:
         settings, forks = api.smoke_plan(req)
         output.note(f"smoke test on {len(settings)} host(s), {forks} at a time, "
-                    f"{next(iter(settings.values()))['duration']} s each")
+                    f"{next(iter(settings.values()))['run']} each")
     result = api.smoke(req, on_event=output.task_progress(quiet=args.json))
+    summary, failed = _fleet_outputs(args, result)
     if args.json:
         output.emit_json(result.to_dict())
         return result.rc
@@ -112,4 +130,47 @@ def _fleet(args) -> int:
 
     output.print_table(FLEET_HEADER, output.host_rows(result.hosts, FLEET_HEADER, measured, width=60),
                        title="hostkit smoke (deschedule)")
+    print(fleet_line(summary, failed))
     return result.rc
+
+
+def _fleet_outputs(args, result) -> tuple[dict, list[str]]:
+    """--prom/--plot with -i: one file per measured host beside the fleet's (report.host_path)."""
+    from hostkit.smoke import report
+
+    docs = {h: r.doc for h, r in result.hosts.items() if r.ok}
+    failed = sorted(h for h, r in result.hosts.items() if not r.ok)
+    summary = report.fleet_summary(docs)
+    written = []
+    if args.prom:
+        for h, d in docs.items():
+            report.write_atomic(report.host_path(args.prom, h), report.prometheus(d, h))
+        report.write_atomic(args.prom, report.prometheus_fleet(summary, failed))
+        written.append(args.prom)
+    if args.plot:
+        targets = {d["slo"]["target_p999_ms"] for d in docs.values()}
+        for h, d in docs.items():
+            report.plot_results([(h, d)], report.host_path(args.plot, h), d["slo"]["target_p999_ms"],
+                                title=f"hostkit smoke: {h}, deschedule per inference")
+        report.plot_fleet(docs, summary, args.plot, targets.pop() if len(targets) == 1 else None)
+        written.append(args.plot)
+    if written:
+        output.note(f"wrote {' and '.join(written)} (the fleet) and one file per measured host beside it"
+                    + (f"; none for {', '.join(failed)} (no result)" if failed else ""))
+    return summary, failed
+
+
+def fleet_line(summary: dict, failed: list[str]) -> str:
+    """The fleet's deschedule from the merged histograms, and the hosts per verdict."""
+    from hostkit.smoke.report import VERDICTS, fmt
+
+    def ms(s):
+        return fmt(None if s is None else s * 1000.0)
+
+    if not summary["hosts"]:
+        return f"fleet: no host measured ({len(failed)} failed)"
+    b = summary["at_most_s"]["deschedule"]
+    return (f"fleet ({len(summary['hosts'])} host(s) measured, {len(failed)} failed): deschedule p99 <= "
+            f"{ms(b['p99'])} ms, p99.9 <= {ms(b['p999'])} ms (merged histogram buckets), max "
+            f"{ms(summary['max_s']['deschedule'])} ms; SLO "
+            + ", ".join(f"{v} {summary['verdicts'].get(v, 0)}" for v in VERDICTS))
