@@ -69,6 +69,45 @@ SYSCTLS: tuple[Sysctl, ...] = (
 BY_KEY: dict[str, Sysctl] = {s.key: s for s in SYSCTLS}
 
 
+@dataclass(frozen=True)
+class KernelArg:
+    """A boot argument a profile controls under ``kernel_noise:`` (the ``isolcpus`` role writes the
+    plan's ``cmdline_set``). A bool entry (no ``choices``) adds ``arg=value`` when true; an entry with
+    ``choices`` adds ``arg=<the profile's choice>`` (null: left alone). ``cpu_flags``: the
+    ``/proc/cpuinfo`` flags the host must show, else the plan leaves the argument out and says why."""
+
+    name: str  # the profile key under kernel_noise:
+    arg: str  # the argument's name on the kernel command line
+    value: str | None  # what a true profile value writes (None: a bare flag); unused with choices
+    doc: str
+    default: bool | str | None = False
+    choices: tuple[str, ...] = ()
+    cpu_flags: tuple[str, ...] = ()
+
+
+KERNEL_ARGS: tuple[KernelArg, ...] = (
+    KernelArg("skew_tick", "skew_tick", "1", "skew_tick=1: offset each CPU's periodic tick so the CPUs that still "
+              "tick do not contend for the jiffies and hrtimer locks at the same instant", default=True),
+    KernelArg("nosoftlockup", "nosoftlockup", None, "nosoftlockup: no soft-lockup detector (its per-CPU hrtimer "
+              "would fire on the isolated CPUs, and a FIFO worker that never yields trips it)", default=True),
+    KernelArg("nmi_watchdog_off", "nmi_watchdog", "0", "nmi_watchdog=0: no hard-lockup detector (a perf-counter "
+              "NMI on every CPU, isolated ones included)", default=True),
+    KernelArg("tsc_reliable", "tsc", "reliable", "tsc=reliable: no clocksource watchdog checking the TSC "
+              "(its timer visits every CPU); only where the CPU reports a constant, nonstop TSC",
+              default=True, cpu_flags=("constant_tsc", "nonstop_tsc")),
+    KernelArg("transparent_hugepage", "transparent_hugepage", None, "transparent_hugepage=<mode> at boot; null "
+              "leaves the kernel's default (khugepaged's scans and compaction stalls are the noise "
+              "'never' or 'madvise' avoid)", default=None, choices=("never", "madvise", "always")),
+)
+
+KERNEL_ARG_BY_NAME: dict[str, KernelArg] = {k.name: k for k in KERNEL_ARGS}
+
+
+def cpu_flags_asked() -> tuple[str, ...]:
+    """The /proc/cpuinfo flags some kernel argument depends on (facts report each as true/false)."""
+    return tuple(dict.fromkeys(f for k in KERNEL_ARGS for f in k.cpu_flags))
+
+
 def tuned_sysctls(role: str | None = None) -> tuple[Sysctl, ...]:
     """The sysctls a profile may set (those some role writes), or those ``role`` writes."""
     return tuple(s for s in SYSCTLS if s.role and (role is None or s.role == role))
@@ -99,6 +138,10 @@ FILES: tuple[ManagedFile, ...] = (
                 follow_up=("update-grub",), reboot=True, scope="/etc/default/grub.d/"),
     ManagedFile("/etc/default/irqbalance", "irq_affinity", var="irq_affinity_irqbalance_config",
                 adopt="/etc/default/irqbalance", follow_up=("systemctl", "try-restart", "irqbalance.service")),
+    # RHEL, Rocky, Alma, Fedora: the irqbalance package's environment file (its unit reads
+    # EnvironmentFile=/etc/sysconfig/irqbalance); the role writes it there when the host has it.
+    ManagedFile("/etc/sysconfig/irqbalance", "irq_affinity", adopt="/etc/sysconfig/irqbalance",
+                follow_up=("systemctl", "try-restart", "irqbalance.service")),
     ManagedFile("/etc/systemd/system/hostkit-irq-affinity.service", "irq_affinity", var="irq_affinity_unit",
                 follow_up=("systemctl", "daemon-reload"), scope="/etc/systemd/system/"),
     ManagedFile("/etc/systemd/system/hostkit-cpu-governor.service", "cpu_governor", var="cpu_governor_unit",
@@ -118,6 +161,10 @@ FILES: tuple[ManagedFile, ...] = (
 # Sysctl values need no follow-up: rollback writes their journaled runtime value back itself.
 
 PATH_VARS: tuple[str, ...] = tuple(f.var for f in FILES if f.var)
+
+# irqbalance's environment file, where each distribution family has it (Debian first: the role's
+# default); facts report the one a host has, the plan hands it to the irq_affinity role.
+IRQBALANCE_CONFIGS: tuple[str, ...] = tuple(f.path for f in FILES if "irqbalance.service" in f.follow_up)
 
 
 def role_paths(hostvars: dict | None = None) -> dict[str, str]:

@@ -83,12 +83,14 @@ def test_shipped_profiles():
 def test_seed_host_partition(facts):
     p = plan_for(facts, "epyc-9634-nps1")
     assert p["housekeeping"] == "0-1,84-85" and p["isolated"] == "2-83,86-167"
-    assert p["cmdline"] == ("isolcpus=managed_irq,domain,2-83,86-167 nohz_full=2-83,86-167 "
-                            "rcu_nocbs=2-83,86-167 irqaffinity=0-1,84-85")
+    # kubelet's static CPU manager (the profile's): no domain, host processes on housekeeping, timers may move
+    assert p["cmdline"] == ("isolcpus=managed_irq,2-83,86-167 nohz_full=2-83,86-167 "
+                            "rcu_nocbs=2-83,86-167 irqaffinity=0-1,84-85 systemd.cpu_affinity=0-1,84-85 "
+                            "skew_tick=1 nosoftlockup nmi_watchdog=0 tsc=reliable")
     assert p["nic_irq_cpus"] == {"ens1f0np0": "0-1", "ens1f1np1": "0-1"}  # NIC on node 0
     assert p["pools"] == {"0": "2-83", "1": "86-167"}
     assert p["sysctl"] == {"kernel.sched_rt_runtime_us": 950000, "kernel.numa_balancing": 0,
-                           "kernel.timer_migration": 0, "vm.zone_reclaim_mode": 0, "vm.stat_interval": 10}
+                           "kernel.timer_migration": 1, "vm.zone_reclaim_mode": 0, "vm.stat_interval": 10}
     assert p["kubelet"]["config"]["reservedSystemCPUs"] == "0-1,84-85"
     assert p["refused"] == [] and p["governor"] == "performance"
     assert_invariants(p, facts["epyc-9634-nps1"])
@@ -118,7 +120,8 @@ def test_force_plans_isolation_on_a_guest(facts):
 
 def test_vmware_guest_profile_removes_isolation(facts):
     p = plan_for(facts, "vmware-88vcpu", "vmware-guest")
-    assert p["cmdline"] == "" and set(p["cmdline_remove"]) == {"isolcpus", "nohz_full", "rcu_nocbs", "irqaffinity"}
+    assert p["cmdline"] == "" and set(p["cmdline_remove"]) == {"isolcpus", "nohz_full", "rcu_nocbs", "irqaffinity",
+                                                                "systemd.cpu_affinity"}
     assert p["irq"]["irqbalance"] == "restore" and p["irq"]["affinity"] is False
     assert p["smoke"]["transport"] == "socket"
     assert any("500000 -> 950000" in r for r in p["reasons"])

@@ -102,12 +102,13 @@ def test_adoption_records_every_tuned_sysctl_and_the_managed_files(sysroot_copy)
 
 def test_adopted_patterns_and_rollback_follow_ups_are_the_table_s():
     assert tunables.adopted_patterns() == [
-        "/etc/default/grub", "/etc/default/irqbalance", "/etc/containerd/config.toml",
+        "/etc/default/grub", "/etc/default/irqbalance", "/etc/sysconfig/irqbalance", "/etc/containerd/config.toml",
         "/etc/default/grub.d/*.cfg", "/etc/sysctl.d/*.conf", "/etc/kubernetes/kubelet.conf.d/*"]
     assert rollback_mod.FOLLOW_UP == [
         ("/etc/default/grub", ["update-grub"], True),
         ("/etc/default/grub.d/", ["update-grub"], True),
         ("/etc/default/irqbalance", ["systemctl", "try-restart", "irqbalance.service"], False),
+        ("/etc/sysconfig/irqbalance", ["systemctl", "try-restart", "irqbalance.service"], False),
         ("/etc/systemd/system/", ["systemctl", "daemon-reload"], False),
         ("/etc/containerd/", ["systemctl", "try-restart", "containerd.service"], False),
         ("/etc/kubernetes/", ["systemctl", "try-restart", "kubelet.service"], False),
@@ -248,7 +249,7 @@ def test_plan_json_is_unchanged_by_the_table(sysroots):
     """The plan's sysctl map is the profile's, in the table's order, as plain JSON ints."""
     plan = make_plan(gather(str(sysroots["epyc-9634-nps1"])), load_profile())
     assert json.loads(json.dumps(plan["sysctl"])) == {
-        "kernel.sched_rt_runtime_us": 950000, "kernel.numa_balancing": 0, "kernel.timer_migration": 0,
+        "kernel.sched_rt_runtime_us": 950000, "kernel.numa_balancing": 0, "kernel.timer_migration": 1,
         "vm.zone_reclaim_mode": 0, "vm.stat_interval": 10}
 
 

@@ -13,9 +13,11 @@ from hostkit.agent.cpulist import parse_cpulist
 from hostkit.facts.cpufreq import read_cpufreq
 from hostkit.facts.irqs import read_default_affinity, read_irqs, read_nics, read_steal
 from hostkit.facts.kernel import read_kernel
+from hostkit.facts.services import read_services
 from hostkit.facts.sysroot import Sysroot
 from hostkit.facts.topology import read_cpuinfo, read_topology
 from hostkit.facts.virt import read_virtualization
+from hostkit.tunables import cpu_flags_asked
 
 SCHEMA_VERSION = 1
 
@@ -40,7 +42,10 @@ def gather(sysroot: str = "/") -> dict:
         "default_smp_affinity": read_default_affinity(sr),
         "nics": read_nics(sr, irqs),
         "steal": read_steal(sr),
-        "cpu_flags": {"count": len(cpuinfo["flags"]), "hypervisor": "hypervisor" in cpuinfo["flags"]},
+        "cpu_flags": {"count": len(cpuinfo["flags"]), "hypervisor": "hypervisor" in cpuinfo["flags"],
+                      # each /proc/cpuinfo flag a kernel argument of hostkit.tunables depends on
+                      "checked": {f: f in cpuinfo["flags"] for f in cpu_flags_asked()}},
+        "services": read_services(sr),
     }
 
 

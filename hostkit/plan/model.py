@@ -38,11 +38,12 @@ class IrqPlan:
     default_smp_affinity: str | None  # hex mask for /proc/irq/default_smp_affinity; None: leave it
     irqbalance: str  # banned | restore | leave
     banned_cpulist: str  # the isolated CPUs, for IRQBALANCE_BANNED_CPULIST
+    irqbalance_config: str | None  # irqbalance's environment file on this host (facts); None: none found
 
     def to_dict(self) -> dict:
         return {"affinity": self.affinity, "assignments": dict(self.assignments),
                 "default_smp_affinity": self.default_smp_affinity, "irqbalance": self.irqbalance,
-                "banned_cpulist": self.banned_cpulist}
+                "banned_cpulist": self.banned_cpulist, "irqbalance_config": self.irqbalance_config}
 
 
 @dataclass(frozen=True)

@@ -20,8 +20,12 @@ from dataclasses import dataclass
 from hostkit.agent.cpulist import format_cpulist, format_mask, parse_cpulist
 from hostkit.errors import BadInput
 from hostkit.plan.model import IrqPlan, NodePartition, Plan
+from hostkit.tunables import KERNEL_ARGS
 
 ISOLATION_ARGS = ("isolcpus", "nohz_full", "rcu_nocbs", "irqaffinity")
+# Removed by a profile without isolation as well: left behind, it keeps every host process on the
+# CPUs an earlier plan called housekeeping.
+SYSTEMD_AFFINITY_ARG = "systemd.cpu_affinity"
 
 
 def make_plan(facts: dict, profile: dict, pinned: dict | None = None, *, force: bool = False,
@@ -67,9 +71,12 @@ def build_plan(facts: dict, profile: dict, pinned: dict | None = None, *, force:
     nic_irq_cpus, irq_cpus, irq_refused, why = _irq_cpus(facts.get("nics", []), topo, housekeeping, pinned, isolation)
     refused += irq_refused
     reasons += why
-    cmdline_set, cmdline_remove, why = _cmdline(isolation, isolated, housekeeping, profile, facts["kernel"])
+    kubelet_static = _kubelet_static(profile)
+    cmdline_set, cmdline_remove, why = _cmdline(isolation, isolated, housekeeping, profile, facts, kubelet_static)
     reasons += why
-    sysctl, warnings, why = _sysctls(profile["sysctl"], facts["kernel"])
+    wanted, why = _partition_sysctls(isolation and bool(isolated), kubelet_static, profile, facts)
+    reasons += why
+    sysctl, warnings, why = _sysctls(wanted, facts["kernel"])
     reasons += why
     governor, governor_cpus, why = _governor(profile["governor"], facts["cpufreq"], topo.online)
     reasons += why
@@ -139,31 +146,108 @@ def _irq_cpus(nics: list[dict], topo: _Topology, housekeeping: set[int], pinned:
     return nic_irq_cpus, irq_cpus, refused, reasons
 
 
-def _cmdline(isolation: bool, isolated: set[int], housekeeping: set[int], profile: dict,
-             kernel: dict) -> tuple[dict[str, str | None], list[str], list[str]]:
+def _kubelet_static(profile: dict) -> bool:
+    """Kubelet's static CPU manager hands isolated CPUs to pods (several exclusive CPUs per pod)."""
+    k = profile["kubelet"]
+    return bool(k["enabled"]) and k["cpu_manager_policy"] == "static"
+
+
+def _cmdline(isolation: bool, isolated: set[int], housekeeping: set[int], profile: dict, facts: dict,
+             kubelet_static: bool) -> tuple[dict[str, str | None], list[str], list[str]]:
     """Why: isolcpus keeps the scheduler off, nohz_full the tick, rcu_nocbs RCU callbacks, irqaffinity IRQs."""
     reasons = []
     iso_text, hk_text = format_cpulist(isolated), format_cpulist(housekeeping)
     cmdline_set: dict[str, str | None] = {}
     if isolation and isolated:
-        flags = ",".join(profile["isolcpus_flags"])
+        flags = list(profile["isolcpus_flags"])
+        if kubelet_static:
+            # No flag word at all means domain to the kernel: keep at least managed_irq.
+            flags = [f for f in flags if f != "domain"] or ["managed_irq"]
+            reasons.append("isolcpus without domain: kubelet's static CPU manager gives a pod several exclusive "
+                           "CPUs and the scheduler must balance the pod's threads across them (domain takes the "
+                           "isolated CPUs out of load balancing)")
+        elif "domain" in flags or not flags:
+            reasons.append("isolcpus with domain: a static partition without kubelet's CPU manager; each "
+                           "inference thread is pinned to its own CPU, so no load balancing is wanted there")
+        flag_text = ",".join(flags)
         cmdline_set = {
-            "isolcpus": f"{flags},{iso_text}" if flags else iso_text,
+            "isolcpus": f"{flag_text},{iso_text}" if flag_text else iso_text,
             "nohz_full": iso_text,
             "rcu_nocbs": iso_text,
             "irqaffinity": hk_text,
         }
         reasons.append(f"kernel: isolcpus/nohz_full/rcu_nocbs={iso_text}, irqaffinity={hk_text}")
+        if kubelet_static:
+            cmdline_set[SYSTEMD_AFFINITY_ARG] = hk_text
+            reasons.append(f"{SYSTEMD_AFFINITY_ARG}={hk_text}: without domain nothing else keeps host processes "
+                           "off the isolated CPUs; systemd starts every service there, and kubelet's CPU manager "
+                           "moves each pod onto its own CPUs through its cpuset")
+        noise, why = _kernel_noise(profile["kernel_noise"], facts)
+        cmdline_set.update(noise)
+        reasons += why
     for arg in profile["cmdline_extra"]:
         key, _, value = arg.partition("=")
         cmdline_set[key] = value if _ else None
     if isolation:
         return cmdline_set, [], reasons
-    booted = kernel["cmdline_args"]["args"]
-    present = [a for a in ISOLATION_ARGS if booted.get(a) is not None or a in booted]
+    booted = facts["kernel"]["cmdline_args"]["args"]
+    removed = ISOLATION_ARGS + (SYSTEMD_AFFINITY_ARG,)
+    present = [a for a in removed if booted.get(a) is not None or a in booted]
     if present:
         reasons.append(f"kernel: remove {', '.join(present)} left by an earlier tuning")
-    return cmdline_set, list(ISOLATION_ARGS), reasons
+    return cmdline_set, list(removed), reasons
+
+
+def _kernel_noise(wanted: dict, facts: dict) -> tuple[dict[str, str | None], list[str]]:
+    """Why: the periodic work a kernel does on every CPU (ticks in step, lockup detectors, the TSC watchdog)
+    lands on the isolated CPUs too; each argument of hostkit.tunables.KERNEL_ARGS the profile switches on."""
+    args: dict[str, str | None] = {}
+    reasons: list[str] = []
+    checked = (facts.get("cpu_flags") or {}).get("checked") or {}
+    for k in KERNEL_ARGS:
+        value = wanted.get(k.name)
+        if value is None or value is False:
+            continue
+        text = value if k.choices else k.value
+        shown = k.arg if text is None else f"{k.arg}={text}"
+        missing = [f for f in k.cpu_flags if not checked.get(f)]
+        if missing:
+            reasons.append(f"{shown} left out: /proc/cpuinfo lacks {', '.join(missing)} (the TSC may stop or "
+                           "drift, so the clocksource watchdog must keep checking it)")
+            continue
+        args[k.arg] = text
+        reasons.append(f"{shown}: {k.doc.split(': ', 1)[-1]}")
+    return args, reasons
+
+
+def _partition_sysctls(isolating: bool, kubelet_static: bool, profile: dict,
+                       facts: dict) -> tuple[dict, list[str]]:
+    """Why: timer migration and the RT budget follow from who owns the isolated CPUs (kubelet or the
+    operator's static partition) and from what guards a starved kernel thread (stalld or throttling)."""
+    wanted = dict(profile["sysctl"])
+    reasons: list[str] = []
+    if not isolating:
+        return wanted, reasons
+    if kubelet_static:
+        wanted["kernel.timer_migration"] = 1
+        reasons.append("timer_migration=1: CPUs kubelet hands to pods were housekeeping or another pod's before; "
+                       "timers armed there must be able to move off them")
+    elif wanted.get("kernel.timer_migration") == 0:
+        reasons.append("timer_migration=0: static partition; a timer stays on the CPU that armed it instead of "
+                       "being pulled onto a busy isolated CPU")
+    stalld = (facts.get("services") or {}).get("stalld") or {}
+    if profile["stalld"] == "use":
+        if stalld.get("running"):
+            wanted["kernel.sched_rt_runtime_us"] = -1
+            reasons.append("sched_rt_runtime_us=-1: inference CPUs are isolated and dedicated, and stalld runs to "
+                           "boost any kernel thread a FIFO worker starves there; measured in issue 12: deschedule "
+                           "p999/max 0.80/3.8 ms at -1 against 1.53/9.1 ms at 950000")
+        else:
+            state = "installed but not running (systemctl enable --now stalld)" if stalld.get("installed") \
+                else "not installed"
+            reasons.append(f"sched_rt_runtime_us stays {wanted.get('kernel.sched_rt_runtime_us')}: stalld is {state}, "
+                           "so RT throttling is what keeps a starved kernel thread running on an isolated CPU")
+    return wanted, reasons
 
 
 def _sysctls(wanted: dict, kernel: dict) -> tuple[dict[str, int], list[str], list[str]]:
@@ -211,6 +295,11 @@ def _notes(isolation: bool, facts: dict, profile: dict, sysctl: dict) -> tuple[l
         reasons.append("SMT on: kubelet full-pcpus-only keeps pods on whole cores")
     if facts["kernel"].get("numa_balancing") and sysctl.get("kernel.numa_balancing") == 0:
         reasons.append("numa_balancing 1 -> 0: no page migration under pinned inference")
+    irqbalance = (facts.get("services") or {}).get("irqbalance") or {}
+    if isolation and profile["irqbalance"] == "banned" and irqbalance.get("running"):
+        reasons.append(f"irqbalance runs: it keeps placing IRQs, banned from the isolated CPUs in "
+                       f"{irqbalance.get('config') or 'its environment file'}; irqaffinity= covers the IRQs "
+                       "set up at boot before it starts")
     steal = (facts.get("steal") or {}).get("total") or {}
     if facts["virtualization"]["virtual"] and steal.get("percent", 0) > 1:
         warnings.append(f"steal time {steal['percent']:.1f}% since boot: the hypervisor takes CPU from this guest")
@@ -236,7 +325,8 @@ def _irq_plan(profile: dict, facts: dict, topo: _Topology, isolation: bool, isol
         affinity=affinity, assignments=assignments,
         default_smp_affinity=format_mask(irq_cpus, topo.nr_cpus) if affinity and irq_cpus else None,
         irqbalance=profile["irqbalance"] if isolation or profile["irqbalance"] != "banned" else "leave",
-        banned_cpulist=format_cpulist(isolated))
+        banned_cpulist=format_cpulist(isolated),
+        irqbalance_config=((facts.get("services") or {}).get("irqbalance") or {}).get("config"))
 
 
 def _reserve(profile, cores, nodes, nic_nodes, reasons) -> set[int]:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from hostkit.agent.cpulist import parse_cpulist
 from hostkit.errors import BadInput, CpulistError
-from hostkit.tunables import tuned_sysctls
+from hostkit.tunables import KERNEL_ARGS, tuned_sysctls
 
 ISOLCPUS_FLAGS = ("domain", "managed_irq", "nohz")
 GOVERNORS = ("performance", "powersave", "schedutil", "ondemand", "conservative", "userspace")
@@ -31,11 +31,20 @@ SCHEMA: dict = {
     "allow_virtual": Field("bool", False, doc="allow isolation on a virtual machine without --force"),
     "reserve_per_node": Field("int", 2, min=1, max=64, doc="housekeeping physical cores on every NUMA node"),
     "irq_cores": Field("int", 0, min=0, max=64, doc="extra housekeeping cores on the NIC's NUMA node(s) for IRQs"),
-    "isolcpus_flags": Field("flags", ["managed_irq", "domain"], doc="isolcpus= flags"),
+    "isolcpus_flags": Field("flags", ["managed_irq", "domain"],
+                            doc="isolcpus= flags; domain is dropped where kubelet's static CPU manager "
+                                "hands the isolated CPUs to pods"),
     "cmdline_extra": Field("kernel_args", [], doc="extra kernel arguments appended to the boot config"),
     # One key per tuned sysctl of hostkit.tunables: its bounds, and its default (null: left alone).
     "sysctl": {s.key: Field(s.kind, s.default, min=s.min, max=s.max, nullable=True, doc=s.doc)
                for s in tuned_sysctls()},
+    # One key per kernel argument of hostkit.tunables.KERNEL_ARGS; written only where the plan isolates CPUs.
+    "kernel_noise": {k.name: (Field("str", k.default, choices=k.choices, nullable=True, doc=k.doc) if k.choices
+                              else Field("bool", k.default, doc=k.doc)) for k in KERNEL_ARGS},
+    "stalld": Field("str", "ignore", choices=("use", "ignore"),
+                    doc="use: where CPUs are isolated and stalld runs, RT throttling is off "
+                        "(sched_rt_runtime_us -1) and stalld boosts starved kernel threads; "
+                        "ignore: sysctl kernel.sched_rt_runtime_us stands"),
     "governor": Field("str", "performance", choices=GOVERNORS, nullable=True,
                       doc="cpufreq governor for every CPU; null leaves it alone"),
     "irq_affinity": Field("bool", True, doc="move every movable IRQ to the IRQ CPUs"),

@@ -1,0 +1,41 @@
+"""The daemons the plan must agree with: irqbalance (who owns IRQ placement, and where its
+environment file lives on this distribution) and stalld (what boosts a starved kernel thread when
+RT throttling is off).
+
+Running means a process of that name in ``/proc/<pid>/comm`` under the sysroot; installed means
+its program (or, for irqbalance, its environment file) exists. Standard library only.
+"""
+
+from __future__ import annotations
+
+from hostkit.facts.sysroot import Sysroot
+from hostkit.tunables import IRQBALANCE_CONFIGS
+
+# Where the distributions install the programs (Debian: /usr/sbin/irqbalance; RHEL: /usr/sbin/irqbalance,
+# /usr/bin/stalld); /sbin and /bin for hosts without the /usr merge.
+_PROGRAM_DIRS = ("usr/sbin", "usr/bin", "sbin", "bin")
+
+
+def running_commands(sr: Sysroot) -> set[str]:
+    """The ``comm`` of every process under ``proc/`` (empty on a sysroot without processes)."""
+    names = set()
+    for entry in sr.listdir("proc"):
+        if entry.isdigit():
+            comm = sr.read(f"proc/{entry}/comm")
+            if comm:
+                names.add(comm.strip())
+    return names
+
+
+def _installed(sr: Sysroot, program: str) -> bool:
+    return any(sr.exists(f"{d}/{program}") for d in _PROGRAM_DIRS)
+
+
+def read_services(sr: Sysroot) -> dict:
+    comms = running_commands(sr)
+    config = next((p for p in IRQBALANCE_CONFIGS if sr.exists(p.lstrip("/"))), None)
+    return {
+        "irqbalance": {"installed": _installed(sr, "irqbalance") or config is not None,
+                       "running": "irqbalance" in comms, "config": config},
+        "stalld": {"installed": _installed(sr, "stalld"), "running": "stalld" in comms},
+    }

@@ -1,0 +1,219 @@
+"""Issue 12, "the plan, completed": kubelet-managed partitions, kernel noise, the irqbalance owner, the RT
+budget with stalld. Planner unit and property tests on the fixture facts; the facts they need read
+from sysroot trees."""
+
+from __future__ import annotations
+
+import copy
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from hostkit.agent.cpulist import parse_cpulist
+from hostkit.agent.kernel_args import split_isolcpus
+from hostkit.errors import BadInput
+from hostkit.facts import gather
+from hostkit.plan import build_plan
+from hostkit.profiles import apply_overrides, load_profile
+from hostkit.tunables import IRQBALANCE_CONFIGS, KERNEL_ARGS
+
+BARE = ["epyc-9634-nps1", "epyc-9654-nps4-smt", "xeon-8480-snc2-ht"]
+
+
+@pytest.fixture(scope="module")
+def facts(sysroots):
+    return {name: gather(str(sysroots[name])) for name in BARE}
+
+
+def plan(f, overrides=None, profile="bare-metal-inference"):
+    prof, pinned = apply_overrides(load_profile(profile), overrides)
+    return build_plan(f, prof, pinned).to_dict()
+
+
+def with_flags(f, **checked):
+    f = copy.deepcopy(f)
+    f["cpu_flags"]["checked"].update(checked)
+    return f
+
+
+def with_stalld(f, installed, running):
+    f = copy.deepcopy(f)
+    f["services"]["stalld"] = {"installed": installed, "running": running}
+    return f
+
+
+# ----------------------------------------------------------------------------- kubelet vs static partition
+
+def test_kubelet_static_cpu_manager_plans_a_balanced_partition(facts):
+    p = plan(facts["xeon-8480-snc2-ht"])
+    args = p["cmdline_set"]
+    flags, cpus = split_isolcpus(args["isolcpus"])
+    assert flags == ["managed_irq"] and parse_cpulist(cpus) == parse_cpulist(p["isolated"])
+    assert args["systemd.cpu_affinity"] == p["housekeeping"]
+    assert p["sysctl"]["kernel.timer_migration"] == 1
+    assert sum(r.startswith("isolcpus without domain: kubelet's static CPU manager") for r in p["reasons"]) == 1
+    assert sum(r.startswith("timer_migration=1:") for r in p["reasons"]) == 1
+    assert sum(r.startswith("systemd.cpu_affinity=") for r in p["reasons"]) == 1
+
+
+@pytest.mark.parametrize("kubelet", [{"enabled": False}, {"cpu_manager_policy": "none"}])
+def test_a_static_partition_keeps_domain_and_timers_in_place(facts, kubelet):
+    p = plan(facts["epyc-9634-nps1"], {"kubelet": kubelet})
+    assert p["cmdline_set"]["isolcpus"] == f"managed_irq,domain,{p['isolated']}"
+    assert "systemd.cpu_affinity" not in p["cmdline_set"]
+    assert p["sysctl"]["kernel.timer_migration"] == 0
+    assert sum(r.startswith("isolcpus with domain: a static partition") for r in p["reasons"]) == 1
+    assert sum(r.startswith("timer_migration=0: static partition") for r in p["reasons"]) == 1
+
+
+def test_kubelet_with_only_the_domain_flag_keeps_managed_irq_so_the_kernel_does_not_read_domain(facts):
+    """isolcpus=<cpus> with no flag word is domain to the kernel: the plan must never write that for kubelet."""
+    p = plan(facts["epyc-9634-nps1"], {"isolcpus_flags": ["domain"]})
+    assert p["cmdline_set"]["isolcpus"] == f"managed_irq,{p['isolated']}"
+    p = plan(facts["epyc-9634-nps1"], {"isolcpus_flags": []})
+    assert p["cmdline_set"]["isolcpus"] == f"managed_irq,{p['isolated']}"
+
+
+def test_a_profile_without_isolation_removes_the_systemd_affinity_too(facts):
+    p = plan(facts["epyc-9634-nps1"], profile="vmware-guest")
+    assert p["cmdline_set"] == {} and "systemd.cpu_affinity" in p["cmdline_remove"]
+    assert p["sysctl"]["kernel.timer_migration"] == 0  # no isolation: the profile's value, no partition decision
+
+
+@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(name=st.sampled_from(BARE), enabled=st.booleans(), policy=st.sampled_from(["static", "none"]),
+       flags=st.lists(st.sampled_from(["domain", "managed_irq", "nohz"]), unique=True, max_size=3),
+       reserve=st.integers(min_value=1, max_value=4))
+def test_domain_never_with_kubelet_static_cpu_manager_property(facts, name, enabled, policy, flags, reserve):
+    p = plan(facts[name], {"kubelet": {"enabled": enabled, "cpu_manager_policy": policy},
+                           "isolcpus_flags": flags, "reserve_per_node": reserve})
+    assert p["refused"] == []
+    iso_flags, cpus = split_isolcpus(p["cmdline_set"]["isolcpus"])
+    assert parse_cpulist(cpus) == parse_cpulist(p["isolated"])
+    kubelet_static = enabled and policy == "static"
+    if kubelet_static:
+        assert "domain" not in iso_flags
+        assert p["cmdline_set"]["systemd.cpu_affinity"] == p["housekeeping"]
+        assert p["sysctl"]["kernel.timer_migration"] == 1
+    else:
+        assert iso_flags == (flags or ["domain"])  # the profile's flags as written
+        assert "systemd.cpu_affinity" not in p["cmdline_set"]
+        assert p["sysctl"]["kernel.timer_migration"] == 0
+
+
+# ----------------------------------------------------------------------------- kernel noise
+
+def test_kernel_noise_arguments_each_with_a_reason(facts):
+    p = plan(facts["epyc-9634-nps1"])
+    assert [(a, p["cmdline_set"].get(a, "<absent>")) for a in ("skew_tick", "nosoftlockup", "nmi_watchdog", "tsc")] \
+        == [("skew_tick", "1"), ("nosoftlockup", None), ("nmi_watchdog", "0"), ("tsc", "reliable")]
+    for shown in ("skew_tick=1: ", "nosoftlockup: ", "nmi_watchdog=0: ", "tsc=reliable: "):
+        assert sum(r.startswith(shown) for r in p["reasons"]) == 1, shown
+    assert "transparent_hugepage" not in p["cmdline_set"]  # null in the profile: the kernel's default
+
+
+def test_kernel_noise_is_profile_controlled(facts):
+    p = plan(facts["epyc-9634-nps1"], {"kernel_noise": {"skew_tick": False, "nmi_watchdog_off": False,
+                                                        "transparent_hugepage": "never"}})
+    assert "skew_tick" not in p["cmdline_set"] and "nmi_watchdog" not in p["cmdline_set"]
+    assert p["cmdline_set"]["transparent_hugepage"] == "never" and "nosoftlockup" in p["cmdline_set"]
+    with pytest.raises(BadInput, match="kernel_noise.transparent_hugepage must be one of never, madvise, always"):
+        plan(facts["epyc-9634-nps1"], {"kernel_noise": {"transparent_hugepage": "sometimes"}})
+    with pytest.raises(BadInput, match="kernel_noise.skew_tick must be true or false"):
+        plan(facts["epyc-9634-nps1"], {"kernel_noise": {"skew_tick": 1}})
+
+
+def test_no_kernel_noise_argument_without_isolation(facts):
+    assert plan(facts["epyc-9634-nps1"], {"isolation": False})["cmdline_set"] == {}
+
+
+@pytest.mark.parametrize("constant,nonstop", [(False, True), (True, False), (False, False)])
+def test_tsc_reliable_needs_a_constant_nonstop_tsc(facts, constant, nonstop):
+    p = plan(with_flags(facts["epyc-9634-nps1"], constant_tsc=constant, nonstop_tsc=nonstop))
+    assert "tsc" not in p["cmdline_set"]
+    missing = ", ".join(f for f, ok in (("constant_tsc", constant), ("nonstop_tsc", nonstop)) if not ok)
+    assert [r for r in p["reasons"] if r.startswith("tsc=reliable left out")] == [
+        f"tsc=reliable left out: /proc/cpuinfo lacks {missing} (the TSC may stop or drift, so the clocksource "
+        "watchdog must keep checking it)"]
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(name=st.sampled_from(BARE), constant=st.booleans(), nonstop=st.booleans(), wanted=st.booleans(),
+       extra_flags=st.booleans())
+def test_tsc_reliable_never_without_both_flags_property(facts, name, constant, nonstop, wanted, extra_flags):
+    f = with_flags(facts[name], constant_tsc=constant, nonstop_tsc=nonstop)
+    if extra_flags:
+        f["cpu_flags"] = {"count": 0, "hypervisor": False}  # facts of an older agent: no flags checked at all
+    p = plan(f, {"kernel_noise": {"tsc_reliable": wanted}})
+    has = p["cmdline_set"].get("tsc") == "reliable"
+    assert has == (wanted and constant and nonstop and not extra_flags)
+
+
+def test_every_kernel_noise_entry_is_a_profile_key():
+    prof = load_profile()
+    assert list(prof["kernel_noise"]) == [k.name for k in KERNEL_ARGS]
+
+
+def test_facts_check_the_tsc_flags_in_proc_cpuinfo(sysroot_copy):
+    root = sysroot_copy("epyc-9634-nps1")
+    assert gather(str(root))["cpu_flags"]["checked"] == {"constant_tsc": True, "nonstop_tsc": True}
+    cpuinfo = root / "proc/cpuinfo"
+    cpuinfo.write_text(cpuinfo.read_text().replace(" nonstop_tsc", ""))
+    assert gather(str(root))["cpu_flags"]["checked"] == {"constant_tsc": True, "nonstop_tsc": False}
+
+
+# ----------------------------------------------------------------------------- irqbalance, its file
+
+def test_irqbalance_configs_are_the_table_s_and_rollback_restarts_for_both():
+    from hostkit.agent import rollback
+
+    assert IRQBALANCE_CONFIGS == ("/etc/default/irqbalance", "/etc/sysconfig/irqbalance")
+    restart = ["systemctl", "try-restart", "irqbalance.service"]
+    for path in IRQBALANCE_CONFIGS:
+        assert [argv for prefix, argv, _ in rollback.FOLLOW_UP if path.startswith(prefix)] == [restart], path
+
+
+def test_facts_find_the_rhel_irqbalance_file_and_running_daemons(sysroot_copy):
+    root = sysroot_copy("epyc-9634-nps1")
+    assert gather(str(root))["services"] == {
+        "irqbalance": {"installed": True, "running": False, "config": "/etc/default/irqbalance"},
+        "stalld": {"installed": False, "running": False}}
+    # The RHEL family's layout: the irqbalance package's /etc/sysconfig/irqbalance, stalld in /usr/bin.
+    (root / "etc/sysconfig").mkdir(parents=True)
+    (root / "etc/default/irqbalance").rename(root / "etc/sysconfig/irqbalance")
+    (root / "usr/bin").mkdir(parents=True, exist_ok=True)
+    (root / "usr/bin/stalld").write_text("")
+    for pid, comm in ((1, "systemd"), (812, "irqbalance"), (913, "stalld")):
+        (root / f"proc/{pid}").mkdir()
+        (root / f"proc/{pid}/comm").write_text(comm + "\n")
+    f = gather(str(root))
+    assert f["services"] == {"irqbalance": {"installed": True, "running": True, "config": "/etc/sysconfig/irqbalance"},
+                             "stalld": {"installed": True, "running": True}}
+    p = build_plan(f, load_profile()).to_dict()
+    assert p["irq"]["irqbalance_config"] == "/etc/sysconfig/irqbalance"
+    assert p["irq"]["banned_cpulist"] == p["isolated"] and p["cmdline_set"]["irqaffinity"] == p["housekeeping"]
+    assert sum(r.startswith("irqbalance runs: it keeps placing IRQs, banned from the isolated CPUs in "
+                            "/etc/sysconfig/irqbalance") for r in p["reasons"]) == 1
+
+
+# ----------------------------------------------------------------------------- the RT budget
+
+def test_rt_budget_is_unthrottled_only_where_stalld_runs(facts):
+    f = facts["epyc-9634-nps1"]
+    p = plan(with_stalld(f, True, True))
+    assert p["sysctl"]["kernel.sched_rt_runtime_us"] == -1
+    assert sum(r.startswith("sched_rt_runtime_us=-1: inference CPUs are isolated and dedicated, and stalld runs")
+               for r in p["reasons"]) == 1
+    for installed, state in ((True, "installed but not running"), (False, "not installed")):
+        p = plan(with_stalld(f, installed, False))
+        assert p["sysctl"]["kernel.sched_rt_runtime_us"] == 950000
+        assert sum(r.startswith(f"sched_rt_runtime_us stays 950000: stalld is {state}") for r in p["reasons"]) == 1
+
+
+def test_rt_budget_ignores_stalld_when_the_profile_says_so_or_nothing_is_isolated(facts):
+    f = with_stalld(facts["epyc-9634-nps1"], True, True)
+    assert plan(f, {"stalld": "ignore"})["sysctl"]["kernel.sched_rt_runtime_us"] == 950000
+    assert plan(f, profile="vmware-guest")["sysctl"]["kernel.sched_rt_runtime_us"] == 950000
+    with pytest.raises(BadInput, match="stalld must be one of use, ignore"):
+        plan(f, {"stalld": "maybe"})
