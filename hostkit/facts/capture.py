@@ -34,6 +34,7 @@ PATTERNS = [
     "sys/devices/system/node/node[0-9]*/cpumap", "sys/devices/system/node/node[0-9]*/cpulist",
     "sys/devices/system/node/node[0-9]*/distance", "sys/devices/system/node/node[0-9]*/meminfo",
     "sys/class/dmi/id/sys_vendor", "sys/class/dmi/id/product_name", "sys/hypervisor/type",
+    "sys/bus/pci/devices/*/vendor",  # the hypervisor's devices, where DMI is missing
     "sys/devices/system/clocksource/clocksource0/available_clocksource",
 ]
 

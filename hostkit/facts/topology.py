@@ -55,11 +55,12 @@ def read_topology(sr: Sysroot, cpuinfo: dict) -> dict:
     for cpu in sorted(online):
         if cpu not in cpu_package:
             pkg = sr.read_int(_cpu_rel(cpu, "topology/physical_package_id"), 0)
-            members = sr.read_cpulist(_cpu_rel(cpu, "topology/package_cpus_list"))
-            if members is None:
-                members = sr.read_cpulist(_cpu_rel(cpu, "topology/core_siblings_list"), frozenset({cpu}))
-            members = frozenset(members & online) | {cpu}
-            if pkg in packages:  # a package id seen before: merge rather than trust the list
+            members = _package_members(sr, cpu, online)
+            if pkg < 0:
+                # Firmware that reports no package (-1, seen on some VMs and ARM servers): the kernel's
+                # package_cpus / core_siblings masks still say which CPUs share a package.
+                pkg = _synthetic_package(packages, members)
+            elif pkg in packages:  # a package id seen before: merge rather than trust the list
                 members = packages[pkg] | members
             packages[pkg] = members
             for c in members:
@@ -113,6 +114,29 @@ def read_topology(sr: Sysroot, cpuinfo: dict) -> dict:
         "cores": [core_text[c] for c in sorted(cores, key=min)],
         "per_cpu": cpu_rows,
     }
+
+
+def _package_members(sr: Sysroot, cpu: int, online: frozenset[int]) -> frozenset[int]:
+    """The online CPUs sharing ``cpu``'s package: the kernel's list files, else its hex masks."""
+    members = None
+    for leaf in ("package_cpus_list", "core_siblings_list"):
+        members = sr.read_cpulist(_cpu_rel(cpu, f"topology/{leaf}"))
+        if members is not None:
+            break
+    if members is None:
+        for leaf in ("package_cpus", "core_siblings"):
+            members = sr.read_mask(_cpu_rel(cpu, f"topology/{leaf}"))
+            if members is not None:
+                break
+    return frozenset((members or frozenset()) & online) | {cpu}
+
+
+def _synthetic_package(packages: dict[int, frozenset[int]], members: frozenset[int]) -> int:
+    """A package id for a group of CPUs whose firmware gave none: the group's if seen, else the next free."""
+    for pkg, cpus in packages.items():
+        if cpus == members:
+            return pkg
+    return max(packages, default=-1) + 1
 
 
 def numa_mode_name(vendor: str | None, per_socket: int) -> str:

@@ -20,6 +20,11 @@ _DMI_VENDORS = [
     ("bochs", "bochs"),
 ]
 
+# PCI vendor IDs of emulated or paravirtual devices (sys/bus/pci/devices/*/vendor) -> hypervisor, for
+# guests whose firmware exposes no DMI: VMware 0x15ad, VirtualBox (InnoTek) 0x80ee, Hyper-V
+# (Microsoft) 0x1414, virtio (Red Hat / Qumranet, QEMU-KVM) 0x1af4.
+_PCI_VENDORS = {"0x15ad": "vmware", "0x80ee": "oracle", "0x1414": "microsoft", "0x1af4": "kvm"}
+
 # A guest this large spans physical NUMA nodes on any host sold today; if it
 # still shows a single NUMA node, the hypervisor has flattened NUMA away.
 LARGE_GUEST_CPUS = 32
@@ -40,6 +45,11 @@ def detect_hypervisor(sr: Sysroot, cpuinfo: dict) -> tuple[str | None, list[str]
             name = hv
             evidence.append(f"DMI sys_vendor={vendor!r} product_name={product!r}")
             break
+    if not vendor and not product:
+        pci = _pci_hypervisor(sr)
+        if pci:
+            name, device, vid = pci
+            evidence.append(f"no DMI; PCI device {device} vendor {vid}")
     hv_type = (sr.read("sys/hypervisor/type", "") or "").strip()
     if hv_type:
         name = name or hv_type
@@ -52,6 +62,15 @@ def detect_hypervisor(sr: Sysroot, cpuinfo: dict) -> tuple[str | None, list[str]
         name = name or "unknown"
         evidence.append("'hypervisor' flag in /proc/cpuinfo")
     return name, evidence
+
+
+def _pci_hypervisor(sr: Sysroot) -> tuple[str, str, str] | None:
+    """(hypervisor, PCI device, vendor id) of the first device whose vendor only hypervisors use."""
+    for dev in sr.listdir("sys/bus/pci/devices"):
+        vid = (sr.read(f"sys/bus/pci/devices/{dev}/vendor", "") or "").strip().lower()
+        if vid in _PCI_VENDORS:
+            return _PCI_VENDORS[vid], dev, vid
+    return None
 
 
 def read_virtualization(sr: Sysroot, cpuinfo: dict, topo: dict) -> dict:
