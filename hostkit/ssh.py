@@ -1,21 +1,33 @@
-"""SSH for hostkit's own connections (testinfra, paramiko), with host keys verified.
+"""hostkit's own connections to inventory hosts (the audit's), made the way Ansible makes them.
 
-testinfra's paramiko backend sets ``WarningPolicy`` and never loads
-``known_hosts``: it would talk to an impostor. :class:`StrictParamikoBackend`
-loads the inventory's ``known_hosts`` and refuses unknown or changed keys.
+:func:`open_testinfra_host` turns an inventory host into a testinfra ``Host`` with the settings
+Ansible would use for it (:func:`hostkit.ansible.settings.host_connection`): its
+``ansible_connection`` (``ssh`` or ``local``), address, port, user (``ansible_user`` or the
+operator's ``remote_user``), key, the operator's ``ssh_args`` (ProxyJump, ``-F``, ...) with
+hostkit's appended, ``ansible_ssh_common_args``/``ansible_ssh_extra_args``, and become (sudo).
+The connection is OpenSSH's own ``ssh`` (testinfra's ``ssh`` backend): ``~/.ssh/config``,
+ssh-agent and ProxyJump work as they do for Ansible.
+
+Host keys: ``StrictHostKeyChecking=yes`` (hostkit's layer) and ``BatchMode=yes`` (never a
+prompt), so an unknown or changed key is refused unless the operator weakened host-key
+checking explicitly in their Ansible settings. testinfra's ``ansible`` backend would add
+neither: an unknown key there depends on ssh's default (``ask``) and ``~/.ssh/config``.
 """
 
 from __future__ import annotations
 
-import functools
-import os
-from typing import Any
+import shlex
+import shutil
+from pathlib import Path
 
-import paramiko
-from testinfra.backend.paramiko import ParamikoBackend
+from testinfra.backend.base import CommandResult
+from testinfra.backend.local import LocalBackend
+from testinfra.backend.ssh import SshBackend
 from testinfra.host import Host
 
 from hostkit.ansible.inventory import InventoryHost
+from hostkit.ansible.run import close_masters, summarize_error  # noqa: F401 (close_masters: the audit's too)
+from hostkit.ansible.settings import HostConnection, OperatorSettings, host_connection
 from hostkit.errors import HostkitError
 
 
@@ -23,55 +35,74 @@ class HostKeyError(HostkitError):
     """The host presented a key that is not in known_hosts (unknown or changed)."""
 
 
-class StrictParamikoBackend(ParamikoBackend):
-    NAME = "hostkit-paramiko"
-
-    def __init__(self, hostspec: str, known_hosts: str | None = None, *args: Any, **kwargs: Any) -> None:
-        self.known_hosts = known_hosts
-        super().__init__(hostspec, *args, **kwargs)
-
-    @functools.cached_property
-    def client(self) -> paramiko.SSHClient:
-        client = paramiko.SSHClient()
-        if self.known_hosts:
-            client.load_host_keys(self.known_hosts)
-        else:
-            client.load_system_host_keys()
-        client.set_missing_host_key_policy(paramiko.RejectPolicy())
-        cfg = {
-            "hostname": self.host.name,
-            "port": int(self.host.port) if self.host.port else 22,
-            "username": self.host.user or "root",
-            "timeout": self.timeout,
-            "allow_agent": False,
-            "look_for_keys": False,
-        }
-        if self.ssh_identity_file:
-            cfg["key_filename"] = self.ssh_identity_file
-        try:
-            client.connect(**cfg)
-        except paramiko.BadHostKeyException as exc:
-            raise HostKeyError(f"{self.host.name}:{cfg['port']}: host key CHANGED "
-                               f"(got {exc.key.get_name()} {exc.key.get_base64()[:16]}...); refusing to connect") from None
-        except paramiko.SSHException as exc:
-            if "not found in known_hosts" in str(exc):
-                raise HostKeyError(f"{self.host.name}:{cfg['port']}: host key unknown to "
-                                   f"{self.known_hosts or 'known_hosts'}; refusing to connect") from None
-            raise
-        return client
+class Unreachable(HostkitError):
+    """SSH could not reach or log into the host."""
 
 
-def open_testinfra_host(host: InventoryHost, timeout: int = 10) -> Host:
-    """A testinfra Host for an inventory host, over SSH with verified host keys."""
-    v = host.vars
-    address = v.get("ansible_host", host.name)
-    port = v.get("ansible_port", 22)
-    user = v.get("ansible_user", "root")
-    known_hosts = v.get("hostkit_known_hosts") or os.path.expanduser("~/.ssh/known_hosts")
-    backend = StrictParamikoBackend(
-        f"{user}@{address}:{port}",
-        known_hosts=known_hosts,
-        ssh_identity_file=v.get("ansible_ssh_private_key_file"),
-        timeout=timeout,
-    )
+class StrictSshBackend(SshBackend):
+    """testinfra's ssh backend; a connection failure (ssh's exit 255) raises :class:`HostKeyError`
+    or :class:`Unreachable` with one plain line instead of testinfra's RuntimeError."""
+
+    NAME = "hostkit-ssh"
+
+    def run_ssh(self, command: str) -> CommandResult:
+        cmd, cmd_args = self._build_ssh_command(command)
+        out = self.run_local(" ".join(cmd), *cmd_args)
+        out.command = self.encode(command)
+        if out.rc == 255:
+            raise connection_error(self.host.name, out.stderr)
+        return out
+
+
+def connection_error(name: str, stderr: str) -> HostkitError:
+    text = summarize_error(stderr or "ssh failed (exit 255)")
+    if text.startswith("host key"):
+        return HostKeyError(f"{name}: {text}")
+    return Unreachable(f"{name}: {text}")
+
+
+def ssh_command_args(conn: HostConnection, control_dir: str | None = None) -> list[str]:
+    """Every ssh option of a connection, in Ansible's order, plus BatchMode and a ControlPath."""
+    args = list(conn.ssh_args) + ["-o", "BatchMode=yes"]
+    if control_dir:
+        args += ["-o", f"ControlPath={control_dir}/%C"]
+    return args
+
+
+def open_testinfra_host(host: InventoryHost, timeout: int = 10, control_dir: str | None = None,
+                        operator: OperatorSettings | None = None) -> Host:
+    """A testinfra Host for an inventory host, connected as Ansible connects to it."""
+    conn = host_connection(host.name, host.vars, operator)
+    become = {"sudo": conn.become, "sudo_user": conn.become_user if conn.become_user != "root" else None}
+    if conn.connection == "local":
+        return Host(LocalBackend(**become))
+    spec = f"{conn.user}@{conn.address}" if conn.user else conn.address
+    if ":" in conn.address:
+        spec = f"{conn.user + '@' if conn.user else ''}[{conn.address}]"
+    if conn.port:
+        spec += f":{conn.port}"
+    backend = StrictSshBackend(spec, ssh_identity_file=conn.key, timeout=timeout, controlpath=None,
+                               controlpersist=0, ssh_extra_args=shlex.join(ssh_command_args(conn, control_dir)),
+                               **become)
     return Host(backend)
+
+
+def put_file(host: Host, local: str | Path, remote: str, chunk: int = 60000) -> None:
+    """Copy a file to ``remote`` (mode 0600) through ``host.run`` alone, so it works over any
+    testinfra backend (ssh, local, docker, ansible, ...): base64 in chunks small enough for one
+    command-line argument (Linux caps one at 128 KiB)."""
+    import base64
+
+    data = base64.b64encode(Path(local).read_bytes()).decode()
+    if isinstance(host.backend, LocalBackend) and not host.backend.sudo:
+        shutil.copyfile(local, remote)
+        Path(remote).chmod(0o600)
+        return
+    first = True
+    for i in range(0, len(data), chunk) or [0]:
+        op = ">" if first else ">>"
+        cmd = host.run(f"umask 077 && printf %%s %s | base64 -d {op} %s", data[i:i + chunk], remote)
+        if cmd.rc != 0:
+            raise HostkitError(f"copying {Path(local).name} to {remote} failed: {cmd.stderr.strip()[-200:]}")
+        first = False
+

@@ -14,6 +14,8 @@ task returns as :attr:`HostResult.published`.
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import os
 import shutil
 import subprocess
@@ -25,6 +27,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from hostkit.ansible.settings import OperatorSettings, runner_env, settings
 from hostkit.paths import playbook_path, project_root, runs_dir
 
 # ansible_facts keys kept from task results: the ones hostkit's playbooks and roles publish.
@@ -36,6 +39,43 @@ HOST_EVENTS = {
     "runner_on_unreachable": "unreachable",
     "runner_on_skipped": "skipped",
 }
+
+
+@dataclass(frozen=True)
+class RunOptions:
+    """How much of Ansible's own output a command shows, and where its log goes.
+
+    ``verbosity``: ansible-playbook's ``-v`` count (0-4), passed through; with it, ``echo``
+    receives Ansible's output of every event (the full task log) and each run's artifacts path.
+    ``log``: Ansible's log file (``log_path``) for every run of the command; by default each run
+    logs to ``ansible.log`` in its run directory, unless the operator's settings name a
+    ``log_path`` of their own."""
+
+    verbosity: int = 0
+    log: str | None = None
+    echo: Callable[[str], None] | None = None
+
+    def log_for(self, run_dir: Path, operator: OperatorSettings) -> str | None:
+        if self.log:
+            return str(Path(self.log).absolute())
+        return None if operator.is_set("DEFAULT_LOG_PATH") else str(run_dir / "ansible.log")
+
+
+_OPTIONS: contextvars.ContextVar[RunOptions] = contextvars.ContextVar("hostkit_run_options", default=RunOptions())
+
+
+def current_options() -> RunOptions:
+    return _OPTIONS.get()
+
+
+@contextlib.contextmanager
+def run_options(options: RunOptions):
+    """Every Ansible run inside the block uses ``options`` (the CLI sets them once per command)."""
+    token = _OPTIONS.set(options)
+    try:
+        yield options
+    finally:
+        _OPTIONS.reset(token)
 
 
 @dataclass
@@ -80,11 +120,11 @@ def summarize_error(msg) -> str:
     if "REMOTE HOST IDENTIFICATION HAS CHANGED" in text:
         return "host key CHANGED: the key offered is not the one in known_hosts; refusing to connect"
     if "Host key verification failed" in text or "No ED25519 host key is known" in text:
-        return "host key verification failed: the host's key is not in known_hosts; refusing to connect"
+        return "host key unknown: the host's key is not in known_hosts (verification failed); refusing to connect"
     return text[:400]
 
 
-def _close_masters(control_dir: str) -> None:
+def close_masters(control_dir: str) -> None:
     """Stop the run's SSH master connections and remove their directory: nothing outlives a run."""
     for sock in Path(control_dir).glob("*"):
         subprocess.run(["ssh", "-O", "exit", "-o", f"ControlPath={sock}", "hostkit-run"],
@@ -102,12 +142,16 @@ class EventCollector:
     ``on_event(host, task, status)`` is called for every per-host task result as it arrives.
     """
 
-    def __init__(self, on_event: Callable[[str, str, str], None] | None = None) -> None:
+    def __init__(self, on_event: Callable[[str, str, str], None] | None = None,
+                 echo: Callable[[str], None] | None = None) -> None:
         self.hosts: dict[str, HostResult] = {}
         self.on_event = on_event
+        self.echo = echo  # with -v: Ansible's own output of every event, as ansible-playbook prints it
 
     def __call__(self, event: dict) -> bool:
         kind = event.get("event")
+        if self.echo and event.get("stdout"):
+            self.echo(event["stdout"])
         if kind not in HOST_EVENTS:
             return True
         data = event.get("event_data", {})
@@ -166,28 +210,17 @@ def run_playbook(
         cmdline.append("--diff")
     if tags:
         cmdline += ["--tags", tags]
-    events = EventCollector(on_event)
+    opts = current_options()
+    events = EventCollector(on_event, echo=opts.echo if opts.verbosity else None)
     hosts = events.hosts
 
     root = project_root()
     control_dir = tempfile.mkdtemp(prefix="hk-cp-")  # short: unix socket paths are limited to 108 bytes
-    envvars = {
-        "ANSIBLE_ROLES_PATH": str(root / "roles"),
-        "ANSIBLE_LIBRARY": str(root / "library"),
-        "ANSIBLE_MODULE_UTILS": str(root / "module_utils"),
-        "ANSIBLE_HOST_KEY_CHECKING": "True",
-        "ANSIBLE_PIPELINING": "True",
-        # No -C: compression only burns CPU on the fast links (and loopback) hostkit runs over.
-        "ANSIBLE_SSH_ARGS": "-o ControlMaster=auto -o ControlPersist=60s",
-        # One control-socket directory per run: a master connection from an earlier run
-        # (another inventory, another known_hosts) must never skip this run's host-key check.
-        "ANSIBLE_SSH_CONTROL_PATH_DIR": control_dir,
-        "ANSIBLE_RETRY_FILES_ENABLED": "False",
-        "ANSIBLE_NOCOLOR": "True",
-        "ANSIBLE_DEPRECATION_WARNINGS": "False",
-        "ANSIBLE_TIMEOUT": "10",
-        "PATH": _path_with_our_ansible(),
-    }
+    operator = settings()
+    envvars = runner_env(root, control_dir, log_path=opts.log_for(pdd, operator), operator=operator)
+    envvars["PATH"] = _path_with_our_ansible()
+    if opts.echo:
+        opts.echo(f"ansible run {run_id} ({playbook}): artifacts {pdd}")
     start = time.monotonic()
     try:
         r = ansible_runner.run(
@@ -205,9 +238,10 @@ def run_playbook(
             event_handler=events,
             timeout=timeout,
             ident="run",
+            verbosity=opts.verbosity or None,
         )
     finally:
-        _close_masters(control_dir)
+        close_masters(control_dir)
     stats = r.stats or {}
     # Hosts the play never reached with a task event still appear in the stats.
     for key in ("ok", "changed", "failures", "dark", "skipped", "processed"):

@@ -1,27 +1,55 @@
-"""pytest plugin of the audit (entry point pytest11): ``python -m pytest --pyargs hostkit.audit --hostkit-inventory INV``.
+"""pytest plugin of the audit (entry point pytest11), in testinfra's own idioms.
 
-One test per host x check, the same checks as ``hostkit audit`` (host keys verified), so people who
-already run testinfra suites can run hostkit's audit next to theirs and use pytest's own reports
-(``--junitxml``, ``-k``, ``-x``).
+* ``python -m pytest --pyargs hostkit.audit --connection=ansible --ansible-inventory=INV``
+  (testinfra's options; ``--hosts`` narrows the hosts) or ``--hostkit-inventory INV``: one test
+  per host x check, the same checks as ``hostkit audit`` with hosts reached as Ansible reaches
+  them (host keys checked strictly); a drift fails its test, an unreachable host fails its
+  ``reachable`` test. Without an inventory the run stops with a usage error naming the options
+  (never a silent "skipped").
+* In your own testinfra tests, the ``hostkit_audit`` fixture runs hostkit's checks over
+  testinfra's ``host`` fixture (whatever its backend): ``hostkit_audit(host)`` returns the
+  host's audit (``status``, ``counts``, ``findings``); ``hostkit_drift(result)`` lists what
+  drifted.
 """
 
 from __future__ import annotations
 
 import pytest
 
+INVENTORY_OPTIONS = "--ansible-inventory=FILE (testinfra's, with --connection=ansible) or --hostkit-inventory=FILE"
+
 
 def pytest_addoption(parser):
     group = parser.getgroup("hostkit")
-    group.addoption("--hostkit-inventory", help="Ansible inventory of the hosts to audit")
-    group.addoption("--hostkit-limit", default=None, help="Ansible host pattern")
+    group.addoption("--hostkit-inventory", help="Ansible inventory of the hosts to audit "
+                                                "(default: testinfra's --ansible-inventory)")
+    group.addoption("--hostkit-limit", default=None, help="Ansible host pattern (default: testinfra's --hosts)")
     group.addoption("--hostkit-profile", default=None, help="profile (default: each host's hostkit_profile)")
 
 
 _results: dict = {}
 
 
+def _opt(config, name):
+    try:
+        return config.getoption(name)
+    except ValueError:  # testinfra's plugin not loaded
+        return None
+
+
+def inventory_and_limit(config) -> tuple[str | None, str | None]:
+    """The inventory and host pattern to audit: hostkit's options, else testinfra's."""
+    inventory = _opt(config, "hostkit_inventory") or _opt(config, "ansible_inventory")
+    limit = _opt(config, "hostkit_limit")
+    hosts = _opt(config, "hosts")
+    if not limit and hosts:
+        patterns = [h.split("://", 1)[-1] for h in (hosts if isinstance(hosts, list) else [hosts])]
+        limit = ",".join(p for h in patterns for p in h.split(",") if p) or None
+    return inventory, limit
+
+
 def _audit(config):
-    key = (config.getoption("hostkit_inventory"), config.getoption("hostkit_limit"))
+    key = inventory_and_limit(config)
     if key not in _results:
         from hostkit.audit.runner import audit
 
@@ -32,12 +60,21 @@ def _audit(config):
 def pytest_generate_tests(metafunc):
     if "hostkit_finding" not in metafunc.fixturenames:
         return
-    if not metafunc.config.getoption("hostkit_inventory"):
-        metafunc.parametrize("hostkit_finding", [pytest.param(None, marks=pytest.mark.skip(
-            reason="no --hostkit-inventory given: nothing to audit"))])
-        return
+    inventory, _ = inventory_and_limit(metafunc.config)
+    if not inventory:
+        connection = _opt(metafunc.config, "connection")
+        raise pytest.UsageError(
+            "hostkit's audit needs an Ansible inventory (each host's sysroot, profile and overrides come from "
+            f"it): {INVENTORY_OPTIONS}" + (f"; --connection={connection} alone names no inventory" if connection
+                                           else ""))
+    from hostkit.errors import HostkitError
+
+    try:
+        results = _audit(metafunc.config)
+    except HostkitError as exc:
+        raise pytest.UsageError(f"hostkit audit: {exc}") from None
     params, ids = [], []
-    for host, r in _audit(metafunc.config).items():
+    for host, r in results.items():
         if r["status"] in ("unreachable", "failed", "refused"):
             params.append({"host": host, "check": "reachable", "status": r["status"], "error": r.get("error")})
             ids.append(f"{host}::reachable")
@@ -46,3 +83,39 @@ def pytest_generate_tests(metafunc):
             params.append({"host": host, **f})
             ids.append(f"{host}::{f['check']}")
     metafunc.parametrize("hostkit_finding", params, ids=ids)
+
+
+def host_variables(host) -> dict:
+    """A testinfra host's Ansible variables when its backend has them (``ansible://``), else none."""
+    if getattr(host.backend, "HAS_RUN_ANSIBLE", False):
+        return dict(host.backend.get_variables())
+    return {}
+
+
+@pytest.fixture
+def hostkit_audit(request):
+    """``hostkit_audit(host, profile=None, force=False)``: hostkit's checks on a testinfra host.
+
+    The host's ``hostkit_sysroot``, ``hostkit_profile``, ``hostkit_overrides`` and role paths
+    are its Ansible variables (testinfra's ``ansible`` backend); over another backend the host's
+    own ``/`` and the default profile (or ``profile``) are audited."""
+    from hostkit.audit.runner import audit_host
+    from hostkit.profiles import for_host
+    from hostkit.tunables import role_paths
+
+    def run(host, profile: str | None = None, force: bool = False) -> dict:
+        hv = host_variables(host)
+        name = str(hv.get("inventory_hostname") or host.backend.get_hostname())
+        prepared = for_host(name, hv, profile or request.config.getoption("hostkit_profile"))
+        return audit_host(host, name, hv.get("hostkit_sysroot") or "/", prepared, force=force,
+                          python=hv.get("ansible_python_interpreter"), paths=role_paths(hv))
+
+    return run
+
+
+def hostkit_drift(result: dict) -> list[str]:
+    """One line per drifting check of a :func:`hostkit_audit` result (empty: nothing drifted)."""
+    if result["status"] in ("failed", "refused"):
+        return [f"{result['status']}: {result.get('error')}"]
+    return [f"{f['check']}: expected {f['expected']}, got {f['actual']} ({f['source']})"
+            for f in result["findings"] if f["status"] == "drift"]

@@ -1,77 +1,112 @@
-"""``hostkit audit``: every inventory host over one testinfra SSH connection each, in parallel.
+"""``hostkit audit``: every inventory host reached the way Ansible reaches it, in parallel.
 
-Per host: ship the agent zipapp over the same connection (SFTP), read live facts with it,
-compute the plan exactly as apply does (profile, overrides), then run the checks of
-:mod:`hostkit.audit.checks` through testinfra. Host keys are verified against the inventory's
-known_hosts (:mod:`hostkit.ssh`).
+Per host (:data:`STEPS`): connect with testinfra as Ansible would (:mod:`hostkit.ssh`: the same
+user, port, key, ``ssh_args``/ProxyJump, ``~/.ssh/config``, ssh-agent, become, or
+``ansible_connection: local``; host keys checked strictly), ship the agent zipapp over that
+connection and read live facts with it, compute the plan exactly as apply does (profile,
+overrides), then run the checks of :mod:`hostkit.audit.checks`. :func:`audit_host` does the
+same on any testinfra ``Host`` (the pytest plugin's ``hostkit_audit`` fixture uses it with
+testinfra's own ``host`` fixture).
 """
 
 from __future__ import annotations
 
 import json
 import os
-import socket
+import tempfile
 import threading
 import time
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
-
-import paramiko
 
 from hostkit.ansible import agent_zipapp
 from hostkit.ansible.inventory import InventoryHost, load_inventory
+from hostkit.ansible.settings import host_connection, settings
 from hostkit.audit.checks import run_checks
 from hostkit.errors import BadInput, HostkitError
 from hostkit.paths import state_dir
 from hostkit.plan import make_plan
 from hostkit.profiles import for_host
-from hostkit.ssh import open_testinfra_host
+from hostkit.ssh import close_masters, open_testinfra_host, put_file
 from hostkit.tunables import role_paths
 
 STATUSES = ("pass", "drift", "pending_reboot", "tolerated", "not_applicable")
+# What the audit does on each host, in order (the progress display counts them).
+STEPS = ("connect", "facts", "plan", "checks")
+
+OnEvent = Callable[[str, str, str], None] | None
 
 
 def audit(inventory: str, limit: str | None = None, *, profile: str | None = None, force: bool = False,
-          timeout: int = 10) -> dict[str, dict]:
+          timeout: int = 10, on_event: OnEvent = None) -> dict[str, dict]:
     hosts = load_inventory(inventory, limit)
+    operator = settings()
     prepared = {}
-    for h in hosts:  # bad profiles and overrides stop everything before a host is contacted
+    for h in hosts:  # bad profiles, overrides and connections stop everything before a host is contacted
         prepared[h.name] = for_host(h.name, h.vars, profile)
+        host_connection(h.name, h.vars, operator)
     artifact = agent_zipapp.build(state_dir() / "agent")
-    with ThreadPoolExecutor(max_workers=max(1, len(hosts))) as pool:
-        futures = {h.name: pool.submit(_audit_host, h, prepared[h.name], force, str(artifact), timeout) for h in hosts}
-        return {name: f.result() for name, f in futures.items()}
-
-
-def _audit_host(h: InventoryHost, prepared, force: bool, artifact: str, timeout: int) -> dict:
-    start = time.monotonic()
+    control_dir = tempfile.mkdtemp(prefix="hk-au-")  # this audit's SSH masters, closed at the end
     try:
-        host = open_testinfra_host(h, timeout=timeout)
-        client = host.backend.client  # one SSH connection, reused by every check below
-        # A private name per audit and host: lab hosts (and shared /tmp) must not overwrite each other's copy.
-        remote = f"/tmp/.hostkit-agent-{os.getpid()}-{threading.get_ident()}.pyz"
-        sftp = client.open_sftp()
-        try:
-            sftp.put(artifact, remote)
-            sftp.chmod(remote, 0o600)
-            python = h.vars.get("ansible_python_interpreter", "/usr/bin/python3")
-            cmd = host.run("%s %s facts --sysroot %s", python, remote, h.sysroot)
-        finally:
-            try:
-                sftp.remove(remote)
-            finally:
-                sftp.close()
-        if cmd.rc != 0:
-            return {"status": "failed", "error": (cmd.stdout + cmd.stderr).strip()[-300:]}
-        facts = json.loads(cmd.stdout)
-        profile, pinned = prepared
-        plan = make_plan(facts, profile, pinned, force=force, host=h.name)
-        if plan["refused"]:
-            return {"status": "refused", "error": "; ".join(plan["refused"]), "findings": []}
-        findings = run_checks(host, h.sysroot, facts, plan, role_paths(h.vars))  # where its roles write
+        with ThreadPoolExecutor(max_workers=max(1, len(hosts))) as pool:
+            futures = {h.name: pool.submit(_audit_host, h, prepared[h.name], force, str(artifact), timeout,
+                                           control_dir, operator, on_event) for h in hosts}
+            return {name: f.result() for name, f in futures.items()}
+    finally:
+        close_masters(control_dir)
+
+
+def _audit_host(h: InventoryHost, prepared, force: bool, artifact: str, timeout: int, control_dir: str,
+                operator, on_event: OnEvent) -> dict:
+    def step(name: str, status: str = "ok") -> None:
+        if on_event:
+            on_event(h.name, f"{name}: {h.name}", status)
+
+    try:
+        step("connect")
+        host = open_testinfra_host(h, timeout=timeout, control_dir=control_dir, operator=operator)
+        result = audit_host(host, h.name, h.sysroot, prepared, force=force, artifact=artifact,
+                            python=h.vars.get("ansible_python_interpreter"), paths=role_paths(h.vars), step=step)
     except BadInput as exc:
+        step("connect", "failed")
         return {"status": "failed", "error": str(exc)}
-    except (HostkitError, paramiko.SSHException, socket.error, EOFError) as exc:
+    except HostkitError as exc:
+        step("connect", "unreachable")
         return {"status": "unreachable", "error": str(exc) or type(exc).__name__}
+    if result["status"] == "failed":
+        step("facts", "failed")
+    return result
+
+
+def audit_host(host, name: str, sysroot: str, prepared, *, force: bool = False, artifact: str | None = None,
+               python: str | None = None, paths: dict | None = None, step=None) -> dict:
+    """Audit one host through a testinfra ``Host`` (any backend): the agent's facts, the plan
+    (``prepared``: :func:`hostkit.profiles.for_host`'s profile and pins), the checks.
+    Returns ``{"status", "profile", "counts", "findings", "seconds"}`` or ``{"status", "error"}``."""
+    step = step or (lambda *a: None)
+    start = time.monotonic()
+    artifact = artifact or str(agent_zipapp.build(state_dir() / "agent"))
+    # A private name per audit and host: lab hosts (and shared /tmp) must not overwrite each other's copy.
+    remote = f"/tmp/.hostkit-agent-{os.getpid()}-{threading.get_ident()}.pyz"
+    step("facts")
+    put_file(host, artifact, remote)
+    try:
+        cmd = host.run("%s %s facts --sysroot %s", python or "/usr/bin/python3", remote, sysroot or "/")
+    finally:
+        host.run("rm -f %s", remote)
+    if cmd.rc != 0:
+        return {"status": "failed", "error": (cmd.stdout + cmd.stderr).strip()[-300:]}
+    try:
+        facts = json.loads(cmd.stdout)
+    except ValueError:
+        return {"status": "failed", "error": f"the agent printed no JSON: {(cmd.stdout + cmd.stderr).strip()[-300:]}"}
+    step("plan")
+    profile, pinned = prepared
+    plan = make_plan(facts, profile, pinned, force=force, host=name)
+    if plan["refused"]:
+        return {"status": "refused", "error": "; ".join(plan["refused"]), "findings": []}
+    step("checks")
+    findings = run_checks(host, sysroot or "/", facts, plan, paths or role_paths())  # where its roles write
     counts = {s: sum(1 for f in findings if f["status"] == s) for s in STATUSES}
     status = "drift" if counts["drift"] else ("pending_reboot" if counts["pending_reboot"] else "pass")
     return {"status": status, "profile": plan["profile"], "counts": counts, "findings": findings,

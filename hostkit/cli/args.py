@@ -41,7 +41,42 @@ def plan_args(p: argparse.ArgumentParser, profile_help: str | None = None,
 
 
 def fleet_args(p: argparse.ArgumentParser, json_help: str = "print JSON on stdout") -> None:
-    """-i/--limit/--json, the same on every command that works on an inventory."""
+    """-i/--limit/--json and -v/--log, the same on every command that works on an inventory."""
     p.add_argument("-i", "--inventory", required=True, metavar="INVENTORY")
     p.add_argument("--limit", metavar="PATTERN", help="only hosts matching this Ansible pattern")
     p.add_argument("--json", action="store_true", help=json_help)
+    ansible_output_args(p)
+
+
+MAX_VERBOSITY = 4
+
+
+def ansible_output_args(p: argparse.ArgumentParser) -> None:
+    """-v..-vvvv and --log FILE: Ansible's own output (commands that take ``-i`` without
+    :func:`fleet_args` call this themselves)."""
+    p.add_argument("-v", "--verbose", action="count", default=0,
+                   help="Ansible's verbosity, passed through (-v .. -vvvv): the full task log of every "
+                        "run on stderr instead of the progress display, with each run's artifacts path")
+    p.add_argument("--log", metavar="FILE",
+                   help="append Ansible's log of every run to FILE (default: ansible.log in each run's "
+                        "directory, .hostkit/runs/<run-id>/, unless your ansible.cfg sets log_path)")
+
+
+def run_options(args: argparse.Namespace, echo=None):
+    """The :class:`hostkit.ansible.run.RunOptions` of a parsed command line (-v, --log)."""
+    from hostkit.ansible.run import RunOptions
+    from hostkit.errors import BadInput
+
+    verbosity = getattr(args, "verbose", 0) or 0
+    if verbosity > MAX_VERBOSITY:
+        raise BadInput(f"-{'v' * verbosity}: Ansible's verbosity goes up to -{'v' * MAX_VERBOSITY}")
+    log = getattr(args, "log", None)
+    if log:
+        from pathlib import Path
+
+        parent = Path(log).absolute().parent
+        if not parent.is_dir():
+            raise BadInput(f"--log {log}: directory {parent} does not exist")
+        if Path(log).is_dir():
+            raise BadInput(f"--log {log} is a directory, not a file")
+    return RunOptions(verbosity=int(verbosity), log=log, echo=echo)

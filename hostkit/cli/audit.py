@@ -29,9 +29,11 @@ HEADER = ["host", "status", "pass", "drift", "pending reboot", "tolerated", "n/a
 
 
 def run(args) -> int:
-    from hostkit.audit.runner import junit_xml
+    from hostkit.audit.runner import STEPS, junit_xml
 
-    result = api.audit(api.AuditRequest(args.inventory, args.limit, args.profile, args.force, args.strict))
+    with output.task_progress(quiet=args.json, roles=list(STEPS), total_roles=len(STEPS), what="steps") as progress:
+        result = api.audit(api.AuditRequest(args.inventory, args.limit, args.profile, args.force, args.strict),
+                           on_event=progress)
     if args.junit:
         Path(args.junit).write_text(junit_xml(result.hosts))
     if args.json:

@@ -6,7 +6,7 @@ import argparse
 
 from hostkit import api
 from hostkit.cli import output
-from hostkit.cli.args import command
+from hostkit.cli.args import ansible_output_args, command
 
 
 def add_parser(sub) -> argparse.ArgumentParser:
@@ -25,7 +25,7 @@ def add_parser(sub) -> argparse.ArgumentParser:
     f.add_argument("--limit", metavar="PATTERN", help="with -i: only hosts matching this Ansible pattern")
     f.add_argument("--forks", type=int, default=None, help="with -i: parallel hosts (default: all of them)")
     f.add_argument("--json", action="store_true", help="print JSON on stdout instead of the summary")
-    f.add_argument("-v", "--verbose", action="store_true", help="with --json -i: still print progress on stderr")
+    ansible_output_args(f)  # with --json -i, -v also keeps the progress on stderr
     return f
 
 

@@ -11,11 +11,13 @@ from __future__ import annotations
 import argparse
 import sys
 
-from hostkit.cli import apply, audit, facts, fixtures, history, lab, migrate, plan, rollback, smoke, unlock
-from hostkit.cli.args import Parser
+from hostkit.cli import apply, audit, facts, fixtures, gaps, history, lab, migrate, plan, rollback, smoke, unlock
+from hostkit.ansible.run import run_options as ansible_run_options
+from hostkit.cli import output
+from hostkit.cli.args import Parser, run_options
 from hostkit.errors import EXIT_OK, HostkitError
 
-COMMANDS = [facts, plan, apply, history, rollback, smoke, unlock, audit, migrate, lab, fixtures]
+COMMANDS = [facts, plan, apply, history, rollback, smoke, gaps, unlock, audit, migrate, lab, fixtures]
 
 EPILOG = """\
 exit codes: 0 ok, 1 a check/host/SLO failed, 2 bad input (nothing changed), 3 refused by a safety guard
@@ -43,7 +45,10 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
-        return args.run(args)
+        # -v/--log of the fleet commands: every Ansible run of the command shows and logs the same.
+        quiet = getattr(args, "json", False) and not getattr(args, "verbose", 0)
+        with ansible_run_options(run_options(args, echo=None if quiet else output.echo)):
+            return args.run(args)
     except HostkitError as exc:
         print(f"hostkit: error: {exc}", file=sys.stderr)
         return exc.exit_code

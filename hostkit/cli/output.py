@@ -10,6 +10,7 @@ import difflib
 import json
 import os
 import sys
+import time
 
 PROGRESS_MARKS = {"ok": "ok", "failed": "FAILED", "unreachable": "UNREACHABLE", "skipped": "skip"}
 
@@ -64,18 +65,135 @@ def host_rows(replies: dict, header: list[str], rows_of, width: int = 80) -> lis
     return rows
 
 
-def task_progress(quiet: bool = False):
-    """``on_event`` printing one line per host and task on stderr (None when ``quiet``)."""
+class HostProgress:
+    """One host's progress through the runs of a command."""
+
+    def __init__(self) -> None:
+        self.start = time.monotonic()
+        self.end: float | None = None
+        self.roles: list[str] = []  # roles in the order they started
+        self.current = ""
+        self.tasks = 0
+        self.failed = ""  # FAILED / UNREACHABLE once a task failed
+
+    def elapsed(self) -> float:
+        return (self.end or time.monotonic()) - self.start
+
+
+class Progress:
+    """``on_event(host, task, status)`` for Ansible runs (and the audit's steps): a compact per-host
+    display on stderr. On a terminal, one live line per host: roles done of ``total_roles`` (or
+    tasks done when the playbook has no roles), the current role or task, elapsed time. Elsewhere
+    (a pipe, CI), one line per host when the command's runs are over. Ansible's full task log is
+    ``-v`` (:func:`echo`, printed above the display) and the run's artifacts.
+
+    Use as a context manager around the API call."""
+
+    def __init__(self, roles: list[str] | None = None, total_roles: int | None = None, what: str = "roles",
+                 live: bool | None = None) -> None:
+        self.known_roles = set(roles or [])
+        self.total_roles = total_roles
+        self.what = what
+        self.hosts: dict[str, HostProgress] = {}
+        self.err = err_console()
+        self.is_live = self.err.is_terminal if live is None else live
+        self._live = None
+        self.entered = False
+
+    # ------------------------------------------------------------------ events
+    def __call__(self, host: str, task: str, status: str) -> None:
+        if not self.entered:  # called without ``with``: one line per task, as before
+            self.err.print(f"  {host}: {task} [{PROGRESS_MARKS.get(status, status)}]", markup=False)
+            return
+        hp = self.hosts.setdefault(host, HostProgress())
+        role, _, name = task.partition(": ")
+        if role in self.known_roles:
+            if role not in hp.roles:
+                hp.roles.append(role)
+            hp.current = role
+        else:
+            hp.current = task
+        hp.tasks += 1
+        if status in ("failed", "unreachable") and not hp.failed:
+            hp.failed = PROGRESS_MARKS[status]
+        hp.end = time.monotonic()
+        self._refresh()
+
+    # ------------------------------------------------------------------ rendering
+    def line(self, host: str, done: bool = False) -> str:
+        hp = self.hosts[host]
+        if hp.roles:
+            finished = len(hp.roles) if done else len(hp.roles) - 1
+            count = f"{finished}/{self.total_roles} {self.what}" if self.total_roles else f"{finished} {self.what}"
+        else:
+            count = f"{hp.tasks} task{'s' if hp.tasks != 1 else ''}"
+        state = hp.failed or ("done" if done else hp.current)
+        return f"  {host}: {count}, {state} ({hp.elapsed():.1f} s)"
+
+    def _render(self):
+        from rich.text import Text
+
+        return Text("\n".join(self.line(h) for h in self.hosts) or "  waiting for the first task...")
+
+    def _refresh(self) -> None:
+        if self._live is not None:
+            self._live.update(self._render())
+
+    def __enter__(self) -> Progress:
+        self.entered = True
+        if self.is_live:
+            from rich.live import Live
+
+            self._live = Live(self._render(), console=self.err, refresh_per_second=4, transient=True,
+                              get_renderable=self._render)
+            self._live.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        if self._live is not None:
+            self._live.stop()
+            self._live = None
+        for host in self.hosts:
+            self.err.print(self.line(host, done=True), markup=False, highlight=False)
+
+
+def task_progress(quiet: bool = False, roles: list[str] | None = None, total_roles: int | None = None,
+                  what: str = "roles") -> Progress:
+    """The progress display of a command (:class:`Progress`); with ``quiet`` (``--json``) it shows nothing
+    (its ``on_event`` is still safe to pass)."""
     if quiet:
+        return QuietProgress()
+    return Progress(roles, total_roles, what)
+
+
+class QuietProgress(Progress):
+    def __init__(self) -> None:
+        super().__init__(live=False)
+
+    def __call__(self, host: str, task: str, status: str) -> None:
         return None
-    err = console(stderr=True)
 
-    def progress(host: str, task: str, status: str) -> None:
-        err.print(f"  {host}: {task} [{PROGRESS_MARKS.get(status, status)}]", markup=False)
+    def __exit__(self, *exc) -> None:
+        return None
 
-    return progress
+
+_ERR = None
+
+
+def err_console():
+    """The one stderr console every progress line and note goes through (so a live display and the
+    lines printed above it never garble each other)."""
+    global _ERR
+    if _ERR is None:
+        _ERR = console(stderr=True)
+    return _ERR
+
+
+def echo(text: str) -> None:
+    """A line of Ansible's own output (-v) or a run's artifacts path, on stderr (above a live display)."""
+    err_console().print(text.rstrip("\n"), markup=False, highlight=False, soft_wrap=True)
 
 
 def note(text: str) -> None:
     """A line for the operator on stderr (never mixed into stdout's tables or JSON)."""
-    console(stderr=True).print(text, markup=False, highlight=False)
+    err_console().print(text, markup=False, highlight=False)

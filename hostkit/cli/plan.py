@@ -6,7 +6,7 @@ import argparse
 
 from hostkit import api
 from hostkit.cli import output
-from hostkit.cli.args import command, plan_args
+from hostkit.cli.args import ansible_output_args, command, plan_args
 
 
 def add_parser(sub) -> argparse.ArgumentParser:
@@ -24,6 +24,7 @@ def add_parser(sub) -> argparse.ArgumentParser:
     pl.add_argument("--limit", metavar="PATTERN")
     plan_args(pl, "override the profile (default: hostkit_profile or bare-metal-inference)")
     pl.add_argument("--json", action="store_true")
+    ansible_output_args(pl)
     return pl
 
 

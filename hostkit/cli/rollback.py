@@ -41,9 +41,10 @@ def run(args) -> int:
         if args.run_id or args.all:
             raise BadInput("--adopt takes no --run-id or --all: it records a new baseline, then applies")
         return _adopt(args)
-    result = api.rollback(api.RollbackRequest(args.inventory, args.limit, args.run_id, args.all, args.check,
-                                              args.diff, reboot=args.reboot, reboot_timeout=args.reboot_timeout),
-                          on_event=output.task_progress(quiet=args.json))
+    with output.task_progress(quiet=args.json) as progress:
+        result = api.rollback(api.RollbackRequest(args.inventory, args.limit, args.run_id, args.all, args.check,
+                                                  args.diff, reboot=args.reboot, reboot_timeout=args.reboot_timeout),
+                              on_event=progress)
     if args.json:
         output.emit_json(result.to_dict())
         return result.rc
