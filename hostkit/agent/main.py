@@ -12,6 +12,7 @@ import json
 import sys
 
 from hostkit.errors import HostkitError
+from hostkit.smoke.gaps import GapOptions, add_gap_arguments
 from hostkit.smoke.options import SmokeOptions, add_smoke_arguments
 
 
@@ -33,6 +34,9 @@ def main(argv: list[str] | None = None) -> int:
     sm = sub.add_parser("smoke")
     sm.add_argument("--sysroot", default="/")
     add_smoke_arguments(sm)
+    gp = sub.add_parser("gaps")
+    gp.add_argument("--sysroot", default="/")
+    add_gap_arguments(gp)
     args = parser.parse_args(argv)
     try:
         sysroot = args.sysroot or "/"
@@ -52,6 +56,11 @@ def main(argv: list[str] | None = None) -> int:
 
             doc = run_smoke(SmokeOptions.from_args(args), facts=gather(sysroot))
             doc.pop("_deschedule_raw", None)
+        elif args.cmd == "gaps":
+            from hostkit.smoke.gaps import run_probe
+
+            doc = run_probe(GapOptions.from_args(args))
+            doc.pop("_costop_ns")
         elif args.cmd == "history":
             from hostkit.agent.journal import history
             from hostkit.facts.sysroot import Sysroot

@@ -1,0 +1,101 @@
+"""The vCPU-gap probe (hostkit/smoke/gaps.py): co-stop correlation and attribution on recorded gaps,
+and the probe itself on this machine's real kernel (a stopped spinner is a gap the kernel explains;
+the VM test proves hypervisor co-stops on a guest whose QEMU is confined to one host CPU)."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+
+import pytest
+
+from hostkit.errors import BadInput
+from hostkit.smoke.gaps import GapOptions, attribute, costop_intervals, run_probe, summarise
+
+MS = 1_000_000
+
+
+def test_costops_are_the_overlaps_of_two_or_more_cpus():
+    gaps = [(0, 10 * MS, 0), (5 * MS, 12 * MS, 1),  # overlap 5-10 on cpus 0,1
+            (20 * MS, 30 * MS, 0),  # alone: not a co-stop
+            (40 * MS, 50 * MS, 0), (42 * MS, 44 * MS, 1), (43 * MS, 60 * MS, 2)]  # 42-50 on 0,1,2
+    assert costop_intervals(gaps) == [(5 * MS, 10 * MS, frozenset({0, 1})), (42 * MS, 50 * MS, frozenset({0, 1, 2}))]
+
+
+def test_touching_gaps_are_not_a_costop():
+    assert costop_intervals([(0, 10, 0), (10, 20, 1)]) == []
+
+
+def test_two_gaps_on_one_cpu_are_not_a_costop():
+    assert costop_intervals([(0, 10, 0), (5, 20, 0)]) == []
+
+
+def test_only_gaps_the_kernel_charged_count_as_invisible():
+    opts = GapOptions(duration_s=1.0)
+    results = [{"cpu": 0, "cpu_ns": 10, "nivcsw": 0, "gaps": [(0, 10 * MS, 10 * MS), (20 * MS, 5 * MS, 0)]},
+               {"cpu": 1, "cpu_ns": 10, "nivcsw": 3, "gaps": [(2 * MS, 10 * MS, 9 * MS), (21 * MS, 5 * MS, 0)]}]
+    doc = summarise(results, opts, 0)
+    # 20-25 ms overlaps on both CPUs too, but neither gap was charged: the kernel descheduled them.
+    assert doc["costops"]["count"] == 1 and doc["costops"]["events"] == [{"at_ms": 2.0, "ms": 8.0, "cpus": [0, 1]}]
+    assert doc["per_cpu"]["0"]["invisible"] == 1 and doc["per_cpu"]["0"]["kernel_explained"] == 1
+    assert doc["costops"]["share_of_run"] == 0.008
+
+
+def test_attribution_counts_events_overlapping_a_costop():
+    got = attribute([(0, 5), (8, 12), (30, 31), (50, 60)], [(10, 20), (55, 56)])
+    assert got == {"events": 4, "during_costop": 2, "share": 0.5}
+    assert attribute([], [(0, 1)])["share"] == 0.0
+
+
+@pytest.mark.parametrize("kw,needle", [({"threshold_us": 0}, "threshold"), ({"threshold_us": -5}, "threshold"),
+                                       ({"duration_s": 0}, "duration"), ({"policy": "fifo"}, "policy")])
+def test_bad_options(kw, needle):
+    with pytest.raises(BadInput, match=needle):
+        GapOptions(**kw)
+
+
+def test_more_cpus_than_this_process_may_use_is_bad_input():
+    with pytest.raises(BadInput, match="not CPUs this process may run on"):
+        GapOptions(cpus=tuple(range(os.cpu_count() + 2))).probed_cpus()
+
+
+def test_a_stopped_spinner_is_a_gap_the_kernel_explains():
+    """SIGSTOP takes the spinner off its CPU for 300 ms: a real gap, and the kernel knows (the
+    spinner is not charged for it), so it is kernel-explained, never invisible or a co-stop."""
+    spinners = []
+
+    def stop_one(pids, start_ns):
+        spinners.extend(pids.values())
+
+        def go():
+            time.sleep(max(0.0, (start_ns - time.monotonic_ns()) / 1e9) + 0.5)
+            os.kill(pids[0], signal.SIGSTOP)
+            time.sleep(0.3)
+            os.kill(pids[0], signal.SIGCONT)
+        threading.Thread(target=go, daemon=True).start()
+
+    doc = run_probe(GapOptions(duration_s=2.0, threshold_us=100, cpus=(0,), policy="normal"), on_started=stop_one)
+    cpu0 = doc["per_cpu"]["0"]
+    assert cpu0["max_ms"] >= 290, cpu0
+    assert cpu0["kernel_explained"] >= 1 and doc["costops"]["count"] == 0
+    assert 0 < doc["probe_cpu_s"] <= 2.0
+    for pid in spinners:  # nothing left running
+        with pytest.raises(ProcessLookupError):
+            os.kill(pid, 0)
+
+
+def test_cli_json_and_bad_input():
+    proc = subprocess.run([sys.executable, "-m", "hostkit.cli", "gaps", "--duration", "1", "--json"],
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    doc = json.loads(proc.stdout)
+    assert doc["cpus"] == sorted(os.sched_getaffinity(0)) and set(doc["costops"]) >= {"count", "total_ms", "events"}
+    for args, needle in ((["--threshold-us", "0"], "threshold"), (["--cpus", "0-511"], "not CPUs"),
+                         (["--policy", "rr"], "invalid choice")):
+        bad = subprocess.run([sys.executable, "-m", "hostkit.cli", "gaps", *args], capture_output=True, text=True)
+        assert bad.returncode == 2 and needle in bad.stderr, bad.stderr
