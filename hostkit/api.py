@@ -24,6 +24,7 @@ from hostkit.ansible.inventory import load_inventory
 from hostkit.ansible.reboot import Rebooted, reboot_hosts
 from hostkit.ansible.run import RunResult, new_run_id
 from hostkit.errors import EXIT_FAILED, EXIT_OK, EXIT_REFUSED, BadInput
+from hostkit.smoke.gaps import GapOptions
 from hostkit.smoke.options import SmokeOptions
 
 if TYPE_CHECKING:
@@ -502,6 +503,47 @@ def smoke(req: SmokeRequest, on_event: OnEvent = None) -> SmokeResult:
     replies, run = call_agent(req.inventory, [], req.limit, forks=forks, playbook="smoke.yml", output=SMOKE_OUTPUT,
                               extravars={"hostkit_smoke_settings": settings}, on_event=on_event)
     return SmokeResult(replies, run, forks, settings)
+
+
+# ----------------------------------------------------------------------------- gaps
+
+@dataclass(frozen=True)
+class GapsRequest:
+    """The vCPU-gap probe (:mod:`hostkit.smoke.gaps`) on this machine or on inventory hosts."""
+
+    inventory: str | None = None  # None: this machine
+    limit: str | None = None
+    options: GapOptions = field(default_factory=GapOptions)
+
+
+@dataclass
+class GapsResult(Result):
+    hosts: dict[str, AgentReply]  # doc: the host's probe report
+    run: RunResult | None = None  # None on this machine
+
+    @property
+    def rc(self) -> int:
+        return EXIT_OK if all(r.ok for r in self.hosts.values()) else EXIT_FAILED
+
+    def to_dict(self) -> dict:
+        if self.run is None:
+            return self.hosts["localhost"].doc
+        return {"run_id": self.run.run_id, "hosts": _replies(self.hosts)}
+
+
+def gaps(req: GapsRequest, on_event: OnEvent = None) -> GapsResult:
+    if req.inventory is None:
+        from hostkit.smoke.gaps import run_probe
+
+        doc = run_probe(req.options)
+        doc.pop("_costop_ns")
+        return GapsResult({"localhost": AgentReply("localhost", "ok", doc=doc)})
+    hosts = load_inventory(req.inventory, req.limit)
+    # Lab hosts share this machine: one at a time, or their spinners would stop each other.
+    forks = 1 if any(h.vars.get("hostkit_lab") for h in hosts) else len(hosts)
+    replies, run = call_agent(req.inventory, ["gaps", *req.options.to_agent_args()], req.limit, forks=forks,
+                              on_event=on_event)
+    return GapsResult(replies, run)
 
 
 # ----------------------------------------------------------------------------- unlock / audit
