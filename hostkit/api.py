@@ -258,6 +258,8 @@ def apply(req: ApplyRequest, on_event: OnEvent = None) -> ApplyResult:
     reported, not run."""
     plans = plan(PlanRequest(req.inventory, req.limit, profile=req.profile, force=req.force, forks=req.forks,
                              writable=not req.check))
+    if req.verify_smoke and not req.reboot and not req.check:
+        _refuse_smoke_before_reboot(plans)
     result = _apply_plans(plans, req.inventory, check=req.check, diff=req.diff, tags=req.tags, forks=req.forks,
                           on_event=on_event, reboot=req.reboot, reboot_timeout=req.reboot_timeout)
     if req.verify_smoke and not req.check:
@@ -284,6 +286,20 @@ def _apply_plans(plans: PlanResult, inventory: str, *, check: bool, diff: bool, 
                              on_event=on_event, reboot=reboot, reboot_timeout=reboot_timeout)
         hosts.update(ran)
     return ApplyResult(run_id, check, hosts, run)
+
+
+def _refuse_smoke_before_reboot(plans: PlanResult) -> None:
+    """A host whose plan changes kernel arguments would be smoke-tested on the kernel it booted, untuned:
+    refused (nothing applied there) unless ``--reboot`` boots the new arguments first."""
+    import dataclasses
+
+    for p in plans.hosts.values():
+        if p.status == "ok" and not p.refused:
+            changes = p.plan.boot_changes(p.facts["kernel"]["cmdline_args"]["args"])
+            if changes:
+                p.plan = dataclasses.replace(p.plan, refused=(
+                    f"--verify-smoke would measure the running kernel, booted without {' '.join(changes[:3])}"
+                    f"{' ...' if len(changes) > 3 else ''}: add --reboot",))
 
 
 def _verify_smoke(req: ApplyRequest, result: ApplyResult) -> dict[str, SmokeVerdict]:

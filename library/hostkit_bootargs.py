@@ -1,6 +1,7 @@
 #!/usr/bin/python
 # -*- coding: utf-8 -*-
-"""Ansible module: kernel arguments in the boot config (GRUB drop-in), replacing what others set."""
+"""Ansible module: kernel arguments in the boot config (GRUB drop-in, BLS entries, systemd-boot entries),
+replacing what others set."""
 
 from __future__ import absolute_import, division, print_function
 
@@ -8,14 +9,22 @@ __metaclass__ = type
 
 DOCUMENTATION = r"""
 module: hostkit_bootargs
-short_description: Set and remove kernel arguments through /etc/default/grub.d/hostkit.cfg
+short_description: Set and remove kernel arguments in the host's boot loader configuration
 description:
-  - Removes the managed arguments (those to set and those to remove) from GRUB_CMDLINE_LINUX and
-    GRUB_CMDLINE_LINUX_DEFAULT in /etc/default/grub, so an isolcpus= set by another tool is replaced,
-    never duplicated; writes the arguments to set into the hostkit drop-in. Single- and double-quoted
-    values are both understood; a rewritten value keeps its single quotes (else is double-quoted).
-  - Every file change is journaled first. Reports the bootloader command to regenerate the config
-    (update-grub, grub2-mkconfig) and whether /proc/cmdline differs from the plan (reboot required).
+  - One backend, chosen from the host's files (hostkit.agent.boot_loader.detect) - grub-debian
+    removes the managed arguments (those to set and those to remove) from GRUB_CMDLINE_LINUX and
+    GRUB_CMDLINE_LINUX_DEFAULT in /etc/default/grub and every other /etc/default/grub.d/*.cfg and
+    writes the arguments to set into /etc/default/grub.d/hostkit.cfg; bls edits every entry's
+    options line in /boot/loader/entries (on EL8 the kernelopts variable in /boot/grub2/grubenv
+    for entries that use $kernelopts, and the managed names out of any other variable an entry
+    expands, such as tuned's tuned_params), and /etc/kernel/cmdline; systemd-boot edits
+    <esp>/loader/entries/*.conf and /etc/kernel/cmdline. An isolcpus= set by another tool is
+    replaced, never duplicated; the result is checked before any change (each managed argument
+    exactly once in every boot entry).
+  - A host without a supported boot configuration fails (never ok) when there is anything to set
+    or a removed argument is still booted.
+  - Every file change is journaled first. Reports the command to regenerate the config (update-grub,
+    for grub-debian only) and whether /proc/cmdline differs from the plan (reboot required).
   - With simulate_reboot (lab sysroots only), rewrites the sysroot's proc/cmdline as a reboot would.
 options:
   sysroot: {type: str, default: '', description: Root the paths are under.}
@@ -29,14 +38,12 @@ options:
 import re
 
 from ansible.module_utils.basic import AnsibleModule
+from ansible.module_utils.hostkit_boot_loader import BootConfigError, describe_none, detect, edit, next_boot
 from ansible.module_utils.hostkit_journal import (Journal, JournalError, change_file, file_state,
                                                   journaled_module_options)
-from ansible.module_utils.hostkit_kernel_args import (arg_name, cmdline_tokens, format_arg, remove_grub_args,
-                                                      split_cmdline)
+from ansible.module_utils.hostkit_kernel_args import arg_name, cmdline_tokens, format_arg, split_cmdline
 from ansible.module_utils.hostkit_sysroot import is_live, sysroot_path
 
-GRUB = "/etc/default/grub"
-DROPIN = "/etc/default/grub.d/hostkit.cfg"
 CMDLINE = "/proc/cmdline"
 NAME_RE = re.compile(r"^[A-Za-z0-9_.-]+$")
 VALUE_RE = re.compile(r"^[A-Za-z0-9_.,:/=-]*$")
@@ -61,52 +68,50 @@ def wanted_args(params):
 
 
 def read_host(sysroot, simulate_reboot):
-    """What the decision needs from the host: the boot config files and the booted command line."""
+    """What the decision needs from the host: its boot configuration (backend, files and their
+    state) and the booted command line."""
     try:
         with open(sysroot_path(sysroot, CMDLINE)) as f:
             booted = f.read().strip()
     except (IOError, OSError) as exc:
         raise Failure("cannot read %s under the sysroot %r: %s" % (CMDLINE, sysroot, exc))
-    return {"grub": file_state(sysroot_path(sysroot, GRUB)),
-            "dropin": file_state(sysroot_path(sysroot, DROPIN)),
+    cfg = detect(sysroot)
+    return {"boot": cfg,
+            "states": dict((p, file_state(sysroot_path(sysroot, p))) for p in cfg["files"]),
             "booted": booted,
             "cmdline": file_state(sysroot_path(sysroot, CMDLINE)) if simulate_reboot else None}
-
-
-def dropin_text(want):
-    return ("# Managed by hostkit: kernel arguments for latency-critical inference.\n"
-            "# Remove with `hostkit rollback`; edits here are overwritten by `hostkit apply`.\n"
-            'GRUB_CMDLINE_LINUX_DEFAULT="${GRUB_CMDLINE_LINUX_DEFAULT} %s"\n'
-            % " ".join(format_arg(k, v) for k, v in sorted(want.items())))
 
 
 def decide(params, want, seen):
     """Pure: the file changes (path, before state, new text or None to remove, in the order they
     are made) and the module's result, from the parameters and what ``read_host`` saw."""
     managed = set(want) | set(params["remove"])
-    changes = []
-    bootloader = "grub" if seen["grub"]["exists"] else None
-    if bootloader:
-        grub = seen["grub"]
-        new = remove_grub_args(grub.get("content", ""), managed)
-        if new != grub.get("content", ""):
-            changes.append({"path": GRUB, "before": grub, "content": new})
-        dropin = seen["dropin"]
-        if want:
-            text = dropin_text(want)
-            if dropin.get("content") != text:
-                changes.append({"path": DROPIN, "before": dropin, "content": text})
-        elif dropin["exists"]:
-            changes.append({"path": DROPIN, "before": dropin, "content": None})
+    cfg = seen["boot"]
+    backend = cfg["backend"]
     args = split_cmdline(seen["booted"])
     pending = ([k for k, v in want.items() if k not in args or args[k] != v]
                + [k for k in params["remove"] if k in args])
-    result = dict(bootloader=bootloader, commands=[["update-grub"]] if changes else [],
+    if backend == "none":
+        if want or pending:  # something to change and nowhere to write it: never "ok"
+            raise Failure("%s: the kernel arguments %s cannot be set here"
+                          % (describe_none(cfg), ", ".join(sorted(set(want) | set(pending)))))
+        return [], dict(changed=False, bootloader=None, commands=[], reboot_required=False, pending_args=[],
+                        booted_cmdline=seen["booted"], not_applicable=True, files=[],
+                        msg=describe_none(cfg) + ": nothing to set or remove")
+    try:
+        new = edit(cfg, want, params["remove"])
+    except BootConfigError as exc:
+        raise Failure(str(exc))
+    changes = []
+    for path in sorted(new, key=lambda p: (cfg["files"] + [p]).index(p)):
+        before = seen["states"].get(path) or {"exists": False}
+        changes.append({"path": path, "before": before, "content": new[path]})
+    after = dict(cfg, texts=dict((p, t) for p, t in list(cfg["texts"].items()) + list(new.items()) if t is not None))
+    next_line, source = next_boot(after, seen["booted"])
+    result = dict(bootloader=backend, commands=[["update-grub"]] if changes and backend == "grub-debian" else [],
                   reboot_required=bool(pending), pending_args=sorted(pending), booted_cmdline=seen["booted"],
-                  not_applicable=bootloader is None)
-    if bootloader is None:
-        result["msg"] = "no /etc/default/grub under the sysroot: boot config not managed here"
-    if params["simulate_reboot"] and pending and bootloader is not None:
+                  not_applicable=False, next_boot_cmdline=next_line, next_boot_source=source)
+    if params["simulate_reboot"] and pending:
         kept = [t for t in cmdline_tokens(seen["booted"]) if arg_name(t) not in managed]
         new_cmdline = " ".join(kept + [format_arg(k, v) for k, v in sorted(want.items())]) + "\n"
         changes.append({"path": CMDLINE, "before": seen["cmdline"], "content": new_cmdline})

@@ -22,11 +22,16 @@ INTRO = {
     "bios_nps": "Read-only checks of what only the BIOS can set: NUMA nodes per socket (AMD NPS, Intel SNC), "
                 "SMT, populated memory channels (dmidecode, live hosts). A mismatch fails the host when "
                 "`bios_nps_enforce`, else warns.",
-    "isolcpus": "Kernel arguments `isolcpus=managed_irq,domain,I nohz_full=I rcu_nocbs=I irqaffinity=H` through "
-                "`/etc/default/grub.d/hostkit.cfg`; the same arguments set by another tool in `/etc/default/grub` "
-                "are removed (replaced, never duplicated). Sets `isolcpus_reboot_required` when `/proc/cmdline` "
-                "differs; reboots only with `isolcpus_reboot_ok` (in the lab, a reboot rewrites the sysroot's "
-                "`proc/cmdline`). `update-grub` runs as a handler (recorded as *would run* under a lab sysroot).",
+    "isolcpus": "Kernel arguments `isolcpus=managed_irq,domain,I nohz_full=I rcu_nocbs=I irqaffinity=H` in the "
+                "host's boot loader configuration, one backend chosen from its files: Debian/Ubuntu GRUB "
+                "(`/etc/default/grub.d/hostkit.cfg`; the same arguments in `/etc/default/grub` or another "
+                "`grub.d/*.cfg` removed), BLS (every `/boot/loader/entries/*.conf` `options` line, EL8's `kernelopts` "
+                "in `/boot/grub2/grubenv`, `/etc/kernel/cmdline`) or systemd-boot (`<esp>/loader/entries`, "
+                "`/etc/kernel/cmdline`); each argument ends up exactly once, another tool's value replaced, never "
+                "duplicated; no supported boot configuration fails the host. Sets `isolcpus_reboot_required` when "
+                "`/proc/cmdline` differs; reboots only with `isolcpus_reboot_ok` (in the lab, a reboot rewrites the "
+                "sysroot's `proc/cmdline`). `update-grub` runs as a handler for Debian GRUB only (recorded as "
+                "*would run* under a lab sysroot).",
     "irq_affinity": "Every movable IRQ to the IRQ CPUs in one module call (NIC queues to the housekeeping CPUs "
                     "of the NIC's node), `default_smp_affinity`; IRQs the kernel refuses (managed, per-CPU) are "
                     "reported, not failed. Persistence: `IRQBALANCE_BANNED_CPULIST` when irqbalance is "

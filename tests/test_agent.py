@@ -15,7 +15,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from hostkit.agent.kernel_args import (cmdline_tokens, grub_cmdline_args, shell_value, split_cmdline,
+from hostkit.agent.boot_loader import grub_effective
+from hostkit.agent.kernel_args import (cmdline_tokens, shell_value, split_cmdline,
                                        split_isolcpus)
 from hostkit.agent.sysroot import is_live, sysroot_path
 from hostkit.ansible import agent_zipapp
@@ -139,7 +140,10 @@ def test_grub_values_in_every_shell_quoting():
             '#GRUB_CMDLINE_LINUX="commented=1"\n'
             'export GRUB_CMDLINE_LINUX="${GRUB_CMDLINE_LINUX_DEFAULT} nohz_full=2-3"  # note\n'
             "GRUB_CMDLINE_LINUX=bare\n")
-    assert grub_cmdline_args(text) == {"quiet": None, "isolcpus": "2-3", "nohz_full": "2-3", "bare": None}
+    # Sourced as the shell does: the later bare assignment replaces the exported value.
+    assert grub_effective([text]) == {"GRUB_CMDLINE_LINUX_DEFAULT": "quiet isolcpus=2-3", "GRUB_CMDLINE_LINUX": "bare"}
+    assert grub_effective([text.rsplit("GRUB_CMDLINE_LINUX=bare", 1)[0]])["GRUB_CMDLINE_LINUX"] == \
+        "quiet isolcpus=2-3 nohz_full=2-3"
     assert shell_value('"a b" # c') == "a b"
 
 
@@ -151,11 +155,21 @@ class _View:
         return self.files.get(p)
 
 
-def test_audit_reads_single_quoted_grub_values():
-    """The audit's boot-config reader is the agent's: a single-quoted value is the boot config's, too."""
-    plan = {"cmdline_set": {"isolcpus": "2-3"}, "cmdline_remove": [], "isolation": False, "isolated": ""}
-    view = _View({"/proc/cmdline": "ro quiet\n", "/etc/default/grub": "GRUB_CMDLINE_LINUX='isolcpus=2-3'\n"})
-    assert [f["status"] for f in check_kernel_args(view, plan)] == ["pending_reboot"]
+def test_audit_compares_the_plan_with_the_next_boot_from_facts():
+    """The audit reads no boot file itself: facts' next_boot_cmdline (the boot loader's reader) decides
+    between pass, pending reboot and drift; an argument twice in the next boot is drift."""
+    plan = {"cmdline_set": {"isolcpus": "2-3"}, "cmdline_remove": ["nohz_full"], "isolation": False, "isolated": ""}
+
+    def statuses(booted, coming):
+        facts = {"kernel": {"cmdline": booted, "next_boot_cmdline": coming,
+                            "boot_loader": {"backend": "bls", "next_boot_source": "/boot/loader/entries/a.conf"}}}
+        return [f["status"] for f in check_kernel_args(_View({}), facts, plan)]
+
+    assert statuses("ro quiet", "ro isolcpus=2-3") == ["pending_reboot", "pass"]
+    assert statuses("ro isolcpus=2-3 nohz_full=2-3", "ro isolcpus=2-3") == ["pass", "pending_reboot"]
+    assert statuses("ro isolcpus=2-3", "ro isolcpus=4 isolcpus=2-3") == ["drift", "pass"]
+    assert statuses("ro isolcpus=2-3", "ro isolcpus=2-3 nohz_full=1") == ["pass", "drift"]
+    assert statuses("ro isolcpus=2-3", None) == ["drift", "pass"]  # no boot configuration to hold it
 
 
 def test_sysroot_helpers():

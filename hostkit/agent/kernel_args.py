@@ -6,7 +6,8 @@ blanks, double quotes group a value with blanks in it, and everything after a lo
 to init. ``/etc/default/grub`` is a shell file: its ``GRUB_CMDLINE_LINUX`` and
 ``GRUB_CMDLINE_LINUX_DEFAULT`` values may be double-quoted, single-quoted or bare.
 
-Used by the facts engine, the audit and hostkit's Ansible modules (as
+What the GRUB variables add up to across files (shell expansion, ``grub.d`` order) is
+:mod:`hostkit.agent.boot_loader`'s. Used by the facts engine, the audit and hostkit's Ansible modules (as
 ``module_utils/hostkit_kernel_args.py``, a symlink to this file). Standard library only;
 Python 2-compatible syntax because Ansible may load it anywhere.
 """
@@ -25,7 +26,6 @@ ISOLCPUS_DEFAULT_FLAGS = ("domain",)
 
 # A GRUB_CMDLINE_LINUX(_DEFAULT)= assignment line: (indent and "export ", variable, raw value).
 GRUB_CMDLINE_VAR = re.compile(r'^(\s*(?:export\s+)?)(GRUB_CMDLINE_LINUX(?:_DEFAULT)?)=(.*)$')
-_GRUB_SELF_REF = re.compile(r'\$\{?GRUB_CMDLINE_LINUX(?:_DEFAULT)?\}?')
 
 
 def cmdline_tokens(text):
@@ -71,18 +71,6 @@ def shell_value(raw):
         return raw.strip().strip("\"'")
 
 
-def grub_cmdline_args(text):
-    """Kernel arguments the GRUB variables of one ``/etc/default/grub``-style file set, as
-    name -> value; references to the variables themselves (``${GRUB_CMDLINE_LINUX_DEFAULT}``)
-    add nothing."""
-    args = {}
-    for line in text.splitlines():
-        m = GRUB_CMDLINE_VAR.match(line)
-        if m:
-            args.update(split_cmdline(_GRUB_SELF_REF.sub("", shell_value(m.group(3)))))
-    return args
-
-
 # One kernel argument as written, quotes kept: blanks separate, double quotes group (next_arg).
 _KERNEL_WORD = re.compile(r'(?:"[^"]*(?:"|$)|[^\s"])+')
 # A shell assignment's right-hand side that is one word (quoted or bare), then maybe a comment.
@@ -92,6 +80,30 @@ _SHELL_WORD = re.compile(r'''^\s*(?:"(?:[^"\\]|\\.)*"|('[^']*')|[^\s"'#][^\s"']*
 def arg_name(word):
     """The name of one kernel argument as written (``isolcpus`` for ``isolcpus=2-3``)."""
     return word.lstrip('"').split("=", 1)[0]
+
+
+def cmdline_words(text):
+    """The arguments of a kernel command line as written (quotes kept), in order."""
+    return _KERNEL_WORD.findall(text)
+
+
+def edit_words(words, want, remove=()):
+    """``words`` (kernel arguments as written) with every argument named in ``want`` (name ->
+    value, None for a bare flag) or ``remove`` taken out, except that the first one of each name
+    in ``want`` is replaced in place by hostkit's value; the wanted arguments not found are
+    appended in name order. What ``grubby --args/--remove-args`` does to one options line, with
+    the duplicates another tool left removed too: each wanted argument ends up exactly once.
+    Words that are variable references (``$kernelopts``) are kept as they are."""
+    out, done = [], set()
+    for w in words:
+        name = arg_name(w)
+        if name in want:
+            if name not in done:
+                out.append(format_arg(name, want[name]))
+                done.add(name)
+        elif name not in remove:
+            out.append(w)
+    return out + [format_arg(k, want[k]) for k in sorted(want) if k not in done]
 
 
 def remove_grub_args(text, names):

@@ -17,10 +17,10 @@ import re
 import yaml
 
 from hostkit.agent.cpulist import format_cpulist, parse_cpulist, parse_mask
-from hostkit.agent.kernel_args import grub_cmdline_args, split_cmdline
+from hostkit.agent.kernel_args import arg_name, cmdline_words, format_arg
 from hostkit.agent.sysroot import sysroot_path
 from hostkit.agent.values import same
-from hostkit.tunables import BY_KEY, role_paths
+from hostkit.tunables import BY_KEY, IRQBALANCE_CONFIGS, role_paths
 
 # IRQs the kernel manages itself (affinity writes fail with EIO): block-device queues.
 MANAGED_IRQ_NAMES = re.compile(r"^(nvme\d+q\d+|virtio\d+-req\.\d+|.*-managed)$")
@@ -33,14 +33,15 @@ def finding(check, status, expected=None, actual=None, source=None, note=None) -
     return f
 
 
-GRUB_FILES = ("/etc/default/grub", "/etc/default/grub.d/hostkit.cfg")
 KUBELET_STATES = (("cpu_manager_state", "cpuManagerPolicy"), ("memory_manager_state", "memoryManagerPolicy"))
+FILE_DEFAULTS = role_paths()  # the roles' own paths, before any inventory moves one
 
 
 def audited_files(paths: dict[str, str]) -> list[str]:
     """Every file the checks read (``paths``: :func:`role_paths`), fetched in one remote command
     (each command over SSH costs a session)."""
-    return ["/proc/cmdline", "/sys/devices/system/cpu/isolated", *GRUB_FILES, paths["irq_affinity_irqbalance_config"],
+    irqbalance = dict.fromkeys([paths["irq_affinity_irqbalance_config"], *IRQBALANCE_CONFIGS])
+    return ["/proc/cmdline", "/sys/devices/system/cpu/isolated", *GRUB_FILES, *irqbalance,
             "/etc/systemd/system.conf", paths["containerd_config"], paths["kubelet_dropin"],
             *(f"{paths['kubelet_state_dir'].rstrip('/')}/{state}" for state, _ in KUBELET_STATES)]
 
@@ -117,41 +118,51 @@ class HostView:
         return self._cache[p]
 
 
-def _boot_config_args(view: HostView) -> dict[str, str | None]:
-    """Arguments the next boot will have, as far as /etc/default/grub(.d) says."""
-    args: dict[str, str | None] = {}
-    for p in GRUB_FILES:
-        args.update(grub_cmdline_args(view.read(p) or ""))
-    return args
+def _occurrences(line: str | None, arg: str) -> list[str]:
+    """Each ``arg`` argument of a command line, as written."""
+    return [w for w in cmdline_words(line or "") if arg_name(w) == arg]
 
 
-def check_kernel_args(view: HostView, plan: dict) -> list[dict]:
-    booted = split_cmdline(view.read("/proc/cmdline") or "")
-    boot = _boot_config_args(view)
+def check_kernel_args(view: HostView, facts: dict, plan: dict) -> list[dict]:
+    """The plan's kernel arguments against the running kernel (``/proc/cmdline``) and against what
+    the next boot will use (facts' ``kernel.next_boot_cmdline``, computed the way the host's boot
+    loader does: :mod:`hostkit.agent.boot_loader`). Right for the next boot but not in the running
+    kernel: a pending reboot. Each argument must appear exactly once in the next boot's line."""
+    kernel = facts["kernel"]
+    booted_line, next_line = kernel.get("cmdline") or "", kernel.get("next_boot_cmdline")
+    loader = kernel.get("boot_loader") or {}
+    source = loader.get("next_boot_source") or "boot loader configuration"
+    unsupported = loader.get("reason") or "no supported boot configuration"
     out = []
     for arg, want in plan["cmdline_set"].items():
-        got = booted.get(arg, "<absent>") if arg in booted else "<absent>"
-        name = f"kernel arg {arg}"
-        if arg in booted and booted[arg] == want:
-            out.append(finding(name, "pass", want, got, "/proc/cmdline"))
-        elif arg in boot and boot[arg] == want:
-            out.append(finding(name, "pending_reboot", want, got, "/proc/cmdline",
-                               "the boot config holds it; the running kernel was booted without it"))
+        name, expected = f"kernel arg {arg}", format_arg(arg, want)
+        booted, coming = _occurrences(booted_line, arg), _occurrences(next_line, arg)
+        got = " ".join(booted) or "<absent>"
+        if next_line is None:
+            out.append(finding(name, "drift", want, got, "/proc/cmdline", unsupported))
+        elif coming != [expected]:
+            out.append(finding(name, "drift", want, " ".join(coming) or "<absent>", source,
+                               "the next boot has it more than once" if len(coming) > 1 else None))
+        elif booted == [expected]:
+            out.append(finding(name, "pass", want, want, "/proc/cmdline"))
         else:
-            out.append(finding(name, "drift", want, boot.get(arg, "<absent>") if arg in boot else got,
-                               "/etc/default/grub.d/hostkit.cfg"))
+            out.append(finding(name, "pending_reboot", want, got, "/proc/cmdline",
+                               f"the next boot has it ({source}); the running kernel was booted without it"))
     for arg in plan["cmdline_remove"]:
         name = f"kernel arg {arg} removed"
-        if arg not in booted:
+        booted, coming = _occurrences(booted_line, arg), _occurrences(next_line, arg)
+        if coming:
+            out.append(finding(name, "drift", "<absent>", " ".join(coming), source))
+        elif not booted:
             out.append(finding(name, "pass", "<absent>", "<absent>", "/proc/cmdline"))
-        elif arg not in boot:
-            out.append(finding(name, "pending_reboot", "<absent>", f"{arg}={booted[arg]}", "/proc/cmdline",
-                               "removed from the boot config; still in the running kernel"))
+        elif next_line is None:
+            out.append(finding(name, "drift", "<absent>", " ".join(booted), "/proc/cmdline", unsupported))
         else:
-            out.append(finding(name, "drift", "<absent>", f"{arg}={boot[arg]}", "/etc/default/grub"))
+            out.append(finding(name, "pending_reboot", "<absent>", " ".join(booted), "/proc/cmdline",
+                               f"the next boot is without it ({source}); still in the running kernel"))
     if plan["isolation"] and plan["isolated"]:
         iso = (view.read("/sys/devices/system/cpu/isolated") or "").strip()
-        booted_ok = all(booted.get(a) == v for a, v in plan["cmdline_set"].items())
+        booted_ok = all(_occurrences(booted_line, a) == [format_arg(a, v)] for a, v in plan["cmdline_set"].items())
         status = "pass" if same("cpulist", plan["isolated"], iso) else ("drift" if booted_ok else "pending_reboot")
         out.append(finding("isolated CPUs", status, plan["isolated"], iso or "<none>",
                            "/sys/devices/system/cpu/isolated"))
@@ -217,8 +228,16 @@ def check_irqs(view: HostView, facts: dict, plan: dict) -> list[dict]:
     return out
 
 
-def irqbalance_banned(view: HostView) -> str | None:
-    text = view.read(view.paths["irq_affinity_irqbalance_config"])
+def irqbalance_config(view: HostView, plan: dict) -> str:
+    """Where the irq_affinity role wrote: a path the inventory moved, else the one the host's facts found."""
+    path = view.paths["irq_affinity_irqbalance_config"]
+    if path == FILE_DEFAULTS["irq_affinity_irqbalance_config"]:
+        return plan["irq"].get("irqbalance_config") or path
+    return path
+
+
+def irqbalance_banned(view: HostView, plan: dict) -> str | None:
+    text = view.read(irqbalance_config(view, plan))
     if text is None:
         return None
     m = re.search(r"(?m)^\s*IRQBALANCE_BANNED_CPULIST=\"?([0-9,\-]*)\"?\s*$", text)
@@ -226,8 +245,8 @@ def irqbalance_banned(view: HostView) -> str | None:
 
 
 def check_irqbalance(view: HostView, plan: dict) -> list[dict]:
-    banned = irqbalance_banned(view)
-    config = view.paths["irq_affinity_irqbalance_config"]
+    banned = irqbalance_banned(view, plan)
+    config = irqbalance_config(view, plan)
     if banned is None:
         return [finding("irqbalance banned CPUs", "not_applicable", None, None, config,
                         "irqbalance is not installed")]
@@ -318,7 +337,7 @@ def check_cross_layer(view: HostView, facts: dict, plan: dict) -> list[dict]:
         cfg = kubelet_config(view) if plan["kubelet"].get("enabled") else None
         if cfg and cfg.get("reservedSystemCPUs") is not None:
             views["kubelet reservedSystemCPUs"] = str(cfg["reservedSystemCPUs"])
-        banned = irqbalance_banned(view)
+        banned = irqbalance_banned(view, plan)
         if banned:
             views["online − irqbalance banned"] = format_cpulist(online - parse_cpulist(banned))
         system_conf = view.read("/etc/systemd/system.conf") or ""
@@ -347,6 +366,6 @@ def run_checks(host, sysroot: str, facts: dict, plan: dict, paths: dict[str, str
     """Every check of one host; ``paths``: :func:`role_paths` of its inventory variables (default: the roles')."""
     view = HostView(host, sysroot, paths)
     view.prefetch()
-    return (check_kernel_args(view, plan) + check_sysctls(facts, plan) + check_governor(facts, plan)
+    return (check_kernel_args(view, facts, plan) + check_sysctls(facts, plan) + check_governor(facts, plan)
             + check_irqs(view, facts, plan) + check_irqbalance(view, plan) + check_containerd(view, plan)
             + check_kubelet(view, plan) + check_bios(plan) + check_cross_layer(view, facts, plan))

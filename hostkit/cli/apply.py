@@ -23,7 +23,9 @@ def add_parser(sub) -> argparse.ArgumentParser:
     ap.add_argument("--diff", action="store_true", help="show file and value diffs")
     ap.add_argument("--tags", metavar="ROLES", help="comma-separated roles to run")
     ap.add_argument("--forks", type=int, default=None)
-    ap.add_argument("--verify-smoke", action="store_true", help="smoke-test every changed host after the apply")
+    ap.add_argument("--verify-smoke", action="store_true",
+                    help="smoke-test every changed host after the apply; a host whose plan changes kernel "
+                         "arguments is refused (exit 3, nothing changed) unless --reboot boots them first")
     ap.add_argument("--revert-on-fail", action="store_true",
                     help="with --verify-smoke: roll a host back automatically when it misses its SLO")
     ap.add_argument("--smoke-duration", type=float, default=None, metavar="S",

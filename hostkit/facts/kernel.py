@@ -5,6 +5,7 @@ from __future__ import annotations
 from hostkit.agent.cpulist import format_cpulist, parse_cpulist
 from hostkit.agent.kernel_args import split_cmdline, split_isolcpus
 from hostkit.errors import CpulistError, FactsError
+from hostkit.facts.boot_loader import read_boot_loader
 from hostkit.facts.sysroot import Sysroot
 from hostkit.tunables import SYSCTLS
 
@@ -48,6 +49,8 @@ def read_kernel(sr: Sysroot) -> dict:
         "cmdline": cmdline,
         "cmdline_args": parse_cmdline(cmdline, str(sr.path(cmdline_path))),
     }
+    # What the next boot will use (the boot loader's files), beside what this boot used.
+    out["boot_loader"], out["next_boot_cmdline"] = read_boot_loader(sr, cmdline)
     for s in SYSCTLS:  # every sysctl of hostkit.tunables, as facts["kernel"][<last part of its key>]
         out[s.fact] = sr.read_int(s.proc_path) if s.kind == "int" else sr.read(s.proc_path)
     runtime, period = out["sched_rt_runtime_us"], out["sched_rt_period_us"]

@@ -25,6 +25,7 @@ from hostkit.agent.cpulist import format_cpulist, format_mask
 from hostkit.errors import BadInput
 
 SPECS_FILE = "fixture_specs.yml"
+BOOT_LAYOUTS_FILE = "boot_layouts.yml"
 CAPTURES_DIR = "captures"
 
 
@@ -58,7 +59,7 @@ class Tree:
 
 def load_specs() -> dict[str, dict]:
     text = resources.files("hostkit.lab").joinpath(SPECS_FILE).read_text()
-    return yaml.safe_load(text)
+    return {k: v for k, v in yaml.safe_load(text).items() if not k.startswith("x-")}  # x-: YAML templates
 
 
 def capture_names() -> list[str]:
@@ -251,10 +252,14 @@ def build_tree(spec: dict, name: str) -> Tree:
     # ---- /etc: what the roles will edit
     # The boot config holds what the host booted with (beyond BOOT_IMAGE/root/ro), so a host
     # tuned by another tool carries its isolcpus= in /etc/default/grub as well.
-    extra = " ".join(tok for tok in spec["cmdline"].split()
-                     if not tok.startswith(("BOOT_IMAGE=", "root=")) and tok not in ("ro", "quiet"))
-    t.put("etc/default/grub", 'GRUB_DEFAULT=0\nGRUB_TIMEOUT=5\nGRUB_DISTRIBUTOR="Debian"\n'
-          f'GRUB_CMDLINE_LINUX_DEFAULT="quiet"\nGRUB_CMDLINE_LINUX="{extra}"\n')
+    if spec.get("boot"):  # a distribution's real boot loader layout (boot_layouts.yml)
+        _put_boot_layout(t, spec["boot"])
+    else:
+        extra = " ".join(tok for tok in spec["cmdline"].split()
+                         if not tok.startswith(("BOOT_IMAGE=", "root=")) and tok not in ("ro", "quiet"))
+        t.put("etc/default/grub", 'GRUB_DEFAULT=0\nGRUB_TIMEOUT=5\nGRUB_DISTRIBUTOR="Debian"\n'
+              f'GRUB_CMDLINE_LINUX_DEFAULT="quiet"\nGRUB_CMDLINE_LINUX="{extra}"\n')
+        t.dirs.add("etc/default/grub.d")
     if spec.get("irqbalance"):
         t.put("etc/default/irqbalance", "# Configuration for the irqbalance daemon\n\n"
               "# Should irqbalance be enabled?\nENABLED=\"1\"\n#IRQBALANCE_ONESHOT=\n"
@@ -262,8 +267,28 @@ def build_tree(spec: dict, name: str) -> Tree:
     for name, policy in (spec.get("kubelet_state") or {}).items():
         t.put(f"var/lib/kubelet/{name}", json.dumps({"policyName": policy, "defaultCpuSet": "", "checksum": 1}))
     t.put("etc/hostname", name)
-    t.dirs.update({"etc/sysctl.d", "etc/default/grub.d", "var/lib"})
+    t.dirs.update({"etc/sysctl.d", "var/lib"})
     return t
+
+
+GRUBENV_SIZE = 1024  # grub-editenv's DEFAULT_ENVBLK_SIZE
+
+
+def _put_boot_layout(t: Tree, name: str) -> None:
+    """The files of boot layout ``name``: as written, plus a GRUB environment block padded as
+    grub-editenv pads it (no trailing newline: the block is exactly 1024 bytes)."""
+    layouts = yaml.safe_load(resources.files("hostkit.lab").joinpath(BOOT_LAYOUTS_FILE).read_text())
+    if name not in layouts:
+        raise BadInput(f"unknown boot layout {name!r}; known: {', '.join(sorted(layouts))}")
+    layout = layouts[name]
+    for rel, text in (layout.get("files") or {}).items():
+        t.files[rel] = text
+    t.dirs.update(layout.get("dirs") or [])
+    env = layout.get("grubenv")
+    if env is not None:
+        from hostkit.agent.boot_loader import format_grubenv
+
+        t.files["boot/grub2/grubenv"] = format_grubenv([(k, str(v)) for k, v in env.items()], GRUBENV_SIZE)
 
 
 def _distance(a: int, b: int, nps: int, single: bool) -> int:

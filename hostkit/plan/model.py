@@ -85,6 +85,13 @@ class Plan:
     def irq_mask(self) -> str | None:
         return format_mask(self.irq_cpus, self.nr_cpus) if self.irq_cpus else None
 
+    def boot_changes(self, booted: dict[str, str | None]) -> list[str]:
+        """The kernel arguments this plan sets or removes that the running kernel (``booted``: facts'
+        ``kernel.cmdline_args.args``) was not booted with: each takes effect at the next boot only."""
+        changes = [k if v is None else f"{k}={v}" for k, v in self.cmdline_set.items()
+                   if k not in booted or booted[k] != v]
+        return changes + [f"-{k}" for k in self.cmdline_remove if k in booted]
+
     @property
     def pools(self) -> dict[str, str]:
         """NUMA node -> its isolated CPUs (nodes with none left out): the inference pools."""

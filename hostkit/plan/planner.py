@@ -63,7 +63,8 @@ def build_plan(facts: dict, profile: dict, pinned: dict | None = None, *, force:
     pinned = pinned or {}
     topo = _Topology.of(facts)
     isolation = bool(profile["isolation"])
-    refused = _guards(isolation, facts["virtualization"], profile, force)
+    refused = _boot_guard(isolation, profile, facts["kernel"]) + _guards(isolation, facts["virtualization"], profile,
+                                                                         force)
     housekeeping, reasons = _partition(isolation, bool(refused), profile, topo, pinned)
     isolated = topo.online - housekeeping
     if isolation and not refused:
@@ -94,6 +95,18 @@ def build_plan(facts: dict, profile: dict, pinned: dict | None = None, *, force:
         containerd=dict(profile["containerd"]), kubelet=_kubelet(profile, format_cpulist(housekeeping), topo.nodes),
         bios=_bios(profile, facts["topology"]), smoke=dict(profile["smoke"]),
         warnings=tuple(warnings), reasons=tuple(reasons), refused=tuple(refused))
+
+
+def _boot_guard(isolation: bool, profile: dict, kernel: dict) -> list[str]:
+    """Why: kernel arguments with no boot configuration to hold them would silently never apply.
+    Not overridden by --force: no guard stands between the plan and a boot loader that is not there."""
+    loader = kernel.get("boot_loader")
+    if not loader or loader["backend"] != "none":  # facts without the key (older agent): no guard
+        return []
+    booted = kernel["cmdline_args"]["args"]
+    if isolation or profile["cmdline_extra"] or any(a in booted for a in ISOLATION_ARGS):
+        return [loader.get("reason") or "no supported boot configuration"]
+    return []
 
 
 def _guards(isolation: bool, virt: dict, profile: dict, force: bool) -> list[str]:

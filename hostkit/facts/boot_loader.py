@@ -1,0 +1,23 @@
+"""``kernel.boot_loader`` and ``kernel.next_boot_cmdline``: which boot loader holds the kernel
+command line and what the next boot will use, computed the way that boot loader does.
+
+The readers are :mod:`hostkit.agent.boot_loader` (one per format: Debian GRUB across
+``/etc/default/grub`` and ``grub.d``, BLS entries with grubenv variables, systemd-boot entries),
+shared with the ``hostkit_bootargs`` module so that facts, apply and audit read the boot
+configuration one way.
+"""
+
+from __future__ import annotations
+
+from hostkit.agent.boot_loader import boot_loader_facts
+from hostkit.facts.sysroot import Sysroot
+
+
+def read_boot_loader(sr: Sysroot, booted: str) -> tuple[dict, str | None]:
+    """(``kernel.boot_loader``, ``kernel.next_boot_cmdline``) of the host under ``sr``.
+
+    ``boot_loader``: ``{"backend": "grub-debian" | "bls" | "systemd-boot" | "none", "files":
+    [the files read, in reading order], "next_boot_source": the file the next boot's line comes
+    from}``, plus ``found`` and ``reason`` for ``none``. ``booted``: ``/proc/cmdline``, whose
+    ``BOOT_IMAGE=``/``root=`` GRUB on Debian takes from its own disk probe."""
+    return boot_loader_facts(sr.root, booted)

@@ -1,0 +1,1 @@
+../hostkit/agent/boot_loader.py
