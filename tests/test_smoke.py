@@ -284,7 +284,7 @@ def test_cli_json_contract_and_bad_input(tmp_path):
     assert r["samples"] == 10000 and r["slo"]["target_p999_ms"] == 1000
     assert r["slo"]["verdict"] == "PASSED" and r["slo"]["passed"] is True  # a credible p999 within a 1 s target
     assert (tmp_path / "p.png").read_bytes()[:4] == b"\x89PNG"
-    assert 'hostkit_smoke_latency_ms{' in (tmp_path / "m.prom").read_text()
+    assert 'hostkit_smoke_deschedule_seconds_bucket{' in (tmp_path / "m.prom").read_text()  # test_smoke_metrics
     for args, needle in ((["--inject-stall", "20"], "MS@EVERY_S"), (["--clients", "0"], "--clients"),
                          (["--requests", "10", "--duration", "1"], "not allowed with")):
         bad = subprocess.run([sys.executable, "-m", "hostkit.cli", "smoke", *args], capture_output=True, text=True)

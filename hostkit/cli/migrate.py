@@ -17,7 +17,9 @@ def add_parser(sub) -> argparse.ArgumentParser:
     mr.add_argument("before", metavar="BEFORE.json")
     mr.add_argument("after", metavar="AFTER.json")
     mr.add_argument("--md", metavar="FILE", help="write Markdown for a change ticket")
-    mr.add_argument("--plot", metavar="FILE.png", help="overlay the two deschedule CDFs")
+    mr.add_argument("--plot", metavar="FILE.png",
+                    help="before and after on one percentile axis per host (50%%..99.99%%, log latency), "
+                         "p99, p99.9 and max labelled (needs matplotlib)")
     mr.add_argument("--json", action="store_true")
     return mg
 
@@ -28,7 +30,13 @@ def _side(r: dict) -> dict:
 
 def run(args) -> int:
     from hostkit.smoke import migration
+    from hostkit.smoke.report import check_output, require_matplotlib
 
+    for option, path in (("--md", args.md), ("--plot", args.plot)):
+        if path:
+            check_output(path, option)
+    if args.plot:
+        require_matplotlib("--plot")
     pairs = migration.pair(migration.load_results(args.before), migration.load_results(args.after))
     md = migration.markdown(pairs, args.before, args.after)
     if args.md:

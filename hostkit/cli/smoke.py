@@ -23,7 +23,7 @@ def add_parser(sub) -> argparse.ArgumentParser:
                  "  hostkit smoke --duration 10                        shm transport, 2 ms model\n"
                  "  hostkit smoke --transport socket --requests 20000  TCP loopback + pickle\n"
                  "  hostkit smoke --inject-stall 20@0.5 --duration 5   calibration: stalls it must see\n"
-                 "  hostkit smoke --with-cyclictest --plot cdf.png --prom /var/lib/node_exporter/hk.prom")
+                 "  hostkit smoke --with-cyclictest --plot tail.png --prom /var/lib/node_exporter/textfile/hk.prom")
     sm.add_argument("-i", "--inventory", metavar="INVENTORY",
                     help="run on every inventory host through the smoke role (the host agent needs only python3)")
     sm.add_argument("--limit", metavar="PATTERN", help="with -i: only these hosts")

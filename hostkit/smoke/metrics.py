@@ -1,4 +1,5 @@
-"""Latency summaries: nearest-rank percentiles, and whether a p999 is credible."""
+"""Latency summaries: nearest-rank percentiles, whether a p999 is credible, and histograms with
+fixed bucket boundaries (the same on every host, so a fleet's histograms add up)."""
 
 from __future__ import annotations
 
@@ -75,3 +76,47 @@ def slo_verdict(deschedule_ms: list[float], target_p999_ms: float, faults: list[
 
 def _ms(x: float | None) -> str:
     return "-" if x is None else f"{x:.3f} ms"
+
+
+# Histogram bucket upper bounds in seconds, the same on every host and in every hostkit version
+# that writes them: 1, 1.25, 1.5, 2, 2.5, 3, 4, 5, 6, 8 per decade from 1 us to 10 s (a bound is
+# at most 1.34 times the one below it), then +Inf. Fixed bounds are what lets Prometheus (and
+# ``merge_histograms``) add the histograms of several hosts bucket by bucket.
+_MANTISSAS = ("1", "1.25", "1.5", "2", "2.5", "3", "4", "5", "6", "8")
+BUCKETS_S: tuple[float, ...] = tuple(float(f"{m}e{e}") for e in range(-6, 1) for m in _MANTISSAS) + (10.0,)
+
+
+def histogram(values_ms: list[float]) -> dict:
+    """Bucket counts of ``values_ms`` over BUCKETS_S (a value counts in the first bucket whose
+    bound is >= it, Prometheus's ``le``); ``counts`` has one more entry than ``le_s``: +Inf."""
+    ordered = sorted(v / 1000.0 for v in values_ms)
+    cumulative = [bisect.bisect_right(ordered, le) for le in BUCKETS_S] + [len(ordered)]
+    counts = [c - (cumulative[i - 1] if i else 0) for i, c in enumerate(cumulative)]
+    return {"le_s": list(BUCKETS_S), "counts": counts, "count": len(ordered), "sum_s": round(math.fsum(ordered), 9)}
+
+
+def merge_histograms(hists: list[dict]) -> dict:
+    """The bucket-by-bucket sum of histograms with the same bounds (ValueError otherwise)."""
+    if not hists:
+        raise ValueError("no histogram to merge")
+    le = hists[0]["le_s"]
+    for h in hists[1:]:
+        if h["le_s"] != le:
+            raise ValueError("histograms with different bucket bounds cannot be added")
+    return {"le_s": list(le), "counts": [sum(c) for c in zip(*(h["counts"] for h in hists))],
+            "count": sum(h["count"] for h in hists), "sum_s": round(math.fsum(h["sum_s"] for h in hists), 9)}
+
+
+def histogram_percentile(hist: dict, p: float) -> float | None:
+    """The upper bound (seconds) of the bucket holding the nearest-rank ``p`` percentile: the
+    percentile is at most this (math.inf when it lies beyond the last bound; None when empty)."""
+    n = hist["count"]
+    if not n:
+        return None
+    rank = max(1, math.ceil(p / 100.0 * n))
+    seen = 0
+    for le, c in zip(list(hist["le_s"]) + [math.inf], hist["counts"]):
+        seen += c
+        if seen >= rank:
+            return le
+    return math.inf

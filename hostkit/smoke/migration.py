@@ -89,31 +89,15 @@ def markdown(pairs: list[tuple[str, dict, dict]], before_name: str, after_name: 
     return "\n".join(out)
 
 
-def plot(pairs: list[tuple[str, dict, dict]], path: str) -> None:
-    """The two deschedule CDFs overlaid per host (log x), p999 and the target marked."""
-    import matplotlib
+def plot(pairs: list[tuple[str, dict, dict]], path: str):
+    """Per host one panel: before and after on one percentile axis (50% .. 99.99%, log latency),
+    each one's p99, p99.9 and max labelled, the after side's target drawn. Returns the Figure."""
+    from hostkit.smoke.report import curve_from_result, percentile_figure, save_figure
 
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    fig, axes = plt.subplots(1, len(pairs), figsize=(7 * len(pairs), 4.5), squeeze=False)
-    for ax, (host, b, a) in zip(axes[0], pairs):
-        for label, r in (("before", b), ("after", a)):
-            cdf = [max(x, 1e-4) for x in r.get("deschedule_cdf_ms") or []]
-            if not cdf:
-                continue
-            ys = [k / 1000 for k in range(len(cdf) - 1)] + [1.0]
-            line, = ax.plot(cdf, ys, label=f"{label}: p999 {_fmt(r['deschedule_ms']['p999'])} ms")
-            if r["deschedule_ms"]["p999"]:
-                ax.axvline(r["deschedule_ms"]["p999"], linestyle=":", color=line.get_color())
-        target = a["slo"]["target_p999_ms"]
-        ax.axvline(target, color="red", linewidth=1)
-        ax.annotate(f"target {target} ms", (target, 0.5), color="red", fontsize=8, rotation=90)
-        ax.set_xscale("log")
-        ax.set_xlabel("deschedule per inference (ms)")
-        ax.set_ylabel("cumulative share")
-        ax.set_title(host)
-        ax.legend(loc="lower right", fontsize=8)
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
+    panels = []
+    for host, b, a in pairs:
+        curves = [curve_from_result(f"{side} (n={r['samples']:,})", r) for side, r in (("before", b), ("after", a))]
+        panels.append((host, curves, a["slo"]["target_p999_ms"]))
+    fig = percentile_figure(panels)
+    save_figure(fig, path)
+    return fig

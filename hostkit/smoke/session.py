@@ -28,7 +28,8 @@ from dataclasses import asdict, dataclass, field
 
 from hostkit.smoke import diagnose as dg
 from hostkit.smoke.client import FIELDS, client_main
-from hostkit.smoke.metrics import SLOW_INFER_CPU_MS, SLOW_INFER_WALL_MS, credibility, slo_verdict, summary
+from hostkit.smoke.metrics import (SLOW_INFER_CPU_MS, SLOW_INFER_WALL_MS, credibility, histogram, slo_verdict,
+                                   summary)
 from hostkit.smoke.options import SmokeOptions
 from hostkit.smoke.queue import DONE, ERROR, FREE, PROCESSING, READY, WRITING, SharedInferenceQueue
 from hostkit.smoke.wake import InheritedFd, new_eventfd
@@ -490,6 +491,9 @@ def aggregate(opts: SmokeOptions, session: Session, s: Supervised, facts: dict |
         "_deschedule_raw": desched,  # for plots; the CLI drops it before printing JSON
         "deschedule_cdf_ms": [round(ordered[min(n - 1, (k * n) // 1000)], 5) for k in range(1000)]
         + [round(ordered[-1], 5)] if n else [],
+        # Bucket counts over fixed bounds (metrics.BUCKETS_S, the same on every host): what
+        # Prometheus histograms and a fleet's merged percentiles are made of (hostkit smoke --prom).
+        "histograms": {"deschedule": histogram(desched), "rpc": histogram(cols["rpc_ms"])},
         # Share of the run the worker spent in SCHED_FIFO (as the worker timed it; else its inference time).
         "fifo_duty": round((ws["fifo_ms"] if "fifo_ms" in ws else sum(cols["infer_wall_ms"])) / (elapsed * 1000), 3)
         if elapsed > 0 and ws.get("fifo_batches") else 0.0,
