@@ -41,7 +41,7 @@ def audited_files(paths: dict[str, str]) -> list[str]:
     """Every file the checks read (``paths``: :func:`role_paths`), fetched in one remote command
     (each command over SSH costs a session)."""
     irqbalance = dict.fromkeys([paths["irq_affinity_irqbalance_config"], *IRQBALANCE_CONFIGS])
-    return ["/proc/cmdline", "/sys/devices/system/cpu/isolated", *GRUB_FILES, *irqbalance,
+    return ["/proc/cmdline", "/sys/devices/system/cpu/isolated", *irqbalance,
             "/etc/systemd/system.conf", paths["containerd_config"], paths["kubelet_dropin"],
             *(f"{paths['kubelet_state_dir'].rstrip('/')}/{state}" for state, _ in KUBELET_STATES)]
 
