@@ -1,0 +1,134 @@
+"""``hostkit rollout``: the tuning over a fleet in batches, each batch gated by an audit and the
+smoke test's SLO; stops on the first bad host and rolls that batch back; resumable."""
+
+from __future__ import annotations
+
+import argparse
+
+from hostkit.cli import output
+from hostkit.cli.args import ansible_output_args, command, plan_args
+from hostkit.errors import BadInput
+
+SUMMARY = "roll the tuning out in batches, gated by audit and smoke SLO; resume or abort"
+DESCRIPTION = """\
+Hosts in batches (the --canary hosts first, then --batch N hosts or P% of the
+fleet at a time, inventory order). Per batch, the hosts in parallel:
+  pre-batch hooks -> smoke "before" -> apply (--reboot: where the plan needs it)
+  -> audit -> smoke "after" against the SLO -> post-batch hooks.
+A host failing a gate (hook, apply, audit, smoke MISSED or a failed smoke run)
+stops the rollout: its batch is rolled back (--reboot: with reboot where the boot
+configuration came back) and the report says which gate failed and why. A failing
+pre-batch hook stops before anything changed on the batch. INCONCLUSIVE (too few
+samples for a credible p999) is reported, not a gate, as with apply --verify-smoke.
+
+Hooks come from the inventory (host or group vars, one command or a list), are
+rendered with Jinja2 and run on this machine per host, bounded by --hook-timeout:
+  hostkit_pre_batch:  "kubectl drain {{ inventory_hostname }} --ignore-daemonsets --delete-emptydir-data"
+  hostkit_post_batch: "kubectl uncordon {{ inventory_hostname }}"
+
+The state is rewritten atomically after every step: .hostkit/runs/<rollout-id>/rollout.json
+(HOSTKIT_STATE_DIR moves .hostkit), with report.md, fleet.prom and fleet.png beside it."""
+EPILOG = """\
+examples:
+  hostkit rollout -i inv.yml --batch 25% --canary 1 --reboot
+  hostkit rollout -i inv.yml --limit gpu_nodes --batch 2 --max-failures 1 --target-p999-ms 0.5
+  hostkit rollout --resume 20261130T061500Z-1a2b3c     go on after a stop, crash or Ctrl-C
+  hostkit rollout --abort 20261130T061500Z-1a2b3c      roll back what it changed, newest batch first
+
+exit codes: 0 every host rolled out (or aborted cleanly), 1 a gate failed or a host was rolled
+back, 2 bad input (nothing changed), 3 a host's plan was refused by a safety guard"""
+
+NEW_ONLY = ("inventory", "limit", "batch", "canary", "max_failures", "reboot", "target_p999_ms", "smoke_duration",
+            "profile", "force", "hook_timeout")
+
+
+def add_parser(sub) -> argparse.ArgumentParser:
+    ro = command(sub, "rollout", SUMMARY, DESCRIPTION, EPILOG)
+    ro.add_argument("-i", "--inventory", metavar="INVENTORY", help="the fleet (a new rollout)")
+    ro.add_argument("--limit", metavar="PATTERN", help="only hosts matching this Ansible pattern")
+    ro.add_argument("--batch", metavar="N|P%", help="hosts per batch after the canaries: N, or P%% of the fleet "
+                                                     "(rounded up)")
+    ro.add_argument("--canary", type=int, default=None, metavar="K",
+                    help="the first K hosts (inventory order) form the first batch (default 0)")
+    ro.add_argument("--max-failures", type=int, default=None, metavar="N",
+                    help="failed hosts tolerated (each rolled back alone) before the rollout stops and rolls "
+                         "back its batch (default 0: the first failed host stops it)")
+    ro.add_argument("--reboot", action="store_true",
+                    help="reboot hosts whose kernel arguments changed (and, on a rollback, whose boot "
+                         "configuration came back); a pending reboot then fails the audit gate")
+    ro.add_argument("--reboot-timeout", type=int, default=None, metavar="S",
+                    help="seconds a rebooting host may take to answer again (default 900)")
+    ro.add_argument("--target-p999-ms", type=float, default=None, metavar="MS",
+                    help="the smoke gate's p999 target for every host (default: each host's profile)")
+    ro.add_argument("--smoke-duration", type=float, default=None, metavar="S",
+                    help="seconds per smoke run (default: the smoke test's default run, a credible p999; a "
+                         "short run is INCONCLUSIVE, which does not stop the rollout)")
+    ro.add_argument("--hook-timeout", type=float, default=None, metavar="S",
+                    help="seconds each hook command may run before it is killed and fails (default 600)")
+    plan_args(ro)
+    which = ro.add_mutually_exclusive_group()
+    which.add_argument("--resume", metavar="RUN", help="go on with this rollout: finished hosts are not redone")
+    which.add_argument("--abort", metavar="RUN", help="roll back every apply this rollout made, newest batch first")
+    ro.add_argument("--json", action="store_true", help="print the rollout's state as JSON on stdout")
+    ansible_output_args(ro)
+    return ro
+
+
+def request(args):
+    from hostkit.rollout.driver import RolloutRequest
+
+    if not args.inventory:
+        raise BadInput("a new rollout needs -i INVENTORY (or --resume RUN / --abort RUN)")
+    if not args.batch:
+        raise BadInput("a new rollout needs --batch N or --batch P%")
+    given = {k: getattr(args, k) for k in ("canary", "max_failures", "reboot_timeout", "hook_timeout")
+             if getattr(args, k) is not None}  # the others keep RolloutRequest's defaults
+    return RolloutRequest(args.inventory, args.batch, args.limit, reboot=args.reboot,
+                          target_p999_ms=args.target_p999_ms, smoke_duration=args.smoke_duration,
+                          profile=args.profile, force=args.force, **given)
+
+
+def run(args) -> int:
+    from hostkit.rollout import driver
+
+    existing = args.resume or args.abort
+    if existing:
+        given = [f"--{n.replace('_', '-')}" for n in NEW_ONLY if getattr(args, n) not in (None, False)]
+        if given:
+            raise BadInput(f"{'--resume' if args.resume else '--abort'} takes the rollout's own settings; "
+                           f"drop {', '.join(given)}")
+    note = None if args.json else output.note
+    if args.resume:
+        result = driver.resume(args.resume, on_step=note)
+    elif args.abort:
+        result = driver.abort(args.abort, on_step=note)
+    else:
+        req = request(args)
+        if note:
+            note(f"rollout of {args.inventory}: planning batches...")
+        result = driver.start(req, on_step=note)
+    if args.json:
+        output.emit_json(result.to_dict())
+    else:
+        print_result(result)
+    return result.rc
+
+
+def print_result(result) -> None:
+    s = result.state
+    rows = []
+    for h, r in s["hosts"].items():
+        be, af = r.get("before") or {}, r.get("after") or {}
+        rows.append([h, str(r["batch"] + 1), r["status"], _v(be), _v(af), (r.get("audit") or {}).get("status", "-"),
+                     (r["gate"]["gate"] + ": " + r["gate"]["why"])[:100] if r.get("gate") else "-"])
+    output.print_table(["host", "batch", "status", "smoke before", "smoke after", "audit", "gate failed"], rows,
+                       title=f"hostkit rollout {s['rollout_id']}: {s['status']}")
+    f = s.get("failure")
+    if f:
+        print(f"stopped at batch {f['batch'] + 1}: {f['host']} failed the {f['gate']} gate: {f['why']}")
+        print(f"fix it, then: hostkit rollout --resume {s['rollout_id']}   (or --abort {s['rollout_id']})")
+    print(f"report: {result.report}")
+
+
+def _v(rec: dict) -> str:
+    return "-" if not rec else f"{rec['verdict']} {rec['p999_ms'] if rec['p999_ms'] is not None else '-'} ms"

@@ -1,0 +1,509 @@
+"""The rollout loop: batches strictly in order, the hosts of one batch in parallel (one Ansible run
+per step with ``limit``), every step through :mod:`hostkit.api`.
+
+Per batch: pre-batch hooks -> smoke "before" -> apply (``reboot``: the plan's reboot, bounded) ->
+audit -> smoke "after" against the SLO -> post-batch hooks. The gates:
+
+* ``pre_hook``: a hook that fails or times out stops the rollout before anything changed on the
+  batch (hosts of the batch whose pre-batch hooks already ran get their post-batch hooks, so a
+  drained node is put back in service);
+* ``apply``: a host the apply failed, could not reach, or refused (a guard: the rollout's exit 3);
+* ``audit``: drift, or a pending reboot when the rollout reboots (``--reboot``);
+* ``smoke``: the smoke verdict MISSED, or a smoke run that failed. INCONCLUSIVE (too few samples
+  for a credible p999) is recorded and does not stop the rollout, as ``apply --verify-smoke``;
+* ``post_hook``: a failing post-batch hook stops the rollout; the batch keeps its tuning.
+
+More failed hosts than ``max_failures`` (default 0: the first one) stop the rollout and roll the
+whole batch back (this rollout's apply run, with ``reboot`` where the boot configuration came
+back), then run its post-batch hooks when the rollback succeeded. Within ``max_failures`` only the
+failed hosts are rolled back and the rollout goes on.
+
+The state is saved after every step (:mod:`hostkit.rollout.state`); ``resume`` goes on from the
+first batch not done, skipping finished hosts; ``abort`` rolls back every apply run of the rollout
+still in the hosts' journals, newest batch first.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import time
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, fields
+
+from hostkit import api
+from hostkit.ansible.inventory import load_inventory
+from hostkit.ansible.run import new_run_id
+from hostkit.errors import EXIT_FAILED, EXIT_OK, EXIT_REFUSED, BadInput, HostkitError, Refused
+from hostkit.rollout import hooks as hookmod
+from hostkit.rollout import state as st
+from hostkit.rollout.batches import plan_batches
+from hostkit.smoke.options import SmokeOptions
+
+OnStep = Callable[[str], None] | None
+GATES = ("pre_hook", "apply", "audit", "smoke", "post_hook", "rollback")
+
+
+@dataclass(frozen=True)
+class RolloutRequest:
+    inventory: str
+    batch: str
+    limit: str | None = None
+    canary: int = 0
+    max_failures: int = 0
+    reboot: bool = False
+    reboot_timeout: int = 900
+    target_p999_ms: float | None = None  # None: each host's profile
+    smoke_duration: float | None = None  # None: the smoke test's default run (a credible p999)
+    profile: str | None = None
+    force: bool = False
+    hook_timeout: float = hookmod.DEFAULT_TIMEOUT
+
+    def __post_init__(self) -> None:
+        api.check_reboot_timeout(self.reboot_timeout)
+        hookmod.check_timeout(self.hook_timeout)
+        if self.max_failures < 0:
+            raise BadInput(f"--max-failures must be 0 or more, got {self.max_failures}")
+        self.smoke_request("-")  # the smoke options' bounds, checked before anything runs
+
+    def smoke_request(self, limit: str) -> api.SmokeRequest:
+        opts, given = SmokeOptions(duration=self.smoke_duration), {"duration"} if self.smoke_duration else set()
+        if self.target_p999_ms is not None:
+            opts, given = opts.replace(target_p999_ms=self.target_p999_ms), given | {"target_p999_ms"}
+        return api.SmokeRequest(self.inventory, limit, profile=self.profile, options=opts, given=frozenset(given))
+
+    @classmethod
+    def from_dict(cls, d: dict) -> "RolloutRequest":
+        return cls(**{f.name: d[f.name] for f in fields(cls) if f.name in d})
+
+
+@dataclass
+class RolloutResult(api.Result):
+    state: dict
+    report: str | None = None  # the Markdown report's path
+
+    @property
+    def rc(self) -> int:
+        s = self.state
+        if s["status"] == "completed":
+            return EXIT_OK if all(h["status"] == "done" for h in s["hosts"].values()) else EXIT_FAILED
+        if (s["status"] == "aborted" and not s.get("abort", {}).get("errors")):
+            return EXIT_OK
+        failure = s.get("failure") or {}
+        return EXIT_REFUSED if failure.get("refused") else EXIT_FAILED
+
+    def to_dict(self) -> dict:
+        return {**self.state, "report": self.report}
+
+
+# ----------------------------------------------------------------------------- entry points
+
+def start(req: RolloutRequest, on_step: OnStep = None) -> RolloutResult:
+    """Validate everything (inventory, profiles, hooks, batches), then run the rollout."""
+    hosts, _ = _prepare(req)
+    batches = plan_batches([h.name for h in hosts], req.batch, req.canary)
+    if on_step:
+        on_step(f"{len(hosts)} host(s) in {len(batches)} batch(es): "
+                + " | ".join(",".join(b) for b in batches) + "; planning every host first...")
+    refused = refusals(req)
+    if refused:
+        raise Refused("; ".join(refused))
+    rid = new_run_id()
+    state = {
+        "version": st.VERSION, "rollout_id": rid, "status": "running", "created": st.now(), "updated": None,
+        "request": {**asdict(req), "inventory": os.path.abspath(req.inventory)},
+        "controller": _controller(),
+        "batches": [{"index": i, "canary": bool(req.canary) and i == 0, "hosts": b, "status": "pending",
+                     "apply_run": None, "started": None, "finished": None} for i, b in enumerate(batches)],
+        "hosts": {h: _new_host(i) for i, b in enumerate(batches) for h in b},
+        "failed_hosts": 0, "failure": None, "events": [],
+    }
+    st.save(state)
+    return Driver(state, on_step).run()
+
+
+def resume(rollout_id: str, on_step: OnStep = None) -> RolloutResult:
+    state = st.load(rollout_id)
+    if state["status"] == "completed":
+        raise BadInput(f"rollout {rollout_id} has finished: nothing to resume")
+    if state["status"] == "aborted":
+        raise BadInput(f"rollout {rollout_id} was aborted: start a new rollout")
+    _check_not_running(state)
+    req = RolloutRequest.from_dict(state["request"])
+    hosts, _ = _prepare(req)
+    missing = sorted(set(state["hosts"]) - {h.name for h in hosts})
+    if missing:
+        raise BadInput(f"rollout {rollout_id}: {', '.join(missing)} no longer in inventory {req.inventory}")
+    state["status"], state["failure"], state["controller"] = "running", None, _controller()
+    state.setdefault("resumed", []).append(st.now())
+    for h in state["hosts"].values():
+        if h["status"] != "done":
+            h["status"], h["step"], h["gate"] = "pending", "pending", None
+    st.save(state)
+    return Driver(state, on_step).run()
+
+
+def abort(rollout_id: str, on_step: OnStep = None) -> RolloutResult:
+    state = st.load(rollout_id)
+    if state["status"] == "aborted":
+        raise BadInput(f"rollout {rollout_id} was already aborted")
+    _check_not_running(state)
+    state["status_before_abort"], state["status"], state["controller"] = state["status"], "aborting", _controller()
+    st.save(state)
+    return Driver(state, on_step).abort()
+
+
+def refusals(req: RolloutRequest) -> list[str]:
+    """Every host planned before anything changes (one facts round): a host whose plan a guard
+    refuses, or (without ``reboot``) whose plan changes kernel arguments, refuses the whole rollout
+    (exit 3, nothing changed): its smoke gate would measure the kernel it booted, untuned, as
+    ``apply --verify-smoke`` refuses. A host that cannot be planned (unreachable) is bad input for a
+    rollout that must not start half-blind."""
+    plans = api.plan(api.PlanRequest(req.inventory, req.limit, profile=req.profile, force=req.force, writable=True))
+    out = []
+    for name, p in plans.hosts.items():
+        if p.status != "ok":
+            raise HostkitError(f"{name}: cannot be planned before the rollout ({p.status}: {p.error}); nothing changed")
+        if p.refused:
+            out.append(f"{name}: " + "; ".join(p.plan.refused))
+        elif not req.reboot:
+            changes = p.plan.boot_changes(p.facts["kernel"]["cmdline_args"]["args"])
+            if changes:
+                out.append(f"{name}: its plan changes kernel arguments ({' '.join(changes[:3])}"
+                           f"{' ...' if len(changes) > 3 else ''}), its smoke gate would measure the untuned "
+                           "kernel: add --reboot")
+    return out
+
+
+def _prepare(req: RolloutRequest):
+    """The hosts and their rendered hooks; bad inventories, profiles and hooks raise here."""
+    from hostkit.profiles import for_host
+
+    hosts = load_inventory(req.inventory, req.limit)
+    hooks = {}
+    for h in hosts:
+        for_host(h.name, h.vars, req.profile)
+        hooks[h.name] = hookmod.render(h.name, h.vars)
+    return hosts, hooks
+
+
+def _controller() -> dict:
+    return {"host": socket.gethostname(), "pid": os.getpid()}
+
+
+def _check_not_running(state: dict) -> None:
+    c = state.get("controller") or {}
+    if state["status"] in ("running", "aborting") and c.get("host") == socket.gethostname() and c.get("pid") \
+            and c["pid"] != os.getpid() and os.path.exists(f"/proc/{c['pid']}"):
+        raise BadInput(f"rollout {state['rollout_id']} is still running (pid {c['pid']})")
+
+
+def _new_host(batch: int) -> dict:
+    return {"batch": batch, "status": "pending", "step": "pending", "gate": None, "runs": [],
+            "apply_started": None, "apply": None, "audit": None, "before": None, "after": None, "hooks": [],
+            "rollback": None}
+
+
+# ----------------------------------------------------------------------------- the loop
+
+class Driver:
+    def __init__(self, state: dict, on_step: OnStep = None) -> None:
+        self.state, self.on_step = state, on_step
+        self.req = RolloutRequest.from_dict(state["request"])
+        self.hooks: dict[str, dict] = {}
+
+    # --- bookkeeping
+    def save(self) -> None:
+        st.save(self.state)
+
+    def event(self, batch: int, hosts: list[str], step: str, status: str, note: str = "") -> None:
+        self.state["events"].append({"t": round(time.time(), 3), "batch": batch, "hosts": hosts, "step": step,
+                                     "status": status, **({"note": note} if note else {})})
+        self.save()
+        if self.on_step:
+            self.on_step(f"batch {batch + 1}/{len(self.state['batches'])} [{','.join(hosts)}] {step}: {status}"
+                         + (f" ({note})" if note else ""))
+
+    def host(self, name: str) -> dict:
+        return self.state["hosts"][name]
+
+    def set_step(self, hosts: list[str], step: str) -> None:
+        for h in hosts:
+            self.host(h)["step"], self.host(h)["status"] = step, "running"
+
+    def fail(self, host: str, gate: str, why: str, refused: bool = False) -> None:
+        self.host(host)["gate"] = {"gate": gate, "why": why, **({"refused": True} if refused else {})}
+
+    def run(self) -> RolloutResult:
+        _, self.hooks = _prepare(self.req)
+        try:
+            for b in self.state["batches"]:
+                if b["status"] == "done":
+                    continue
+                if not self.run_batch(b):
+                    self.state["status"] = "failed"
+                    break
+            else:
+                self.state["status"] = "completed"
+        except KeyboardInterrupt:
+            self.state["status"] = "interrupted"
+            self.save()
+            raise
+        self.save()
+        return RolloutResult(self.state, self.write_report())
+
+    def run_batch(self, b: dict) -> bool:
+        i = b["index"]
+        todo = [h for h in b["hosts"] if self.host(h)["status"] != "done"]
+        b["status"], b["started"] = "running", b["started"] or st.now()
+        self.event(i, todo, "batch", "started")
+        # 1. pre-batch hooks: nothing has changed on the batch yet
+        drained = []
+        for h in todo:
+            self.set_step([h], "pre_hook")
+            drained.append(h)
+            bad = self.run_hooks("pre_batch", h, i)
+            if bad:
+                self.fail(h, "pre_hook", bad)
+                for other in todo:
+                    self.host(other)["status"] = "failed" if other == h else "pending"
+                    if other != h:
+                        self.host(other)["step"] = "pending"
+                self.event(i, [h], "pre_hook", "failed", bad)
+                self.post_hooks(drained, i, after="a failed pre-batch hook")
+                return self.stop(b, h, "pre_hook", bad)
+            self.event(i, [h], "pre_hook", "ok")
+        # 2. the "before" smoke (evidence, not a gate)
+        self.set_step(todo, "smoke_before")
+        self.smoke(todo, "before", i)
+        # 3. apply
+        self.set_step(todo, "apply")
+        for h in todo:
+            self.host(h)["apply_started"] = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
+        self.save()
+        try:
+            res = api.apply(api.ApplyRequest(self.req.inventory, ",".join(todo), self.req.profile, self.req.force,
+                                             reboot=self.req.reboot, reboot_timeout=self.req.reboot_timeout))
+        except BadInput as exc:  # a host's facts or plan: raised before the apply changed anything
+            for h in todo:
+                self.fail(h, "apply", f"bad input: {exc}")
+                self.host(h)["status"] = "failed"
+            self.post_hooks(todo, i, after="an apply that could not start")
+            return self.stop(b, todo[0], "apply", f"bad input: {exc}")
+        b["apply_run"] = res.run_id
+        failed: list[str] = []
+        for h in todo:
+            ha = res.hosts.get(h)
+            rec = self.host(h)
+            rec["apply"] = {"run_id": res.run_id, "status": ha.status if ha else "failed",
+                            "changed": ha.changed if ha else 0, "reboot_required": ha.reboot_required if ha else None}
+            rec["runs"].append(res.run_id)
+            if ha is None or ha.status not in ("ok", "changed"):
+                why = (f"{ha.status}: " + ("; ".join(ha.refused) or ha.msg or "")) if ha else "no result from the apply"
+                self.fail(h, "apply", why, refused=bool(ha and ha.status == "refused"))
+                failed.append(h)
+        self.event(i, todo, "apply", "failed" if failed else "ok", f"run {res.run_id}")
+        # 4. audit
+        live = [h for h in todo if h not in failed]
+        if live:
+            self.set_step(live, "audit")
+            au = api.audit(api.AuditRequest(self.req.inventory, ",".join(live), self.req.profile, self.req.force,
+                                            strict=self.req.reboot))
+            for h in live:
+                r = au.hosts.get(h) or {"status": "failed", "error": "no audit result"}
+                self.host(h)["audit"] = {"status": r["status"], "counts": r.get("counts")}
+                bad = r["status"] in ("drift", "unreachable", "failed", "refused") or \
+                    (r["status"] == "pending_reboot" and self.req.reboot)
+                if bad:
+                    off = [f"{f.get('check', f.get('path', '?'))}: {f.get('note') or f.get('status')}"
+                           for f in r.get("findings") or [] if f["status"] in ("drift", "pending_reboot")]
+                    self.fail(h, "audit", f"{r['status']}: " + ("; ".join(off)[:400] or r.get("error") or ""))
+                    failed.append(h)
+            self.event(i, live, "audit", "failed" if set(live) & set(failed) else "ok")
+        # 5. the "after" smoke: the SLO gate
+        live = [h for h in todo if h not in failed]
+        if live:
+            self.set_step(live, "smoke_after")
+            verdicts = self.smoke(live, "after", i)
+            for h in live:
+                v = verdicts[h]
+                if v["verdict"] in ("MISSED", "FAILED"):
+                    self.fail(h, "smoke", v["why"])
+                    failed.append(h)
+            self.event(i, live, "smoke_after", "failed" if set(live) & set(failed) else "ok")
+        # gates decided: roll back
+        self.state["failed_hosts"] += len(failed)
+        stop = self.state["failed_hosts"] > self.req.max_failures
+        back = todo if stop else failed
+        restored = self.roll_back(back, i, b) if back else []
+        for h in failed:
+            self.host(h)["status"] = "rolled_back" if h in restored else "failed"
+        for h in set(back) - set(failed):
+            self.host(h)["status"] = "rolled_back" if h in restored else "failed"
+            if h not in restored:
+                self.fail(h, "rollback", (self.host(h)["rollback"] or {}).get("why") or "rollback failed")
+        # 6. post-batch hooks: hosts that passed, and hosts put back as they were
+        ok = [h for h in todo if h not in back]
+        after = self.post_hooks(ok + [h for h in back if h in restored], i)
+        for h in ok:
+            if self.host(h)["gate"] is None:
+                self.host(h)["status"], self.host(h)["step"] = "done", "done"
+        if failed and stop:
+            first = failed[0]
+            return self.stop(b, first, self.host(first)["gate"]["gate"], self.host(first)["gate"]["why"],
+                             refused=bool(self.host(first)["gate"].get("refused")))
+        if after:
+            return self.stop(b, after[0], "post_hook", self.host(after[0])["gate"]["why"])
+        b["status"] = "done"  # within --max-failures, its failed hosts stay rolled back
+        b["finished"] = st.now()
+        self.event(i, todo, "batch", "done")
+        return True
+
+    def stop(self, b: dict, host: str, gate: str, why: str, refused: bool = False) -> bool:
+        b["status"], b["finished"] = "failed", st.now()
+        self.state["failure"] = {"batch": b["index"], "host": host, "gate": gate, "why": why,
+                                 **({"refused": True} if refused else {})}
+        self.event(b["index"], [host], "rollout", "stopped", f"{gate}: {why}")
+        return False
+
+    # --- steps
+    def run_hooks(self, hook: str, host: str, batch: int) -> str | None:
+        """Run the host's hooks of one kind in order; the first failure's reason, or None."""
+        for cmd in self.hooks.get(host, {}).get(hook, []):
+            r = hookmod.run_hook(hook, host, cmd, timeout=self.req.hook_timeout,
+                                 rollout_id=self.state["rollout_id"], batch=batch)
+            self.host(host)["hooks"].append({**r.to_dict(), "batch": batch, "at": st.now()})
+            self.save()
+            if not r.ok:
+                return r.why()
+        return None
+
+    def post_hooks(self, hosts: list[str], batch: int, after: str = "") -> list[str]:
+        """Post-batch hooks of ``hosts``; the hosts whose hook failed (their gate is set)."""
+        bad = []
+        for h in hosts:
+            if self.host(h)["gate"] is None:
+                self.host(h)["step"] = "post_hook"
+            why = self.run_hooks("post_batch", h, batch)
+            if why:
+                bad.append(h)
+                if self.host(h)["gate"] is None:
+                    self.fail(h, "post_hook", why)
+                    self.host(h)["status"] = "failed"
+                self.event(batch, [h], "post_hook", "failed", why)
+            elif self.hooks.get(h, {}).get("post_batch"):
+                self.event(batch, [h], "post_hook", "ok", after)
+        return bad
+
+    def smoke(self, hosts: list[str], phase: str, batch: int) -> dict[str, dict]:
+        """One smoke run on ``hosts``; per host a short record (the full report goes to the run dir)."""
+        from hostkit.smoke.report import verdict as slo_verdict
+
+        res = api.smoke(self.req.smoke_request(",".join(hosts)))
+        out = {}
+        d = st.run_dir(self.state["rollout_id"]) / "smoke"
+        d.mkdir(parents=True, exist_ok=True)
+        for h in hosts:
+            r = res.hosts.get(h)
+            if r is None or not r.ok:
+                why = f"smoke run failed: {r.status}: {r.error}" if r else "no smoke result"
+                rec = {"verdict": "FAILED", "why": why, "p999_ms": None, "target_p999_ms": None, "samples": 0,
+                       "diagnosis": [], "run_id": res.run.run_id}
+            else:
+                doc, slo = r.doc, r.doc["slo"]
+                said = slo_verdict(slo)
+                causes = [x["cause"] for x in doc.get("diagnosis") or []]
+                rec = {"verdict": said, "p999_ms": slo["p999_ms"], "target_p999_ms": slo["target_p999_ms"],
+                       "samples": doc["samples"], "diagnosis": causes, "run_id": res.run.run_id,
+                       "why": f"{said}: p999 {slo['p999_ms']} ms vs target {slo['target_p999_ms']} ms "
+                              f"({doc['samples']} samples"
+                              + (f"; {slo['basis']}" if slo.get("basis") else "") + ")"
+                              + (f"; diagnosis: {', '.join(causes)}" if causes else "")}
+                (d / f"{phase}-{h}.json").write_text(json.dumps(doc))
+            self.host(h)[phase] = rec
+            out[h] = rec
+        self.event(batch, hosts, f"smoke_{phase}", ", ".join(f"{h} {out[h]['verdict']}" for h in hosts))
+        return out
+
+    def journaled(self, hosts: list[str]) -> dict[str, dict[str, object]]:
+        """Per host, the runs in its journal: run id -> rolled_back (None: not rolled back)."""
+        if not hosts:
+            return {}
+        res = api.history(api.HistoryRequest(self.req.inventory, ",".join(hosts)))
+        return {h: {r["run_id"]: r.get("rolled_back") for r in res.hosts[h].doc["runs"]}
+                for h in hosts if h in res.hosts and res.hosts[h].ok}
+
+    def runs_to_undo(self, hosts: list[str], only_run: str | None = None) -> dict[str, list[str]]:
+        """Per host, this rollout's apply runs still in force in its journal, newest first. A host
+        cut off during an apply (no run id recorded) counts the runs that started after its apply."""
+        journals = self.journaled(hosts)
+        out = {}
+        for h in hosts:
+            rec, runs = self.host(h), journals.get(h, {})
+            mine = set(rec["runs"]) if only_run is None else {only_run}
+            if only_run is None and rec["step"] == "apply" and rec["apply_started"] and \
+                    (not rec["apply"] or rec["apply"]["run_id"] not in rec["runs"]):
+                mine |= {r for r in runs if r >= rec["apply_started"]}
+            out[h] = sorted((r for r in runs if r in mine and runs[r] is None), reverse=True)
+        return out
+
+    def roll_back(self, hosts: list[str], batch: int, b: dict | None = None,
+                  only_run: str | None = None) -> list[str]:
+        """Roll back this rollout's runs on ``hosts`` (newest first); the hosts restored."""
+        todo = self.runs_to_undo(hosts, only_run=only_run if only_run else (b["apply_run"] if b else None))
+        by_run: dict[str, list[str]] = {}
+        for h, runs in todo.items():
+            for r in runs:
+                by_run.setdefault(r, []).append(h)
+        ok = {h for h in hosts if h in todo}  # hosts with no journaled run: nothing to restore
+        reasons: dict[str, str] = {}
+        for run_id in sorted(by_run, reverse=True):
+            group = by_run[run_id]
+            self.set_step(group, "rollback")
+            rb = api.rollback(api.RollbackRequest(self.req.inventory, ",".join(group), run_id=run_id,
+                                                  reboot=self.req.reboot, reboot_timeout=self.req.reboot_timeout))
+            for h in group:
+                r = rb.hosts.get(h)
+                good = bool(r and r.ok and api.rolled_back(r.doc))
+                reboot = rb.reboots.get(h)
+                if reboot and reboot.status not in ("ok", "would_run"):
+                    good, reasons[h] = False, f"reboot after rollback {reboot.status}: {reboot.msg}"
+                elif not good:
+                    reasons[h] = f"rollback of run {run_id}: " + (r.error if r and not r.ok else str(
+                        (r.doc if r else {}).get("errors") or "re-check failed"))
+                if not good:
+                    ok.discard(h)
+            self.event(batch, group, "rollback", "ok" if all(h in ok for h in group) else "failed", f"run {run_id}")
+        for h in hosts:
+            self.host(h)["rollback"] = {"runs": todo.get(h, []), "ok": h in ok,
+                                        **({"why": reasons[h]} if h in reasons else {}),
+                                        **({} if h in todo else {"why": "history unavailable"})}
+            if h not in todo:
+                ok.discard(h)
+        self.save()
+        return sorted(ok)
+
+    # --- abort
+    def abort(self) -> RolloutResult:
+        errors = []
+        touched = [h for h, rec in self.state["hosts"].items() if rec["runs"] or rec["apply_started"]]
+        for b in reversed(self.state["batches"]):
+            hosts = [h for h in b["hosts"] if h in touched]
+            if not hosts:
+                continue
+            restored = self.roll_back(hosts, b["index"])
+            for h in hosts:
+                self.host(h)["status"] = "aborted" if h in restored else "failed"
+                if h not in restored:
+                    errors.append(f"{h}: {self.host(h)['rollback'].get('why', 'rollback failed')}")
+            b["status"] = "aborted"
+        self.state["abort"] = {"at": st.now(), "errors": errors}
+        self.state["status"] = "aborted"
+        self.save()
+        return RolloutResult(self.state, self.write_report())
+
+    def write_report(self) -> str:
+        from hostkit.rollout.report import write_report
+
+        return str(write_report(self.state))
