@@ -13,12 +13,68 @@ description:
   - kubelet refuses to start (and crash-loops) when its CPU or memory manager policy differs from
     the policyName recorded in its state file. The state file is journaled (content included) and
     removed, so rollback puts it back.
+  - A state file that does not parse counts as differing (kubelet fails on it too).
+author: hostkit maintainers (!UNKNOWN)
+attributes:
+  check_mode:
+    description: Reports the state files it would remove; removes nothing, writes no journal.
+    support: full
+  diff_mode:
+    description: No diff is returned; RV(removed) names each file with its recorded and wanted policy.
+    support: none
 options:
-  sysroot: {type: str, default: '', description: Root the paths are under.}
-  state_dir: {type: path, default: /var/lib/kubelet, description: kubelet's state directory.}
-  policies: {type: dict, required: true, description: "State file name -> wanted policy, e.g. {cpu_manager_state: static}."}
-  run_id: {type: str, required: true, description: Journal run id.}
-  role: {type: str, default: kubelet, description: Role name recorded in the journal.}
+  sysroot:
+    description: Root the paths are under.
+    type: str
+    default: ''
+  state_dir:
+    description: kubelet's state directory.
+    type: path
+    default: /var/lib/kubelet
+  policies:
+    description:
+      - "State file name (V(cpu_manager_state) or V(memory_manager_state)) -> the policy kubelet
+        will be configured with, for example V({cpu_manager_state: static})."
+    type: dict
+    required: true
+  run_id:
+    description: Run id; the journal is C(<sysroot>/var/lib/hostkit/journal/<run_id>.json).
+    type: str
+    required: true
+  role:
+    description: Role name recorded in the journal entry.
+    type: str
+    default: kubelet
+"""
+
+EXAMPLES = r"""
+- name: Remove a state file whose policy differs before kubelet restarts with the static policy
+  hostkit.tuning.hostkit_kubelet_state:
+    policies:
+      cpu_manager_state: static
+      memory_manager_state: Static
+    run_id: "{{ hostkit_run_id }}"
+"""
+
+RETURN = r"""
+removed:
+  description: The state files removed (to be removed, in check mode); empty when every policy matches.
+  returned: always
+  type: list
+  elements: dict
+  contains:
+    path:
+      description: The state file's path on the host.
+      type: str
+      sample: /var/lib/kubelet/cpu_manager_state
+    policy:
+      description: The policy the file recorded (null when it did not parse).
+      type: str
+      sample: none
+    wanted:
+      description: The policy kubelet will run with.
+      type: str
+      sample: static
 """
 
 import json

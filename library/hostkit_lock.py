@@ -10,17 +10,92 @@ DOCUMENTATION = r"""
 module: hostkit_lock
 short_description: Take or release <sysroot>/var/lib/hostkit/lock for one run
 description:
-  - C(state=acquired) creates the lock atomically (O_EXCL) with the run id, the controller and the time;
+  - O(state=acquired) creates the lock atomically (O_EXCL) with the run id, the controller and the time;
     when another run holds it, the module fails naming the holder and changes nothing.
-  - C(state=released) removes the lock only when this run holds it (or when C(force) is set, which is how
-    `hostkit unlock` clears the lock of a dead run).
+  - O(state=released) removes the lock only when this run holds it (or when O(force) is set, which is how
+    C(hostkit unlock) clears the lock of a dead run).
+author: hostkit maintainers (!UNKNOWN)
+attributes:
+  check_mode:
+    description: Runs in check mode and does what it does outside it.
+    support: partial
+    details:
+      - The lock is hostkit's own state, not the host's - it is taken and released in check mode too,
+        so a check run and an apply never overlap on one host.
+  diff_mode:
+    description: No diff is returned.
+    support: none
 options:
-  sysroot: {type: str, default: '', description: Root the host lives under.}
-  run_id: {type: str, required: true, description: This run.}
-  state: {type: str, default: acquired, choices: [acquired, released], description: Take or release.}
-  controller: {type: str, default: '', description: "host:pid of the controller, recorded for stale-lock detection."}
-  force: {type: bool, default: false, description: Release whoever holds it.}
-  min_free_mb: {type: int, default: 16, description: "Refuse (before any change) when the journal's filesystem has less free space."}
+  sysroot:
+    description: Root the host lives under.
+    type: str
+    default: ''
+  run_id:
+    description: This run.
+    type: str
+    required: true
+  state:
+    description: Take or release the lock.
+    type: str
+    default: acquired
+    choices: [acquired, released]
+  controller:
+    description: C(host:pid) of the controller, recorded for stale-lock detection.
+    type: str
+    default: ''
+  force:
+    description: Release the lock whoever holds it.
+    type: bool
+    default: false
+  min_free_mb:
+    description: Refuse (before any change) when the journal's filesystem has less free space (MiB).
+    type: int
+    default: 16
+"""
+
+EXAMPLES = r"""
+- name: Take the host-side lock (a second run is refused, naming this one)
+  hostkit.tuning.hostkit_lock:
+    run_id: "{{ hostkit_run_id }}"
+    controller: "{{ hostkit_controller | default('') }}"
+
+- name: Release the host-side lock
+  hostkit.tuning.hostkit_lock:
+    run_id: "{{ hostkit_run_id }}"
+    state: released
+"""
+
+RETURN = r"""
+acquired:
+  description: The lock was taken by this call.
+  returned: when O(state=acquired) and the lock was free
+  type: bool
+  sample: true
+lock:
+  description: The lock file (under O(sysroot)).
+  returned: when O(state=acquired) and the lock was free
+  type: str
+  sample: /var/lib/hostkit/lock
+released:
+  description: The lock was removed by this call.
+  returned: when O(state=released) and this run (or O(force)) held it
+  type: bool
+  sample: true
+holder:
+  description: The lock's content (run_id, controller, time, check) as found.
+  returned: when a lock was found; also on the failure naming another run
+  type: dict
+  sample: {"run_id": "20261130-055000-ab12", "controller": "ctl:4242", "time": 1796018400.0, "check": false}
+locked:
+  description: Set on the failure when another run holds the lock.
+  returned: failure
+  type: bool
+  sample: true
+journal_free_mb:
+  description: Free MiB under the journal's directory, on the failure for too little space.
+  returned: failure
+  type: float
+  sample: 3.5
 """
 
 import errno

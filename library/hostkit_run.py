@@ -10,13 +10,73 @@ DOCUMENTATION = r"""
 module: hostkit_run
 short_description: Run update-grub / systemctl / restarts for real, or record them as "would run"
 description:
-  - Lab hosts share this machine's kernel, boot loader and services. When the sysroot is not '/',
-    the exact argv is appended to <sysroot>/var/lib/hostkit/would-run.jsonl and returned, never run.
-  - The argv is executed without a shell.
+  - Lab hosts share this machine's kernel, boot loader and services. When the sysroot is not V(/),
+    the exact argv is appended to C(<sysroot>/var/lib/hostkit/would-run.jsonl) and returned, never run.
+  - The argv is executed without a shell. C(systemctl) on a host where systemd is not running
+    (a container, a minimal VM) is skipped and reported in RV(skipped_reason).
+author: hostkit maintainers (!UNKNOWN)
+attributes:
+  check_mode:
+    description: Reports the command as would-run; neither runs nor records it.
+    support: full
+  diff_mode:
+    description: No diff is returned.
+    support: none
 options:
-  sysroot: {type: str, default: '', description: Root the host lives under.}
-  argv: {type: list, elements: str, required: true, description: The command.}
-  reason: {type: str, default: '', description: Why it runs (recorded).}
+  sysroot:
+    description: Root the host lives under.
+    type: str
+    default: ''
+  argv:
+    description: The command, one list item per argument.
+    type: list
+    elements: str
+    required: true
+  reason:
+    description: Why it runs (recorded in the would-run log).
+    type: str
+    default: ''
+"""
+
+EXAMPLES = r"""
+- name: Regenerate the GRUB config
+  hostkit.tuning.hostkit_run:
+    argv: [update-grub]
+    reason: kernel arguments changed
+
+- name: Restart containerd
+  hostkit.tuning.hostkit_run:
+    argv: [systemctl, restart, containerd]
+    reason: config.toml changed
+"""
+
+RETURN = r"""
+argv:
+  description: The command.
+  returned: always
+  type: list
+  elements: str
+  sample: [systemctl, restart, containerd]
+would_run:
+  description: True when the command was only recorded (lab sysroot) or reported (check mode), not run.
+  returned: always
+  type: bool
+  sample: false
+skipped_reason:
+  description: Why a C(systemctl) command was not run.
+  returned: when systemd is not running on the host
+  type: str
+  sample: systemd is not running on this host
+rc:
+  description: The command's exit status.
+  returned: when the command ran
+  type: int
+  sample: 0
+stdout:
+  description: The command's standard output.
+  returned: when the command ran
+  type: str
+  sample: ''
 """
 
 import os
@@ -34,8 +94,8 @@ def decide(params, live, systemd_running, check_mode):
         return None, dict(failed=True, msg="argv must not be empty")
     shown = " ".join(argv)
     if not live:
-        return (None if check_mode else "record"), dict(changed=False, would_run=True, argv=argv,
-                                                         msg="would run (lab sysroot): %s" % shown)
+        action = None if check_mode else "record"
+        return action, dict(changed=False, would_run=True, argv=argv, msg="would run (lab sysroot): %s" % shown)
     if check_mode:
         return None, dict(changed=True, would_run=True, argv=argv)
     if os.path.basename(argv[0]) == "systemctl" and not systemd_running:

@@ -11,22 +11,125 @@ module: hostkit_values
 short_description: Set /proc and /sys values under hostkit_sysroot in one call, journaling previous values
 description:
   - One call for hundreds of CPUs or IRQs (an Ansible loop over 384 CPUs costs minutes).
-  - Values are compared normalised (int, cpulist, hex mask, bracketed choice) before writing.
-  - Writes the kernel refuses with EIO (managed or per-CPU IRQs) are reported in C(refused), not failures,
-    when C(tolerate_refused) is set. In a lab sysroot, a C(.managed) file beside an IRQ's files stands for that EIO.
+  - Values are compared normalised (int, cpulist, hex mask, bracketed choice) before writing; all
+    previous values go into one journal entry before the first write.
+  - Writes the kernel refuses with EIO (managed IRQs), EPERM or EINVAL (per-CPU or chip-restricted
+    IRQs) are reported in RV(refused), not failures, when O(tolerate_refused) is set. In a lab
+    sysroot, a C(.managed) file beside an IRQ's files stands for that EIO.
+author: hostkit maintainers (!UNKNOWN)
+attributes:
+  check_mode:
+    description: Reports the values it would write; writes nothing, not even the journal.
+    support: full
+  diff_mode:
+    description: Returns C(path = value) lines before and after for the values that change.
+    support: full
 options:
-  sysroot: {description: Root the paths are under., type: str, default: ''}
+  sysroot:
+    description: Root the paths are under.
+    type: str
+    default: ''
   items:
-    description: >-
-      List of {path, value, kind} with kind one of int, str, cpulist, mask; optional allowed_from:
-      a file listing the values the kernel accepts (e.g. scaling_available_governors), checked
-      for every item before anything is written.
+    description:
+      - List of C({path, value, kind}); C(kind) is one of V(int), V(str), V(cpulist), V(mask)
+        (default V(str)).
+      - Optional C(allowed_from) - a file listing the values the kernel accepts (for example
+        C(scaling_available_governors)), checked for every item before anything is written.
     type: list
     elements: dict
     required: true
-  tolerate_refused: {description: Report writes the kernel refuses (EIO, EPERM, EINVAL) instead of failing., type: bool, default: false}
-  run_id: {description: Journal run id., type: str, required: true}
-  role: {description: Role name recorded in the journal., type: str, default: ''}
+  tolerate_refused:
+    description:
+      - Report writes the kernel refuses (EIO, EPERM, EINVAL) in RV(refused) instead of failing.
+    type: bool
+    default: false
+  run_id:
+    description: Run id; the journal is C(<sysroot>/var/lib/hostkit/journal/<run_id>.json).
+    type: str
+    required: true
+  role:
+    description: Role name recorded in the journal entry.
+    type: str
+    default: ''
+"""
+
+EXAMPLES = r"""
+- name: NUMA sysctls at runtime
+  hostkit.tuning.hostkit_values:
+    items:
+      - {path: /proc/sys/kernel/numa_balancing, value: 0, kind: int}
+      - {path: /proc/sys/vm/stat_interval, value: 10, kind: int}
+    run_id: "{{ hostkit_run_id }}"
+    role: numa_sysctl
+
+- name: Every movable IRQ to the housekeeping CPUs, managed IRQs reported instead of failing
+  hostkit.tuning.hostkit_values:
+    items:
+      - {path: /proc/irq/24/smp_affinity_list, value: "0-1", kind: cpulist}
+      - {path: /proc/irq/25/smp_affinity_list, value: "0-1", kind: cpulist}
+    tolerate_refused: true
+    run_id: "{{ hostkit_run_id }}"
+    role: irq_affinity
+
+- name: The performance governor, if the CPU offers it
+  hostkit.tuning.hostkit_values:
+    items:
+      - path: /sys/devices/system/cpu/cpu0/cpufreq/scaling_governor
+        value: performance
+        allowed_from: /sys/devices/system/cpu/cpu0/cpufreq/scaling_available_governors
+    run_id: "{{ hostkit_run_id }}"
+    role: cpu_governor
+"""
+
+RETURN = r"""
+changes:
+  description: The values written (to be written, in check mode), each with its previous value.
+  returned: always
+  type: list
+  elements: dict
+  contains:
+    path:
+      description: The file.
+      type: str
+      sample: /proc/sys/kernel/numa_balancing
+    before:
+      description: Its content before.
+      type: str
+      sample: '1'
+    after:
+      description: The value written.
+      type: str
+      sample: '0'
+unchanged:
+  description: How many items already held their value.
+  returned: always
+  type: int
+  sample: 382
+missing:
+  description: Paths that do not exist or cannot be read (left alone).
+  returned: always
+  type: list
+  elements: str
+  sample: []
+refused:
+  description: Writes the kernel refused (with O(tolerate_refused)), dropped from the journal.
+  returned: always
+  type: list
+  elements: dict
+  contains:
+    path:
+      description: The file.
+      type: str
+      sample: /proc/irq/57/smp_affinity_list
+    error:
+      description: Why.
+      type: str
+      sample: Input/output error
+written:
+  description: How many values were written.
+  returned: when something was to change and not in check mode
+  type: int
+  sample: 2
 """
 
 import errno

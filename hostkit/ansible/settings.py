@@ -159,11 +159,14 @@ def _paths(ours: list[Path], settings: OperatorSettings, name: str) -> str:
 def runner_env(root: Path, control_dir: str, *, log_path: str | None = None,
                operator: OperatorSettings | None = None) -> dict[str, str]:
     """ansible-runner's ``envvars``: the operator's settings (``ANSIBLE_CONFIG``) plus hostkit's layer."""
+    from hostkit.paths import layout_of
+
     s = operator or settings()
+    lay = layout_of(root)  # a checkout or the installed collection (hostkit/paths.py)
     env = {
-        "ANSIBLE_ROLES_PATH": _paths([root / "roles"], s, "DEFAULT_ROLES_PATH"),
-        "ANSIBLE_LIBRARY": _paths([root / "library"], s, "DEFAULT_MODULE_PATH"),
-        "ANSIBLE_MODULE_UTILS": _paths([root / "module_utils"], s, "DEFAULT_MODULE_UTILS_PATH"),
+        "ANSIBLE_ROLES_PATH": _paths([lay.roles], s, "DEFAULT_ROLES_PATH"),
+        "ANSIBLE_LIBRARY": _paths([lay.library], s, "DEFAULT_MODULE_PATH"),
+        "ANSIBLE_MODULE_UTILS": _paths([lay.module_utils] if lay.module_utils else [], s, "DEFAULT_MODULE_UTILS_PATH"),
         "ANSIBLE_SSH_ARGS": s.ssh_args(),
         # One control-socket directory per run: a master connection from an earlier run
         # (another inventory, another known_hosts) must never skip this run's host-key check.
@@ -172,6 +175,9 @@ def runner_env(root: Path, control_dir: str, *, log_path: str | None = None,
         "ANSIBLE_RETRY_FILES_ENABLED": "False",
         "ANSIBLE_NOCOLOR": "True",
     }
+    if lay.collections is not None:  # the collection's modules import its module_utils by collection name
+        ours_first = [str(lay.collections)] + [str(p) for p in s.value("COLLECTIONS_PATHS") or []]
+        env["ANSIBLE_COLLECTIONS_PATH"] = os.pathsep.join(dict.fromkeys(ours_first))
     if s.path is not None:
         env["ANSIBLE_CONFIG"] = str(s.path)
     if not s.ssh_set("pipelining"):

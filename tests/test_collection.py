@@ -1,0 +1,200 @@
+"""The Ansible collection hostkit.tuning, assembled from the repository by scripts/build_collection.py:
+what it holds, that `ansible-galaxy collection build` gives the same files, that every module's
+documentation matches its argument_spec and renders with ansible-doc, and `ansible-test sanity`."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import re
+import subprocess
+import sys
+import tarfile
+import tomllib
+from pathlib import Path
+
+import pytest
+import yaml
+
+from tests.modules.runner import load_module
+
+REPO = Path(__file__).resolve().parent.parent
+BIN = Path(sys.executable).parent
+MODULES = sorted(p.stem for p in (REPO / "library").glob("*.py"))
+
+
+def _build_script():
+    spec = importlib.util.spec_from_file_location("build_collection", REPO / "scripts" / "build_collection.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+build = _build_script()
+
+
+@pytest.fixture(scope="module")
+def collection(tmp_path_factory) -> Path:
+    return build.assemble(tmp_path_factory.mktemp("collections"))
+
+
+def files_of(root: Path) -> dict[str, bytes]:
+    return {str(p.relative_to(root)): p.read_bytes() for p in sorted(root.rglob("*")) if p.is_file()}
+
+
+def ansible_env(collection: Path) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("ANSIBLE_")}
+    env.update(ANSIBLE_COLLECTIONS_PATH=str(collection.parents[2]), ANSIBLE_NOCOLOR="1",
+               PATH=f"{BIN}{os.pathsep}{os.environ.get('PATH', '')}")
+    return env
+
+
+# ----------------------------------------------------------------------------- what the collection holds
+
+def test_the_collection_is_the_repository_in_collection_layout(collection):
+    assert collection.parts[-3:] == ("ansible_collections", "hostkit", "tuning")
+    for src, dest in (("library", "plugins/modules"), ("module_utils", "plugins/module_utils")):
+        sources = sorted((REPO / src).glob("*.py"))
+        assert sorted(p.name for p in (collection / dest).glob("*.py")) == [p.name for p in sources]
+        for p in sources:
+            copy = collection / dest / p.name
+            assert not copy.is_symlink()  # module_utils links into hostkit/agent/ are shipped as files
+            assert copy.read_text() == build.rewrite_imports(p.resolve().read_text()), p
+            assert "ansible.module_utils.hostkit_" not in copy.read_text(), p
+    for tree in ("roles", "playbooks"):
+        assert files_of(collection / tree) == {k: v for k, v in files_of(REPO / tree).items()
+                                               if "__pycache__" not in k}
+    assert (collection / "LICENSE").read_bytes() == (REPO / "LICENSE").read_bytes()
+
+
+def test_the_import_rewrite_keeps_names_and_changes_only_hostkit_module_utils():
+    src = ("from ansible.module_utils.basic import AnsibleModule\n"
+           "from ansible.module_utils.hostkit_journal import (Journal, JournalError,\n"
+           "                                                  file_state)\n"
+           "    from ansible.module_utils.hostkit_sysroot import is_live  # noqa: F401\n")
+    assert build.rewrite_imports(src) == (
+        "from ansible.module_utils.basic import AnsibleModule\n"
+        "from ansible_collections.hostkit.tuning.plugins.module_utils.hostkit_journal import (\n"
+        "    Journal, JournalError, file_state)\n"
+        "    from ansible_collections.hostkit.tuning.plugins.module_utils.hostkit_sysroot import is_live  # noqa: F401\n")
+
+
+def test_galaxy_version_and_requires_ansible_follow_pyproject(collection):
+    project = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]
+    galaxy = yaml.safe_load((collection / "galaxy.yml").read_text())
+    assert (galaxy["namespace"], galaxy["name"], galaxy["version"]) == ("hostkit", "tuning", project["version"])
+    assert galaxy["license"] == [project["license"]]
+    (floor,) = [re.fullmatch(r"ansible-core>=([0-9.]+)", d).group(1) for d in project["dependencies"]
+                if d.startswith("ansible-core")]
+    runtime = yaml.safe_load((collection / "meta" / "runtime.yml").read_text())
+    assert runtime["requires_ansible"] == f">={floor}.0"
+
+
+def test_ansible_galaxy_collection_build_gives_the_same_files(collection, tmp_path):
+    tarball = build.galaxy_build(collection, tmp_path / "out")
+    with tarfile.open(tarball) as tar:
+        built = {m.name: tar.extractfile(m).read() for m in tar.getmembers() if m.isfile()}
+    tree = files_of(collection)
+    galaxy = yaml.safe_load(tree.pop("galaxy.yml"))  # ansible-galaxy turns it into MANIFEST.json
+    info = json.loads(built.pop("MANIFEST.json"))["collection_info"]
+    assert {k: info[k] for k in ("namespace", "name", "version", "license")} == \
+        {k: galaxy[k] for k in ("namespace", "name", "version", "license")}
+    built.pop("FILES.json")
+    assert built == tree
+
+
+# ----------------------------------------------------------------------------- module documentation
+
+class _Spec(Exception):
+    def __init__(self, kwargs):
+        super().__init__("argument spec")
+        self.kwargs = kwargs
+
+
+def argument_spec(module: str) -> dict:
+    """The argument_spec ``library/<module>.py`` hands AnsibleModule (its main() run up to there)."""
+    mod = load_module(module)
+
+    def capture(**kwargs):
+        raise _Spec(kwargs)
+
+    real = mod.AnsibleModule
+    mod.AnsibleModule = capture
+    try:
+        mod.main()
+    except _Spec as got:
+        return got.kwargs
+    finally:
+        mod.AnsibleModule = real
+    raise AssertionError(f"{module}: main() never built an AnsibleModule")
+
+
+@pytest.fixture(scope="module")
+def docs(collection) -> dict[str, dict]:
+    """``ansible-doc --json`` of every module, one call."""
+    proc = subprocess.run([str(BIN / "ansible-doc"), "-t", "module", "--json"]
+                          + [f"hostkit.tuning.{m}" for m in MODULES],
+                          env=ansible_env(collection), capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    return {name.split(".")[-1]: doc for name, doc in json.loads(proc.stdout).items()}
+
+
+@pytest.mark.parametrize("module", MODULES)
+def test_documented_options_are_the_argument_spec(module, docs):
+    kwargs = argument_spec(module)
+    spec = kwargs["argument_spec"]
+    options = docs[module]["doc"]["options"]
+    assert sorted(options) == sorted(spec)
+    for name, want in spec.items():
+        doc = options[name]
+        for key, default in (("type", "raw"), ("required", False), ("default", None), ("choices", None),
+                             ("elements", None)):
+            assert doc.get(key, default) == want.get(key, default), f"{module} {name}: {key}"
+        assert doc["description"] and all(isinstance(d, str) for d in doc["description"]), (module, name)
+    attributes = docs[module]["doc"]["attributes"]
+    assert set(attributes) == {"check_mode", "diff_mode"}
+    assert (attributes["check_mode"]["support"] != "none") == bool(kwargs.get("supports_check_mode")), module
+
+
+@pytest.mark.parametrize("module", MODULES)
+def test_examples_return_and_author(module, docs):
+    doc = docs[module]
+    assert doc["doc"]["author"] and doc["doc"]["short_description"]
+    tasks = yaml.safe_load(doc["examples"])
+    assert tasks and all(f"hostkit.tuning.{module}" in t for t in tasks), module
+    for t in tasks:
+        assert set(t[f"hostkit.tuning.{module}"]) <= set(argument_spec(module)["argument_spec"]), t
+    assert doc["return"], module
+
+
+def test_tolerate_refused_renders_as_one_sentence(collection):
+    proc = subprocess.run([str(BIN / "ansible-doc"), "hostkit.tuning.hostkit_values"],
+                          env=ansible_env(collection), capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    text = " ".join(proc.stdout.split())
+    assert "tolerate_refused Report writes the kernel refuses (EIO, EPERM, EINVAL) in `refused' instead of " \
+           "failing. default: false type: bool" in text
+
+
+@pytest.mark.parametrize("module", MODULES)
+def test_ansible_doc_renders_each_module(module, collection):
+    proc = subprocess.run([str(BIN / "ansible-doc"), f"hostkit.tuning.{module}"],
+                          env=ansible_env(collection), capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0 and "[WARNING]" not in proc.stderr, proc.stderr
+    assert proc.stdout.startswith(f"> MODULE hostkit.tuning.{module}"), proc.stdout[:200]
+    assert "EXAMPLES:" in proc.stdout and "RETURN VALUES:" in proc.stdout
+
+
+# ----------------------------------------------------------------------------- ansible-test
+
+def test_ansible_test_sanity_is_clean(collection):
+    """Every sanity test of ansible-test (pep8, pylint, validate-modules, yamllint, import, ...);
+    ignores only in collection/tests/sanity/ignore-*.txt, each with its reason. The first run
+    installs ansible-test's pinned tools into build/ansible-test-home; later runs are offline."""
+    proc = build.sanity(collection)
+    out = proc.stdout + proc.stderr
+    assert proc.returncode == 0, "\n".join(line for line in out.splitlines() if "ERROR" in line or "FATAL" in line)
+    assert "ERROR" not in out
+    assert re.search(r'Running sanity test "validate-modules"', out)
+    assert re.search(r'Running sanity test "pylint"', out)
