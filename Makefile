@@ -54,6 +54,15 @@ test-lab: setup
 test-vm: setup
 	$(PY) -m pytest -m vm $(PYTEST_ARGS)
 
+# The Ansible collection hostkit.tuning (also inside the wheel): build/collection/hostkit-tuning-<version>.tar.gz,
+# and ansible-test sanity on it (tests/test_collection.py runs the same).
+.PHONY: collection sanity
+collection: setup
+	$(PY) scripts/build_collection.py build/collection --tar
+
+sanity: setup
+	$(PY) scripts/build_collection.py build/collection --sanity
+
 bench: setup
 	$(PY) bench/facts.py
 	$(PY) bench/apply_fleet.py

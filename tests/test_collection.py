@@ -198,3 +198,27 @@ def test_ansible_test_sanity_is_clean(collection):
     assert "ERROR" not in out
     assert re.search(r'Running sanity test "validate-modules"', out)
     assert re.search(r'Running sanity test "pylint"', out)
+
+
+# ----------------------------------------------------------------------------- a user's own playbook
+
+def test_a_users_playbook_runs_a_role_of_the_collection_by_its_fqcn(collection, tmp_path):
+    """Only ANSIBLE_COLLECTIONS_PATH: the role is found by its FQCN and its tasks' short module
+    names (hostkit_file, hostkit_values) resolve in the role's own collection, whose modules import
+    their module_utils by collection name."""
+    sysroot = tmp_path / "host"
+    (sysroot / "proc/sys/kernel").mkdir(parents=True)
+    (sysroot / "proc/sys/kernel/sched_rt_runtime_us").write_text("950000\n")
+    playbook = tmp_path / "site.yml"
+    playbook.write_text(yaml.safe_dump([{
+        "name": "Tune", "hosts": "localhost", "connection": "local", "gather_facts": False,
+        "vars": {"hostkit_sysroot": str(sysroot), "hostkit_run_id": "user-run-1",
+                 "ansible_python_interpreter": sys.executable},
+        "roles": [{"role": "hostkit.tuning.rt_runtime", "rt_runtime_us": 900000}]}]))
+    proc = subprocess.run([str(BIN / "ansible-playbook"), "-i", "localhost,", str(playbook)], cwd=tmp_path,
+                          env=ansible_env(collection), capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-2000:]
+    assert (sysroot / "proc/sys/kernel/sched_rt_runtime_us").read_text() == "900000\n"
+    assert "kernel.sched_rt_runtime_us = 900000" in (sysroot / "etc/sysctl.d/60-hostkit-rt.conf").read_text()
+    journal = json.loads((sysroot / "var/lib/hostkit/journal/user-run-1.json").read_text())
+    assert [(e["kind"], e["role"]) for e in journal["entries"]] == [("file", "rt_runtime"), ("values", "rt_runtime")]
