@@ -86,13 +86,18 @@ def add_gap_arguments(parser: argparse.ArgumentParser) -> None:
                              "or normal (compete like any task)")
 
 
-def _spin(cpu: int, start_ns: int, end_ns: int, threshold_ns: int, policy: str, conn) -> None:
-    """One spinner: pinned to ``cpu``; sends back [(start_ns, length_ns, charged_ns)], its CPU time
-    and its involuntary context switches."""
+SPAWN_TIMEOUT_S = 120  # a slow guest (TCG, an overcommitted host) can take long to start Python
+
+
+def _spin(cpu: int, threshold_ns: int, policy: str, conn) -> None:
+    """One spinner: pinned to ``cpu``; says it is ready, receives (start_ns, end_ns), spins, and
+    sends back [(start_ns, length_ns, charged_ns)], its CPU time and its involuntary switches."""
     os.sched_setaffinity(0, {cpu})
     if policy == "idle":
         os.sched_setscheduler(0, os.SCHED_IDLE, os.sched_param(0))
     mono, tcpu = time.monotonic_ns, time.thread_time_ns
+    conn.send("ready")
+    start_ns, end_ns = conn.recv()
     gaps = []
     now = mono()
     while now < start_ns:  # every spinner starts on the same clock edge
@@ -123,27 +128,33 @@ def _spin(cpu: int, start_ns: int, end_ns: int, threshold_ns: int, policy: str, 
 
 
 def run_probe(opts: GapOptions, on_started=None) -> dict:
-    """Run one spinner per probed CPU for ``duration_s``; the report of :func:`summarise`.
-    ``on_started({cpu: pid}, start_ns)`` is called once every spinner is started (tests stop one to make a gap)."""
+    """Run one spinner per probed CPU for ``duration_s``, all starting together once every one of
+    them runs; the report of :func:`summarise`. ``on_started({cpu: pid}, start_ns)`` is called
+    when the start is set (tests stop a spinner to make a gap)."""
     cpus = opts.probed_cpus()
     ctx = multiprocessing.get_context("spawn")
-    start_ns = time.monotonic_ns() + 1_500_000_000  # room to spawn every spinner
-    end_ns = start_ns + int(opts.duration_s * 1e9)
     procs, conns = [], []
     try:
         for cpu in cpus:
-            recv, send = ctx.Pipe(duplex=False)
-            p = ctx.Process(target=_spin, args=(cpu, start_ns, end_ns, int(opts.threshold_us * 1000), opts.policy,
-                                                send), daemon=True, name=f"hostkit-gap-spinner-{cpu}")
+            here, there = ctx.Pipe()
+            p = ctx.Process(target=_spin, args=(cpu, int(opts.threshold_us * 1000), opts.policy, there),
+                            daemon=True, name=f"hostkit-gap-spinner-{cpu}")
             p.start()
-            send.close()
+            there.close()
             procs.append(p)
-            conns.append(recv)
+            conns.append(here)
+        for p, c in zip(procs, conns):
+            if not c.poll(SPAWN_TIMEOUT_S) or c.recv() != "ready":
+                raise RuntimeError(f"gap spinner {p.name} did not start within {SPAWN_TIMEOUT_S} s")
+        start_ns = time.monotonic_ns() + 100_000_000  # every spinner is waiting: a short, common start
+        end_ns = start_ns + int(opts.duration_s * 1e9)
+        for c in conns:
+            c.send((start_ns, end_ns))
         if on_started is not None:
             on_started({cpu: p.pid for cpu, p in zip(cpus, procs)}, start_ns)
         results = []
         for p, c in zip(procs, conns):
-            if not c.poll(opts.duration_s + 30):
+            if not c.poll(opts.duration_s + 60):
                 raise RuntimeError(f"gap spinner {p.name} sent nothing")
             results.append(c.recv())
     finally:
