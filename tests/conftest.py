@@ -17,7 +17,7 @@ REPO = Path(__file__).resolve().parent.parent
 TEST_LAB_PORT = int(os.environ.get("HOSTKIT_TEST_LAB_PORT", "2322"))
 # A run's labs use TEST_LAB_PORT .. TEST_LAB_PORT + LAB_PORTS - 1 (lab hosts share one port per lab
 # on 127.0.0.2, .3, ...): two runs whose HOSTKIT_TEST_LAB_PORT differ by LAB_PORTS never collide.
-LAB_PORTS = 10
+LAB_PORTS = 16
 
 
 def lab_port(offset: int) -> int:

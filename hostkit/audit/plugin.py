@@ -28,6 +28,13 @@ def pytest_addoption(parser):
 
 
 _results: dict = {}
+_USAGE = pytest.StashKey[str]()
+
+
+def pytest_collection_modifyitems(config, items):
+    """The run stops here, exit 4 (pytest's usage error) naming what is missing: never "skipped"."""
+    if _USAGE in config.stash:
+        raise pytest.UsageError(config.stash[_USAGE])
 
 
 def _opt(config, name):
@@ -63,16 +70,20 @@ def pytest_generate_tests(metafunc):
     inventory, _ = inventory_and_limit(metafunc.config)
     if not inventory:
         connection = _opt(metafunc.config, "connection")
-        raise pytest.UsageError(
+        metafunc.config.stash[_USAGE] = (
             "hostkit's audit needs an Ansible inventory (each host's sysroot, profile and overrides come from "
             f"it): {INVENTORY_OPTIONS}" + (f"; --connection={connection} alone names no inventory" if connection
                                            else ""))
+        metafunc.parametrize("hostkit_finding", [None], ids=["no-inventory"])
+        return
     from hostkit.errors import HostkitError
 
     try:
         results = _audit(metafunc.config)
-    except HostkitError as exc:
-        raise pytest.UsageError(f"hostkit audit: {exc}") from None
+    except HostkitError as exc:  # bad input (an inventory that does not parse, ...): nothing was audited
+        metafunc.config.stash[_USAGE] = f"hostkit audit: {exc}"
+        metafunc.parametrize("hostkit_finding", [None], ids=["bad-input"])
+        return
     params, ids = [], []
     for host, r in results.items():
         if r["status"] in ("unreachable", "failed", "refused"):
