@@ -217,3 +217,70 @@ def test_rt_budget_ignores_stalld_when_the_profile_says_so_or_nothing_is_isolate
     assert plan(f, profile="vmware-guest")["sysctl"]["kernel.sched_rt_runtime_us"] == 950000
     with pytest.raises(BadInput, match="stalld must be one of use, ignore"):
         plan(f, {"stalld": "maybe"})
+
+
+# ----------------------------------------------------------------------------- memory channels (SMBIOS)
+
+def _with_table(root, raw: bytes):
+    (root / "sys/firmware/dmi/tables").mkdir(parents=True, exist_ok=True)
+    (root / "sys/firmware/dmi/tables/DMI").write_bytes(raw)
+
+
+def test_epyc_with_4_of_12_channels_per_socket_is_reported_and_fails_the_bare_metal_check(sysroot_copy):
+    from tests import smbios_gen
+
+    root = sysroot_copy("epyc-9634-nps1")
+    _with_table(root, smbios_gen.table(smbios_gen.epyc_4_of_12()))
+    f = gather(str(root))
+    assert f["memory"] == {
+        "source": "/sys/firmware/dmi/tables/DMI", "slots": 24, "populated": 8, "total_mb": 8 * 32768,
+        "speed_mts": 4800, "unrecognised": 0,
+        "channels": {"0": {"total": 12, "populated": ["A", "C", "G", "I"]},
+                     "1": {"total": 12, "populated": ["A", "C", "G", "I"]}}}
+    p = build_plan(f, load_profile()).to_dict()
+    (check,) = [c for c in p["bios"]["checks"] if c["name"] == "memory_channels_per_socket"]
+    assert check == {"name": "memory_channels_per_socket", "expected": 12, "actual": 4,
+                     "per_socket": {"0": "4/12", "1": "4/12"}, "source": "/sys/firmware/dmi/tables/DMI", "ok": False}
+    from hostkit.audit.checks import check_bios
+    from hostkit.plan.render import plan_text
+
+    assert "bios memory_channels_per_socket: expected 12, got 4 (MISMATCH) [per socket: 0: 4/12, 1: 4/12]" \
+        in plan_text(p)
+    # bios.enforce is false in the bare-metal profile: the audit reports it, tolerated
+    (finding,) = [x for x in check_bios(p) if x["check"] == "BIOS memory_channels_per_socket"]
+    assert (finding["status"], finding["expected"], finding["actual"]) == ("tolerated", 12, 4)
+
+
+def test_every_channel_populated_passes_and_speed_has_a_minimum(sysroot_copy):
+    from tests import smbios_gen
+
+    root = sysroot_copy("xeon-8480-snc2-ht")
+    _with_table(root, smbios_gen.table(smbios_gen.xeon_all_8(speed=4400)))
+    f = gather(str(root))
+    assert f["memory"]["channels"] == {s: {"total": 8, "populated": list("ABCDEFGH")} for s in ("0", "1")}
+    p = plan(f, {"bios": {"min_memory_speed_mts": 4800}})
+    checks = {c["name"]: c for c in p["bios"]["checks"]}
+    assert (checks["memory_channels_per_socket"]["actual"], checks["memory_channels_per_socket"]["ok"]) == (8, True)
+    assert (checks["memory_speed_mts"]["actual"], checks["memory_speed_mts"]["ok"]) == (4400, False)
+
+
+def test_no_smbios_table_leaves_the_channel_check_unknown(facts):
+    p = plan(facts["epyc-9634-nps1"])
+    (check,) = [c for c in p["bios"]["checks"] if c["name"] == "memory_channels_per_socket"]
+    assert (check["expected"], check["actual"], check["ok"], check["source"]) == ("all", None, None, None)
+
+
+def test_audit_reads_irqbalance_where_the_facts_found_it_on_the_rhel_layout(sysroot_copy):
+    """No inventory path: the audit follows the plan's irq.irqbalance_config, as the role does."""
+    from hostkit.audit.checks import run_checks
+    from tests.test_tunables import LocalHost
+
+    root = sysroot_copy("epyc-9634-nps1")
+    (root / "etc/sysconfig").mkdir(parents=True)
+    (root / "etc/default/irqbalance").rename(root / "etc/sysconfig/irqbalance")
+    f = gather(str(root))
+    p = build_plan(f, load_profile()).to_dict()
+    (root / "etc/sysconfig/irqbalance").write_text(f"IRQBALANCE_BANNED_CPULIST={p['isolated']}\n")
+    found = {x["check"]: x for x in run_checks(LocalHost(), str(root), f, p)}
+    assert (found["irqbalance banned CPUs"]["status"], found["irqbalance banned CPUs"]["source"]) == \
+        ("pass", "/etc/sysconfig/irqbalance")

@@ -11,6 +11,7 @@ import os
 
 from hostkit.agent.cpulist import parse_cpulist
 from hostkit.facts.cpufreq import read_cpufreq
+from hostkit.facts.dmi import read_memory
 from hostkit.facts.irqs import read_default_affinity, read_irqs, read_nics, read_steal
 from hostkit.facts.kernel import read_kernel
 from hostkit.facts.services import read_services
@@ -46,6 +47,7 @@ def gather(sysroot: str = "/") -> dict:
                       # each /proc/cpuinfo flag a kernel argument of hostkit.tunables depends on
                       "checked": {f: f in cpuinfo["flags"] for f in cpu_flags_asked()}},
         "services": read_services(sr),
+        "memory": read_memory(sr),
     }
 
 

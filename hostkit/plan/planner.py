@@ -93,7 +93,7 @@ def build_plan(facts: dict, profile: dict, pinned: dict | None = None, *, force:
         governor=governor, governor_cpus=governor_cpus,
         irq=_irq_plan(profile, facts, topo, isolation, isolated, irq_cpus, nic_irq_cpus, pinned),
         containerd=dict(profile["containerd"]), kubelet=_kubelet(profile, format_cpulist(housekeeping), topo.nodes),
-        bios=_bios(profile, facts["topology"]), smoke=dict(profile["smoke"]),
+        bios=_bios(profile, facts["topology"], facts.get("memory") or {}), smoke=dict(profile["smoke"]),
         warnings=tuple(warnings), reasons=tuple(reasons), refused=tuple(refused))
 
 
@@ -398,7 +398,7 @@ def _partition_guards(isolated, housekeeping, cores, nodes) -> list[str]:
     return refused
 
 
-def _bios(profile, topo) -> dict:
+def _bios(profile, topo, memory) -> dict:
     """Why: NPS/SNC, SMT and memory channels are set in the BIOS only: checked, never changed."""
     b = profile["bios"]
     checks = []
@@ -407,12 +407,21 @@ def _bios(profile, topo) -> dict:
                        "mode": topo["numa_mode"]})
     if b["smt"] is not None:
         checks.append({"name": "smt", "expected": b["smt"], "actual": topo["smt"]["active"]})
-    if b["min_memory_channels_per_socket"] is not None:
-        checks.append({"name": "memory_channels_per_socket", "expected": b["min_memory_channels_per_socket"],
-                       "actual": None})
+    channels = memory.get("channels")  # socket -> {"total", "populated"} from the SMBIOS memory devices
+    populated = min(len(c["populated"]) for c in channels.values()) if channels else None
+    if b["min_memory_channels_per_socket"] is not None or b["all_memory_channels"]:
+        want = b["min_memory_channels_per_socket"] or 0
+        if b["all_memory_channels"] and channels:
+            want = max(want, max(c["total"] for c in channels.values()))
+        checks.append({"name": "memory_channels_per_socket", "expected": want or "all", "actual": populated,
+                       "per_socket": {s: f"{len(c['populated'])}/{c['total']}" for s, c in channels.items()}
+                       if channels else None, "source": memory.get("source")})
+    if b["min_memory_speed_mts"] is not None:
+        checks.append({"name": "memory_speed_mts", "expected": b["min_memory_speed_mts"],
+                       "actual": memory.get("speed_mts"), "source": memory.get("source")})
     for c in checks:
-        c["ok"] = None if c["actual"] is None else (c["actual"] >= c["expected"]
-                                                     if c["name"] == "memory_channels_per_socket"
+        at_least = c["name"] in ("memory_channels_per_socket", "memory_speed_mts")
+        c["ok"] = None if c["actual"] is None else (c["actual"] >= c["expected"] if at_least
                                                      else c["actual"] == c["expected"])
     return {"enforce": b["enforce"], "checks": checks}
 

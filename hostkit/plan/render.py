@@ -27,7 +27,9 @@ def plan_text(plan: dict) -> str:
                      f"{k['topologyManagerPolicy']} reservedSystemCPUs={k.get('reservedSystemCPUs', '-')}")
     for c in plan["bios"]["checks"]:
         state = {True: "ok", False: "MISMATCH", None: "unknown"}[c["ok"]]
-        lines.append(f"bios {c['name']}: expected {c['expected']}, got {c['actual']} ({state})")
+        detail = f" [per socket: {', '.join(f'{s}: {v}' for s, v in c['per_socket'].items())}]" \
+            if c.get("per_socket") else ""
+        lines.append(f"bios {c['name']}: expected {c['expected']}, got {c['actual']} ({state}){detail}")
     lines += [f"why: {r}" for r in plan["reasons"]]
     lines += [f"WARNING: {w}" for w in plan["warnings"]]
     lines += [f"REFUSED: {r}" for r in plan["refused"]]

@@ -68,7 +68,12 @@ SCHEMA: dict = {
     "bios": {
         "numa_per_socket": Field("int", None, min=0, max=16, nullable=True, doc="expected NPS/SNC nodes per socket"),
         "smt": Field("bool", None, nullable=True, doc="expected SMT state; null: no expectation"),
-        "min_memory_channels_per_socket": Field("int", None, min=1, max=24, nullable=True),
+        "min_memory_channels_per_socket": Field("int", None, min=1, max=24, nullable=True,
+                                                doc="populated memory channels every socket must have"),
+        "all_memory_channels": Field("bool", False, doc="every memory channel of every socket populated "
+                                                        "(from the SMBIOS memory devices)"),
+        "min_memory_speed_mts": Field("int", None, min=1, max=20000, nullable=True,
+                                      doc="slowest populated DIMM's configured speed, MT/s"),
         "enforce": Field("bool", True, doc="a failed BIOS check fails the host (else a warning)"),
     },
     "smoke": {
