@@ -89,8 +89,8 @@ def require_matplotlib(option: str = "--plot") -> None:
     try:
         import matplotlib  # noqa: F401
     except ImportError:
-        raise BadInput(f"{option} needs matplotlib, which is not installed: pip install 'matplotlib>=3.7' "
-                       "(or leave out " + option + ")") from None
+        raise BadInput(f"{option} needs matplotlib, which is not installed: pip install 'hostkit[plots]' "
+                       f"(the plots extra), or leave out {option}") from None
 
 
 def host_path(path: str, host: str) -> str:
