@@ -1,24 +1,30 @@
-"""apply --verify-smoke on a plan that changes kernel arguments (issue 12): refused for that host
-unless --reboot, nothing changed, over real SSH on a lab host."""
+"""Issue 12 on lab hosts, over real SSH and Ansible: apply --verify-smoke on a plan that changes kernel
+arguments is refused for that host unless --reboot; on the RHEL family's layout the irq_affinity role
+bans the isolated CPUs in /etc/sysconfig/irqbalance and rollback restores it and restarts irqbalance."""
 
 from __future__ import annotations
 
 import pytest
 
 from tests.conftest import lab_port
-from tests.labutil import cli_json, trees
+from tests.labutil import cli_json, sysroot, trees
 
 pytestmark = pytest.mark.lab
 
 
 @pytest.fixture(scope="module")
 def lab(make_lab):
-    return make_lab([("bm", "epyc-9634-nps1")], lab_port(9))
+    lab = make_lab([("bm", "epyc-9634-nps1"), ("rhel", "epyc-9634-nps1")], lab_port(9))
+    # The RHEL family's layout: the irqbalance package's environment file is /etc/sysconfig/irqbalance.
+    root = sysroot(lab, "rhel")
+    (root / "etc/sysconfig").mkdir(parents=True, exist_ok=True)
+    (root / "etc/default/irqbalance").rename(root / "etc/sysconfig/irqbalance")
+    return lab
 
 
 def test_verify_smoke_without_reboot_refuses_a_plan_that_changes_kernel_arguments(lab):
     before = trees(lab)["bm"]
-    rc, doc, proc = cli_json("apply", "-i", lab.inventory, "--verify-smoke", "--smoke-duration", "2")
+    rc, doc, proc = cli_json("apply", "-i", lab.inventory, "--limit", "bm", "--verify-smoke", "--smoke-duration", "2")
     assert rc == 3, proc.stdout[-2000:] + proc.stderr[-2000:]
     host = doc["hosts"]["bm"]
     assert host["status"] == "refused" and len(host["refused"]) == 1
@@ -27,3 +33,20 @@ def test_verify_smoke_without_reboot_refuses_a_plan_that_changes_kernel_argument
                                          "rcu_nocbs=2-83,86-167 ...: add --reboot")
     assert doc["verify_smoke"] == {}
     assert trees(lab)["bm"] == before
+
+
+def test_irqbalance_ban_goes_where_a_rhel_host_has_its_file_and_rollback_restarts_irqbalance(lab):
+    before = trees(lab)["rhel"]
+    root = sysroot(lab, "rhel")
+    rc, doc, proc = cli_json("apply", "-i", lab.inventory, "--limit", "rhel", "--tags", "irq_affinity")
+    assert rc == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
+    rc, plan, _ = cli_json("plan", "-i", lab.inventory, "--limit", "rhel")
+    assert plan["rhel"]["irq"]["irqbalance_config"] == "/etc/sysconfig/irqbalance"
+    banned = [line for line in (root / "etc/sysconfig/irqbalance").read_text().splitlines()
+              if line.startswith("IRQBALANCE_BANNED_CPULIST=")]
+    assert banned == [f"IRQBALANCE_BANNED_CPULIST={plan['rhel']['isolated']}"]
+    assert not (root / "etc/default/irqbalance").exists()
+    rc, rb, proc = cli_json("rollback", "-i", lab.inventory, "--limit", "rhel")
+    assert rc == 0, proc.stdout[-2000:]
+    assert ["systemctl", "try-restart", "irqbalance.service"] in rb["hosts"]["rhel"]["would_run"]
+    assert trees(lab)["rhel"] == before
