@@ -1,0 +1,187 @@
+"""The boot loader readers and the edit (hostkit.agent.boot_loader): GRUB shell quoting and grub.d
+order, the grubenv block's size and padding, BLS variable expansion and the default entry,
+systemd-boot's default glob, and on each boot fixture: the edit puts every managed argument exactly
+once into every entry, replaces another tool's value, and a second edit changes nothing."""
+
+from __future__ import annotations
+
+import pytest
+
+from hostkit.agent import boot_loader as bl
+from hostkit.agent.kernel_args import arg_name, cmdline_words, edit_words
+from hostkit.facts import gather
+
+WANT = {"isolcpus": "managed_irq,domain,2-7", "nohz_full": "2-7", "rcu_nocbs": "2-7", "irqaffinity": "0-1",
+        "nosoftlockup": None}
+BOOT_FIXTURES = ["boot-rhel8-tuned", "boot-rhel9", "boot-ubuntu2204-cloud", "boot-debian12", "boot-sdboot"]
+
+
+def grub_cfg(files: dict[str, str]) -> dict:
+    return {"backend": "grub-debian", "files": bl.grub_order(list(files)), "texts": dict(files), "found": [],
+            "esp": None}
+
+
+# ----------------------------------------------------------------------------- GRUB (Debian)
+
+@pytest.mark.parametrize("line, value", [
+    ('GRUB_CMDLINE_LINUX="quiet isolcpus=2-3"', "quiet isolcpus=2-3"),
+    ("GRUB_CMDLINE_LINUX='quiet $NOT_EXPANDED'", "quiet $NOT_EXPANDED"),
+    ("GRUB_CMDLINE_LINUX=bare", "bare"),
+    ("GRUB_CMDLINE_LINUX=bare # a comment", "bare"),
+    ('export GRUB_CMDLINE_LINUX="a"\'b c\'"d"', "ab cd"),
+    ('GRUB_CMDLINE_LINUX="dyndbg=\\"module foo +p\\" x=\\$y"', 'dyndbg="module foo +p" x=$y'),
+    ('GRUB_CMDLINE_LINUX="${GRUB_CMDLINE_LINUX_DEFAULT} more"', "d more"),
+    ('GRUB_CMDLINE_LINUX="$GRUB_CMDLINE_LINUX_DEFAULT more"', "d more"),
+])
+def test_grub_values_are_read_as_the_shell_assigns_them(line, value):
+    assert bl.grub_effective(['GRUB_CMDLINE_LINUX_DEFAULT="d"\n' + line + "\n"])["GRUB_CMDLINE_LINUX"] == value
+
+
+def test_grub_d_files_are_sourced_after_grub_in_name_order_and_a_later_assignment_wins():
+    paths = ["/etc/default/grub.d/hostkit.cfg", "/etc/default/grub.d/50-cloudimg-settings.cfg", "/etc/default/grub",
+             "/etc/default/grub.d/40-force-partuuid.cfg", "/etc/default/grub.d/notes.txt"]
+    assert bl.grub_order(paths) == ["/etc/default/grub", "/etc/default/grub.d/40-force-partuuid.cfg",
+                                    "/etc/default/grub.d/50-cloudimg-settings.cfg", "/etc/default/grub.d/hostkit.cfg"]
+    files = {"/etc/default/grub": 'GRUB_CMDLINE_LINUX_DEFAULT="quiet splash"\nGRUB_CMDLINE_LINUX=""\n',
+             "/etc/default/grub.d/50-cloudimg-settings.cfg": 'GRUB_CMDLINE_LINUX_DEFAULT="console=tty1 console=ttyS0"\n',
+             "/etc/default/grub.d/hostkit.cfg": bl.dropin_text({"isolcpus": "2-3"})}
+    line, _ = bl.next_boot(grub_cfg(files), "BOOT_IMAGE=/boot/vmlinuz root=/dev/sda1 ro quiet splash")
+    # The cloud image's value replaces Ubuntu's "quiet splash"; hostkit's drop-in appends to it.
+    assert line == "BOOT_IMAGE=/boot/vmlinuz root=/dev/sda1 ro console=tty1 console=ttyS0 isolcpus=2-3"
+
+
+def test_grub_edit_replaces_a_foreign_value_in_any_grub_d_file_and_keeps_its_quotes():
+    files = {"/etc/default/grub": "GRUB_CMDLINE_LINUX='isolcpus=1 mitigations=off'\n",
+             "/etc/default/grub.d/50-cloudimg-settings.cfg": 'GRUB_CMDLINE_LINUX_DEFAULT="console=ttyS0 nohz_full=1"\n'}
+    new = bl.edit(grub_cfg(files), {"isolcpus": "2-3", "nohz_full": "2-3"})
+    assert new == {"/etc/default/grub": "GRUB_CMDLINE_LINUX='mitigations=off'\n",
+                   "/etc/default/grub.d/50-cloudimg-settings.cfg": 'GRUB_CMDLINE_LINUX_DEFAULT="console=ttyS0"\n',
+                   "/etc/default/grub.d/hostkit.cfg": bl.dropin_text({"isolcpus": "2-3", "nohz_full": "2-3"})}
+
+
+def test_grub_edit_refuses_when_a_later_file_would_drop_hostkits_arguments():
+    files = {"/etc/default/grub": 'GRUB_CMDLINE_LINUX_DEFAULT="quiet"\n',
+             "/etc/default/grub.d/zz-vendor.cfg": 'GRUB_CMDLINE_LINUX_DEFAULT="quiet"\n'}
+    with pytest.raises(bl.BootConfigError, match="isolcpus appears as nothing"):
+        bl.edit(grub_cfg(files), {"isolcpus": "2-3"})
+
+
+# ----------------------------------------------------------------------------- grubenv
+
+def test_grubenv_keeps_its_1024_bytes_and_padding():
+    block = bl.format_grubenv([("saved_entry", "abc-4.18.0"), ("kernelopts", "root=/dev/sda1 ro")], 1024)
+    assert len(block.encode()) == 1024 and not block.endswith("\n")
+    assert block.startswith("# GRUB Environment Block\nsaved_entry=abc-4.18.0\nkernelopts=root=/dev/sda1 ro\n###")
+    assert set(block[len("# GRUB Environment Block\nsaved_entry=abc-4.18.0\nkernelopts=root=/dev/sda1 ro\n"):]) == {"#"}
+    assert bl.parse_grubenv(block) == [("saved_entry", "abc-4.18.0"), ("kernelopts", "root=/dev/sda1 ro")]
+
+
+def test_grubenv_escapes_round_trip_and_an_overfull_block_is_refused():
+    pairs = [("x", "a\\b\nc")]
+    block = bl.format_grubenv(pairs, 1024)
+    assert "x=a\\\\b\\nc\n" in block and bl.parse_grubenv(block) == pairs
+    with pytest.raises(bl.BootConfigError, match="more than the block's 1024"):
+        bl.format_grubenv([("kernelopts", "x" * 1100)], 1024)
+
+
+# ----------------------------------------------------------------------------- BLS
+
+def bls_cfg(entries: dict[str, str], env: list[tuple[str, str]] | None = None, cmdline: str | None = None) -> dict:
+    texts = {f"/boot/loader/entries/{n}.conf": t for n, t in entries.items()}
+    if env is not None:
+        texts[bl.GRUBENV] = bl.format_grubenv(env, 1024)
+    if cmdline is not None:
+        texts[bl.KERNEL_CMDLINE] = cmdline
+    return {"backend": "bls", "files": sorted(texts), "texts": texts, "found": [], "esp": None}
+
+
+def test_bls_options_expand_grub_variables_of_the_default_entry():
+    cfg = bls_cfg({"m-4.18.0-80.el8": "version 4.18.0-80.el8\noptions $kernelopts ${tuned_params}\n",
+                   "m-4.18.0-513.el8": "version 4.18.0-513.el8\noptions $kernelopts $tuned_params extra\n"},
+                  [("saved_entry", "m-4.18.0-80.el8"), ("kernelopts", "root=/dev/sda1 ro"),
+                   ("tuned_params", "isolcpus=2-7 nohz=on")])
+    assert bl.next_boot(cfg) == ("root=/dev/sda1 ro isolcpus=2-7 nohz=on", "/boot/loader/entries/m-4.18.0-80.el8.conf")
+    # No saved_entry: the newest kernel by version (513 > 80, numbers compare as numbers).
+    cfg["texts"][bl.GRUBENV] = bl.format_grubenv([("kernelopts", "root=/dev/sda1 ro")], 1024)
+    assert bl.next_boot(cfg) == ("root=/dev/sda1 ro extra", "/boot/loader/entries/m-4.18.0-513.el8.conf")
+
+
+def test_bls_el8_edit_goes_to_kernelopts_and_takes_managed_names_out_of_tuned_params():
+    entry = "version 4.18.0-513.el8\noptions $kernelopts $tuned_params\n"
+    cfg = bls_cfg({"m-4.18.0-513.el8": entry},
+                  [("saved_entry", "m-4.18.0-513.el8"), ("kernelopts", "root=/dev/sda1 ro quiet"),
+                   ("tuned_params", "skew_tick=1 nohz=on isolcpus=2-7 nohz_full=2-7 nosoftlockup")])
+    new = bl.edit(cfg, {"isolcpus": "managed_irq,2-7", "nohz_full": "2-7"})
+    assert list(new) == [bl.GRUBENV]  # the entry keeps `options $kernelopts $tuned_params`
+    assert len(new[bl.GRUBENV]) == 1024
+    assert dict(bl.parse_grubenv(new[bl.GRUBENV])) == {
+        "saved_entry": "m-4.18.0-513.el8",
+        "kernelopts": "root=/dev/sda1 ro quiet isolcpus=managed_irq,2-7 nohz_full=2-7",
+        "tuned_params": "skew_tick=1 nohz=on nosoftlockup"}
+
+
+def test_bls_inline_options_are_edited_as_grubby_does_in_place_and_duplicates_go():
+    cfg = bls_cfg({"m-5.14.0-427.el9": "version 5.14.0-427.el9\noptions root=/dev/sda1 ro isolcpus=4-7 quiet "
+                                       "isolcpus=5 $tuned_params\n"}, cmdline="root=/dev/sda1 ro isolcpus=4-7\n")
+    new = bl.edit(cfg, {"isolcpus": "2-7", "rcu_nocbs": "2-7"}, remove=["quiet"])
+    assert new["/boot/loader/entries/m-5.14.0-427.el9.conf"] == (
+        "version 5.14.0-427.el9\noptions root=/dev/sda1 ro isolcpus=2-7 $tuned_params rcu_nocbs=2-7\n")
+    assert new[bl.KERNEL_CMDLINE] == "root=/dev/sda1 ro isolcpus=2-7 rcu_nocbs=2-7\n"
+
+
+def test_edit_words_is_what_grubby_args_and_remove_args_give():
+    words = cmdline_words('root=/dev/sda1 ro isolcpus=4-7 dyndbg="module x +p" isolcpus=1 $tuned_params')
+    assert edit_words(words, {"isolcpus": "2-3", "bare": None}, {"ro"}) == [
+        "root=/dev/sda1", "isolcpus=2-3", 'dyndbg="module x +p"', "$tuned_params", "bare"]
+
+
+# ----------------------------------------------------------------------------- systemd-boot
+
+def test_systemd_boot_default_glob_picks_the_entry():
+    texts = {"/efi/loader/loader.conf": "timeout 3\ndefault other-*\n",
+             "/efi/loader/entries/m-6.1.0-28.conf": "version 6.1.0-28\noptions root=/dev/sda1 new\n",
+             "/efi/loader/entries/other-6.1.0-1.conf": "version 6.1.0-1\noptions root=/dev/sda2 old\n"}
+    cfg = {"backend": "systemd-boot", "files": sorted(texts), "texts": texts, "found": [], "esp": "/efi"}
+    assert bl.next_boot(cfg) == ("root=/dev/sda2 old", "/efi/loader/entries/other-6.1.0-1.conf")
+    texts["/efi/loader/loader.conf"] = "timeout 3\n"
+    assert bl.next_boot(cfg) == ("root=/dev/sda1 new", "/efi/loader/entries/m-6.1.0-28.conf")
+
+
+# ----------------------------------------------------------------------------- on the fixtures
+
+@pytest.mark.parametrize("name, backend", [
+    ("boot-rhel8-tuned", "bls"), ("boot-rhel9", "bls"), ("boot-ubuntu2204-cloud", "grub-debian"),
+    ("boot-debian12", "grub-debian"), ("boot-sdboot", "systemd-boot"), ("boot-none", "none"),
+    ("epyc-9634-nps1", "grub-debian"), ("this-machine", "none")])
+def test_each_fixture_is_read_as_its_boot_loader(sysroots, name, backend):
+    kernel = gather(str(sysroots[name]))["kernel"]
+    assert kernel["boot_loader"]["backend"] == backend
+    assert (kernel["next_boot_cmdline"] is None) == (backend == "none")
+
+
+def test_the_next_boot_of_the_rhel8_tuned_fixture_holds_tuneds_isolation(sysroots):
+    kernel = gather(str(sysroots["boot-rhel8-tuned"]))["kernel"]
+    words = cmdline_words(kernel["next_boot_cmdline"])
+    assert [w for w in words if arg_name(w) in ("isolcpus", "nohz_full")] == ["isolcpus=2-7", "nohz_full=2-7"]
+    assert kernel["boot_loader"]["next_boot_source"].endswith("-4.18.0-513.5.1.el8_9.x86_64.conf")
+
+
+@pytest.mark.parametrize("name", BOOT_FIXTURES)
+def test_edit_puts_each_argument_once_in_every_entry_and_a_second_edit_changes_nothing(sysroots, name):
+    cfg = bl.detect(str(sysroots[name]))
+    new = bl.edit(cfg, WANT)
+    assert new
+    after = dict(cfg, texts={**cfg["texts"], **{p: t for p, t in new.items() if t is not None}})
+    for path, line in bl.every_boot_cmdline(after, "root=/dev/sda1 ro").items():
+        words = cmdline_words(line)
+        for name_, value in WANT.items():
+            assert [w for w in words if arg_name(w) == name_] == [name_ if value is None else f"{name_}={value}"], path
+    assert bl.edit(after, WANT) == {}
+    if bl.GRUBENV in new:
+        assert len(new[bl.GRUBENV].encode()) == len(cfg["texts"][bl.GRUBENV].encode()) == 1024
+
+
+def test_no_boot_configuration_names_what_is_supported(sysroots):
+    cfg = bl.detect(str(sysroots["boot-none"]))
+    with pytest.raises(bl.BootConfigError, match=r"^no supported boot configuration \(found: none of"):
+        bl.edit(cfg, WANT)

@@ -1,0 +1,104 @@
+"""Boot loaders on lab hosts (real sshd, real Ansible, the agent over SSH): for each boot fixture
+(RHEL 8 with tuned's cpu-partitioning in grubenv, RHEL 9 BLS, Ubuntu 22.04 cloud image, Debian 12,
+systemd-boot) apply -> the facts' next_boot_cmdline holds each planned argument exactly once and
+no other isolcpus/nohz_full -> the audit shows no drift (a pending reboot at most) -> rollback puts
+every byte back -> a second rollback changes nothing. A host without boot configuration is refused
+(exit 3) with nothing changed."""
+
+from __future__ import annotations
+
+import pytest
+
+from hostkit.agent.kernel_args import arg_name, cmdline_words, format_arg
+from tests.conftest import lab_port
+from tests.labutil import cli_json, sysroot, trees
+
+pytestmark = pytest.mark.lab
+
+BOOT_HOSTS = {"boot-rhel8-tuned": "bls", "boot-rhel9": "bls", "boot-ubuntu2204-cloud": "grub-debian",
+              "boot-debian12": "grub-debian", "boot-sdboot": "systemd-boot"}
+# What the apply must have written on each (beyond hostkit's own journal), and what it may not touch.
+CHANGED = {
+    "boot-rhel8-tuned": {"boot/grub2/grubenv"},
+    "boot-rhel9": {"boot/loader/entries/0c3fb7a2d4e44a3a9e0b9f7d2c6a1e55-5.14.0-427.13.1.el9_4.x86_64.conf",
+                   "boot/loader/entries/0c3fb7a2d4e44a3a9e0b9f7d2c6a1e55-5.14.0-362.8.1.el9_3.x86_64.conf",
+                   "etc/kernel/cmdline"},
+    "boot-ubuntu2204-cloud": {"etc/default/grub.d/50-cloudimg-settings.cfg", "etc/default/grub.d/hostkit.cfg"},
+    "boot-debian12": {"etc/default/grub.d/hostkit.cfg"},
+    "boot-sdboot": {"boot/efi/loader/entries/4f0c9e1b7a2d4c6e8b3a5d7f9e1c2b4a-6.1.0-28-amd64.conf",
+                    "boot/efi/loader/entries/4f0c9e1b7a2d4c6e8b3a5d7f9e1c2b4a-6.1.0-27-amd64.conf",
+                    "etc/kernel/cmdline"},
+}
+
+
+@pytest.fixture(scope="module")
+def lab(make_lab):
+    # One host per test; each test rolls its host back (and checks it to the byte): any order.
+    return make_lab([(h, h) for h in [*BOOT_HOSTS, "boot-none"]], lab_port(15))
+
+
+def remote_facts(lab, host: str) -> dict:
+    rc, doc, proc = cli_json("facts", "-i", lab.inventory, "--limit", host)
+    assert rc == 0, proc.stderr[-2000:]
+    return doc["hosts"][host]["facts"]
+
+
+def boot_files(tree: dict[str, str]) -> set[str]:
+    return {p for p in tree if p.startswith(("boot/", "etc/default/grub", "etc/kernel/", "etc/tuned/"))}
+
+
+@pytest.mark.parametrize("host", list(BOOT_HOSTS))
+def test_apply_sets_the_next_boot_once_audit_passes_rollback_is_exact(lab, host):
+    before = trees(lab)[host]
+    facts = remote_facts(lab, host)
+    assert facts["kernel"]["boot_loader"]["backend"] == BOOT_HOSTS[host]
+    rc, plan_doc, proc = cli_json("plan", "-i", lab.inventory, "--limit", host)  # what the apply will plan
+    assert rc == 0, proc.stderr[-2000:]
+    planned = plan_doc[host]["cmdline_set"]
+    assert planned["isolcpus"] and planned["nohz_full"]
+
+    rc, doc, proc = cli_json("apply", "-i", lab.inventory, "--limit", host)
+    try:
+        assert rc == 0, proc.stderr[-3000:]
+        assert doc["hosts"][host]["status"] == "changed"
+        # update-grub is Debian GRUB's only: BLS and systemd-boot entries are read by the loader itself.
+        assert (["update-grub"] in doc["hosts"][host]["would_run"]) is (BOOT_HOSTS[host] == "grub-debian")
+        after = trees(lab)[host]
+        changed = {p for p in boot_files(before) | boot_files(after) if before.get(p) != after.get(p)}
+        assert changed == CHANGED[host]
+
+        words = cmdline_words(remote_facts(lab, host)["kernel"]["next_boot_cmdline"])
+        for arg, value in planned.items():
+            assert [w for w in words if arg_name(w) == arg] == [format_arg(arg, value)], (arg, words)
+
+        rc, audit, proc = cli_json("audit", "-i", lab.inventory, "--limit", host)
+        findings = audit["hosts"][host]["findings"]
+        assert [f for f in findings if f["status"] == "drift"] == [], proc.stdout[-3000:]
+        kernel_args = {f["check"]: f["status"] for f in findings if f["check"].startswith("kernel arg ")}
+        assert set(kernel_args) == {f"kernel arg {a}" for a in planned}
+        assert set(kernel_args.values()) <= {"pass", "pending_reboot"}
+        assert audit["hosts"][host]["status"] == "pending_reboot" and rc == 0
+    finally:
+        rc, rb, proc = cli_json("rollback", "-i", lab.inventory, "--limit", host)
+    assert rc == 0, proc.stdout[-3000:]
+    assert rb["hosts"][host]["verify"]["ok"]
+    assert trees(lab)[host] == before
+    if host == "boot-rhel8-tuned":  # the tuned host's grubenv is its block again: 1024 bytes, tuned's values
+        env = (sysroot(lab, host) / "boot/grub2/grubenv").read_bytes()
+        assert len(env) == 1024 and b"tuned_params=skew_tick=1 tsc=reliable" in env
+    rc, again, proc = cli_json("rollback", "-i", lab.inventory, "--limit", host)
+    assert rc == 0 and again["hosts"][host]["changed"] is False, proc.stdout[-2000:]
+    assert trees(lab)[host] == before
+
+
+def test_a_host_without_boot_configuration_is_refused_and_untouched(lab):
+    before = trees(lab)["boot-none"]
+    rc, doc, proc = cli_json("apply", "-i", lab.inventory, "--limit", "boot-none")
+    assert rc == 3, proc.stderr[-2000:]
+    host = doc["hosts"]["boot-none"]
+    assert host["status"] == "refused"
+    assert host["refused"] == [
+        "no supported boot configuration (found: none of /etc/default/grub, /boot/loader/entries/*.conf, "
+        "<esp>/loader/entries/*.conf; supported: Debian/Ubuntu GRUB (/etc/default/grub), BLS entries with GRUB "
+        "(/boot/loader/entries + /boot/grub2), systemd-boot (<esp>/loader/entries))"]
+    assert trees(lab)["boot-none"] == before
