@@ -316,7 +316,8 @@ class Driver:
                 bad = r["status"] in ("drift", "unreachable", "failed", "refused") or \
                     (r["status"] == "pending_reboot" and self.req.reboot)
                 if bad:
-                    off = [f"{f.get('check', f.get('path', '?'))}: {f.get('note') or f.get('status')}"
+                    off = [f"{f['check']} {f['status']}: expected {f['expected']}, found {f['actual']} ({f['source']})"
+                           + (f", {f['note']}" if f.get("note") else "")
                            for f in r.get("findings") or [] if f["status"] in ("drift", "pending_reboot")]
                     self.fail(h, "audit", f"{r['status']}: " + ("; ".join(off)[:400] or r.get("error") or ""))
                     failed.append(h)
