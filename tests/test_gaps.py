@@ -99,3 +99,16 @@ def test_cli_json_and_bad_input():
                          (["--policy", "rr"], "invalid choice")):
         bad = subprocess.run([sys.executable, "-m", "hostkit.cli", "gaps", *args], capture_output=True, text=True)
         assert bad.returncode == 2 and needle in bad.stderr, bad.stderr
+
+
+def test_diagnosis_names_one_primary_cause_by_confidence_then_cause():
+    from hostkit.smoke.diagnose import rank
+
+    ranked = rank([{"cause": "cfs_contention", "confidence": "likely", "evidence": "a"},
+                   {"cause": "hypervisor_stall", "confidence": "possible", "evidence": "b"},
+                   {"cause": "rt_throttling", "confidence": "likely", "evidence": "c"}])
+    assert [(c["cause"], c["primary"]) for c in ranked] == [
+        ("rt_throttling", True), ("cfs_contention", False), ("hypervisor_stall", False)]
+    confirmed = rank([{"cause": "cfs_contention", "confidence": "likely", "evidence": ""},
+                      {"cause": "cross_numa_memory", "confidence": "confirmed", "evidence": ""}])
+    assert confirmed[0]["cause"] == "cross_numa_memory" and confirmed[0]["primary"]

@@ -148,4 +148,23 @@ def diagnose(result: dict, probes: dict, facts: dict | None) -> list[dict]:
     if not causes:
         causes.append({"cause": "none", "confidence": "n/a",
                        "evidence": f"p999 deschedule {tail:.3f} ms, max {worst:.3f} ms: no tail cause found"})
-    return causes
+    return rank(causes)
+
+
+# How sure the evidence is, strongest first; then, at equal confidence, the cause that acts on the
+# worker directly before the ones that share its CPU or memory: a throttled FIFO worker stops for
+# whole periods whatever else runs, a stopped VM stops everything in it, CFS neighbours and remote
+# memory only lengthen what is already there.
+CONFIDENCE_ORDER = ("certain", "confirmed", "likely", "possible", "n/a")
+CAUSE_ORDER = ("injected_stall", "rt_throttling", "hypervisor_costop", "hypervisor_stall", "cfs_contention", "irq",
+               "cross_numa_memory", "unexplained", "none")
+
+
+def rank(causes: list[dict]) -> list[dict]:
+    """The causes, primary first (``"primary": true`` on it alone): by confidence, then CAUSE_ORDER."""
+    def key(c: dict) -> tuple[int, int]:
+        return (CONFIDENCE_ORDER.index(c["confidence"]),
+                CAUSE_ORDER.index(c["cause"]) if c["cause"] in CAUSE_ORDER else len(CAUSE_ORDER))
+
+    ranked = sorted(causes, key=key)
+    return [{**c, "primary": i == 0} for i, c in enumerate(ranked)]
