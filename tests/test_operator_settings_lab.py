@@ -287,3 +287,43 @@ def test_hostkit_checks_from_a_users_own_testinfra_test(local_host):
     finally:
         governor.write_text(applied)
     assert drifted.returncode == 1 and "cpufreq governor: expected performance" in drifted.stdout, drifted.stdout[-3000:]
+
+
+# ----------------------------------------------------------------------------- -v and --log
+
+
+def test_verbosity_passes_through_with_the_artifacts_path_and_a_log(local_host, tmp_path):
+    import json
+
+    work, _ = local_host
+    log = tmp_path / "ansible.log"
+    proc = hostkit("apply", "-i", "inventory.yml", "--check", "-vv", "--log", log, "--json", cwd=work)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    doc = json.loads(proc.stdout)
+    run_dir = Path(doc["artifacts"])
+    assert run_dir.name == doc["run_id"]
+    assert f"ansible run {doc['run_id']} (apply.yml): artifacts {run_dir}" in proc.stderr
+    assert "TASK [isolcpus : " in proc.stderr  # Ansible's own task log, on stderr
+    assert "ansible-playbook [core " in proc.stderr  # printed from -v on: the verbosity reached ansible-playbook
+    assert "TASK [isolcpus : " in log.read_text()
+    assert not (run_dir / "ansible.log").exists()  # --log replaces the run directory's log
+
+
+def test_without_log_each_run_logs_in_its_run_directory(local_host):
+    import json
+
+    work, _ = local_host
+    proc = hostkit("apply", "-i", "inventory.yml", "--check", "--json", cwd=work)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert "TASK [isolcpus : " in (Path(json.loads(proc.stdout)["artifacts"]) / "ansible.log").read_text()
+    assert "TASK [" not in proc.stderr  # without -v: no task log on the screen
+
+
+def test_audit_verbosity_shows_each_hosts_steps_and_logs_its_commands(local_host, tmp_path):
+    work, _ = local_host
+    log = tmp_path / "audit.log"
+    proc = hostkit("audit", "-i", "inventory.yml", "-v", "--log", log, cwd=work)
+    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
+    assert [line for line in proc.stderr.splitlines() if line.startswith("me: ")] == [
+        "me: connect [ok]", "me: facts [ok]", "me: plan [ok]", "me: checks [ok]"]
+    assert "facts --sysroot" in log.read_text()  # the agent's command, as testinfra ran it

@@ -12,7 +12,9 @@ testinfra's own ``host`` fixture).
 from __future__ import annotations
 
 import json
+import logging
 import os
+import sys
 import tempfile
 import threading
 import time
@@ -21,6 +23,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 from hostkit.ansible import agent_zipapp
 from hostkit.ansible.inventory import InventoryHost, load_inventory
+from hostkit.ansible.run import current_options
 from hostkit.ansible.settings import host_connection, settings
 from hostkit.audit.checks import run_checks
 from hostkit.errors import BadInput, HostkitError
@@ -47,6 +50,7 @@ def audit(inventory: str, limit: str | None = None, *, profile: str | None = Non
         host_connection(h.name, h.vars, operator)
     artifact = agent_zipapp.build(state_dir() / "agent")
     control_dir = tempfile.mkdtemp(prefix="hk-au-")  # this audit's SSH masters, closed at the end
+    on_event, handlers = _verbose(on_event)
     try:
         with ThreadPoolExecutor(max_workers=max(1, len(hosts))) as pool:
             futures = {h.name: pool.submit(_audit_host, h, prepared[h.name], force, str(artifact), timeout,
@@ -54,6 +58,36 @@ def audit(inventory: str, limit: str | None = None, *, profile: str | None = Non
             return {name: f.result() for name, f in futures.items()}
     finally:
         close_masters(control_dir)
+        for handler in handlers:
+            logging.getLogger("testinfra").removeHandler(handler)
+            handler.close()
+
+
+def _verbose(on_event: OnEvent):
+    """The command's -v/--log (:class:`hostkit.ansible.run.RunOptions`) for the audit, which runs no
+    Ansible: -v echoes every host's steps, -vvv also every command testinfra runs on a host,
+    --log FILE appends testinfra's log of those commands."""
+    opts = current_options()
+    handlers: list[logging.Handler] = []
+    if opts.log:
+        handlers.append(logging.FileHandler(opts.log))
+    if opts.verbosity >= 3:
+        handlers.append(logging.StreamHandler(sys.stderr))
+    log = logging.getLogger("testinfra")
+    for handler in handlers:
+        handler.setFormatter(logging.Formatter("%(asctime)s %(threadName)s %(message)s"))
+        log.addHandler(handler)
+        log.setLevel(logging.DEBUG)
+    if not (opts.verbosity and opts.echo):
+        return on_event, handlers
+    echo = opts.echo
+
+    def both(host: str, step: str, status: str) -> None:
+        echo(f"{host}: {step.partition(':')[0]} [{status}]")
+        if on_event:
+            on_event(host, step, status)
+
+    return both, handlers
 
 
 def _audit_host(h: InventoryHost, prepared, force: bool, artifact: str, timeout: int, control_dir: str,
