@@ -110,7 +110,8 @@ class Progress:
         if role in self.known_roles:
             if role not in hp.roles:
                 hp.roles.append(role)
-            hp.current = role
+            # A role seen before that runs again after the last one started: its handlers.
+            hp.current = role if role == hp.roles[-1] else f"{role} handlers"
         else:
             hp.current = task
         hp.tasks += 1
