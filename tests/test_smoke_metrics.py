@@ -293,21 +293,22 @@ def test_output_into_a_missing_directory_is_bad_input_before_the_run(tmp_path, o
 # ----------------------------------------------------------------------------- fleet on the lab
 
 @pytest.mark.lab
-def test_fleet_smoke_writes_one_file_per_host_and_a_fleet_file_that_adds_them(make_lab, tmp_path):
-    from tests.conftest import lab_port
+def test_fleet_smoke_writes_one_file_per_host_and_a_fleet_file_that_adds_them(lab, tmp_path):
+    """Two hosts of the session lab (the smoke test changes nothing on a host)."""
     from tests.labutil import cli_json
 
-    lab = make_lab([("s1", "epyc-9634-nps1"), ("s2", "kvm-small")], lab_port(8))
+    s1, s2 = "h-epyc-9634-nps1", "h-kvm-small"
     prom, png = tmp_path / "out" / "hostkit.prom", tmp_path / "out" / "smoke.png"
     prom.parent.mkdir()
-    rc, doc, proc = cli_json("smoke", "-i", lab.inventory, "--duration", "1", "--prom", prom, "--plot", png)
+    rc, doc, proc = cli_json("smoke", "-i", lab.inventory, "--limit", f"{s1},{s2}", "--duration", "1",
+                             "--prom", prom, "--plot", png)
     assert rc == 1, proc.stderr[-2000:]  # 1 s per host: too few samples for a credible p999, INCONCLUSIVE
     hosts = doc["hosts"]
-    assert sorted(hosts) == ["s1", "s2"] and all(h["slo"]["verdict"] == "INCONCLUSIVE" for h in hosts.values())
-    assert sorted(p.name for p in prom.parent.iterdir()) == [
-        "hostkit-s1.prom", "hostkit-s2.prom", "hostkit.prom", "smoke-s1.png", "smoke-s2.png", "smoke.png"]
+    assert sorted(hosts) == [s1, s2] and all(h["slo"]["verdict"] == "INCONCLUSIVE" for h in hosts.values())
+    assert sorted(p.name for p in prom.parent.iterdir()) == sorted([
+        f"hostkit-{s1}.prom", f"hostkit-{s2}.prom", "hostkit.prom", f"smoke-{s1}.png", f"smoke-{s2}.png", "smoke.png"])
     per_host = {}
-    for h in ("s1", "s2"):
+    for h in (s1, s2):
         text = (prom.parent / f"hostkit-{h}.prom").read_bytes()
         promtool_check(text)
         per_host[h] = [v for _, v in buckets_of(families(text)["hostkit_smoke_deschedule_seconds"], host=h)]
@@ -317,9 +318,9 @@ def test_fleet_smoke_writes_one_file_per_host_and_a_fleet_file_that_adds_them(ma
     promtool_check(fleet_text)
     fleet = families(fleet_text)
     assert [v for _, v in buckets_of(fleet["hostkit_smoke_fleet_deschedule_seconds"])] == \
-        [a + b for a, b in zip(per_host["s1"], per_host["s2"])]
+        [a + b for a, b in zip(per_host[s1], per_host[s2])]
     assert {s.labels["verdict"]: s.value for s in fleet["hostkit_smoke_fleet_slo_hosts"].samples} == \
         {"PASSED": 0.0, "MISSED": 0.0, "INCONCLUSIVE": 2.0}
-    for p in (png, prom.parent / "smoke-s1.png", prom.parent / "smoke-s2.png"):
+    for p in (png, prom.parent / f"smoke-{s1}.png", prom.parent / f"smoke-{s2}.png"):
         assert png_size(p) == ("PNG", (990, 605))
 
