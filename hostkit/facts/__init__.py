@@ -17,6 +17,7 @@ from hostkit.facts.kernel import read_kernel
 from hostkit.facts.services import read_services
 from hostkit.facts.sysroot import Sysroot
 from hostkit.facts.topology import read_cpuinfo, read_topology
+from hostkit.facts.tuned import read_tuned
 from hostkit.facts.virt import read_virtualization
 from hostkit.tunables import cpu_flags_asked
 
@@ -48,6 +49,7 @@ def gather(sysroot: str = "/") -> dict:
                       "checked": {f: f in cpuinfo["flags"] for f in cpu_flags_asked()}},
         "services": read_services(sr),
         "memory": read_memory(sr),
+        "tuned": read_tuned(sr),
     }
 
 

@@ -9,7 +9,7 @@ that document's keys and their order.
 from __future__ import annotations
 
 import copy
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from hostkit.agent.cpulist import format_cpulist, format_mask
 
@@ -72,6 +72,8 @@ class Plan:
     warnings: tuple[str, ...]
     reasons: tuple[str, ...]  # one line of "why" per decision
     refused: tuple[str, ...]
+    # {"mode": drive|neutralize|ignore, ...}: hostkit.plan.tuned (the tuned role's input)
+    tuned: dict = field(default_factory=lambda: {"mode": "ignore"})
 
     @property
     def isolated(self) -> frozenset[int]:
@@ -122,6 +124,7 @@ class Plan:
             "kubelet": copy.deepcopy(self.kubelet),
             "bios": copy.deepcopy(self.bios),
             "smoke": copy.deepcopy(self.smoke),
+            "tuned": copy.deepcopy(self.tuned),
             "warnings": list(self.warnings),
             "reasons": list(self.reasons),
             "refused": list(self.refused),

@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from hostkit.agent.cpulist import format_cpulist, format_mask, parse_cpulist
 from hostkit.errors import BadInput
 from hostkit.plan.model import IrqPlan, NodePartition, Plan
+from hostkit.plan.tuned import plan_tuned
 from hostkit.tunables import KERNEL_ARGS
 
 ISOLATION_ARGS = ("isolcpus", "nohz_full", "rcu_nocbs", "irqaffinity")
@@ -84,6 +85,10 @@ def build_plan(facts: dict, profile: dict, pinned: dict | None = None, *, force:
     why, warned = _notes(isolation, facts, profile, sysctl)
     reasons += why
     warnings += warned
+    tuned, why, warned = plan_tuned(profile.get("tuned"), facts, online=topo.online, isolated=frozenset(isolated),
+                                    managed=set(cmdline_set) | set(cmdline_remove), sysctl=sysctl, governor=governor)
+    reasons += why
+    warnings += tuple(warned)
     return Plan(
         host=host, profile=profile["name"], isolation=isolation, nr_cpus=topo.nr_cpus, online=topo.online,
         housekeeping=frozenset(housekeeping), irq_cpus=frozenset(irq_cpus), nic_irq_cpus=nic_irq_cpus,
@@ -94,7 +99,7 @@ def build_plan(facts: dict, profile: dict, pinned: dict | None = None, *, force:
         irq=_irq_plan(profile, facts, topo, isolation, isolated, irq_cpus, nic_irq_cpus, pinned),
         containerd=dict(profile["containerd"]), kubelet=_kubelet(profile, format_cpulist(housekeeping), topo.nodes),
         bios=_bios(profile, facts["topology"], facts.get("memory") or {}), smoke=dict(profile["smoke"]),
-        warnings=tuple(warnings), reasons=tuple(reasons), refused=tuple(refused))
+        warnings=tuple(warnings), reasons=tuple(reasons), refused=tuple(refused), tuned=tuned)
 
 
 def _boot_guard(isolation: bool, profile: dict, kernel: dict) -> list[str]:

@@ -45,6 +45,10 @@ SCHEMA: dict = {
                     doc="use: where CPUs are isolated and stalld runs, RT throttling is off "
                         "(sched_rt_runtime_us -1) and stalld boosts starved kernel threads; "
                         "ignore: sysctl kernel.sched_rt_runtime_us stands"),
+    "tuned": Field("str", None, choices=("drive", "neutralize", "ignore"), nullable=True,
+                   doc="drive: a hostkit tuned profile (include cpu-partitioning or latency-performance, hostkit's "
+                       "values) made active; neutralize: tuned runs profile hostkit-neutral, which tunes nothing; "
+                       "ignore: tuned left alone; null: drive where tuned is active, else ignore"),
     "governor": Field("str", "performance", choices=GOVERNORS, nullable=True,
                       doc="cpufreq governor for every CPU; null leaves it alone"),
     "irq_affinity": Field("bool", True, doc="move every movable IRQ to the IRQ CPUs"),

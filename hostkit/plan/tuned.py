@@ -1,0 +1,184 @@
+"""The plan's ``tuned`` decision: drive tuned with a hostkit profile, neutralize it, or ignore it.
+
+``drive``: hostkit writes ``<user profile dir>/hostkit/tuned.conf`` (``include=cpu-partitioning``
+where the plan isolates CPUs, else ``latency-performance``) with the plan's ``isolated_cores``,
+sysctls and governor, and with every ``[bootloader]`` ``cmdline*`` option of the included profiles
+re-defined without the kernel arguments hostkit manages (tuned's merger.py: a child's option
+replaces the parent's of the same name). tuned then writes only arguments hostkit does not manage
+into grubenv ``tuned_params``, so after every boot each managed argument is hostkit's, once.
+
+``neutralize``: the profile ``hostkit-neutral`` has no plugin sections: tuned keeps running and
+changes nothing (its bootloader plugin, unloaded, leaves ``TUNED_BOOT_CMDLINE`` empty).
+
+``boot_cmdline`` is what tuned's bootloader plugin computes for the new profile (plugin_bootloader.py
+``_get_effective_options``: the ``cmdline*`` options in merged order, ``+``/no prefix appended,
+``-`` removing words; then variables expanded). Variables hostkit can compute from the plan are
+expanded (``isolated_cores``, ``not_isolated_cpumask``, ``isolated_cpumask``: tuned's
+``cpulist2hex`` and ``cpulist_invert`` over the online CPUs, utils/commands.py); a word needing
+anything else is left out of hostkit's profile too, so tuned and the files hostkit writes agree.
+"""
+
+from __future__ import annotations
+
+import re
+
+from hostkit.agent.cpulist import format_cpulist
+
+MODES = ("drive", "neutralize", "ignore")
+PROFILE = "hostkit"
+NEUTRAL = "hostkit-neutral"
+HEADER = "# Managed by hostkit: written by `hostkit apply`, removed by `hostkit rollback`.\n"
+_VAR = re.compile(r"(?<!\\)\$\{([^{}]+)\}")
+
+
+def cpulist2hex(cpus) -> str:
+    """tuned's commands.cpulist2hex: hex mask zero-filled to 32-bit groups joined by commas."""
+    m = 0
+    for c in cpus:
+        m |= 1 << c
+    s = "%x" % m
+    s = s.zfill(-(-len(s) // 8) * 8)
+    return ",".join(s[i:i + 8] for i in range(0, len(s), 8))
+
+
+def _managed_in(text: str, managed: set[str]) -> bool:
+    return any(re.search(r"(?:^|[\s:])" + re.escape(name) + r"(?:=|\s|$)", text) for name in managed)
+
+
+def filter_cmdline(value: str, managed: set[str], defs: dict[str, str]) -> str:
+    """A ``cmdline*`` option's value without the words naming a managed argument; ``${var}`` whose
+    definition sets one (cpu-partitioning's ``${cmd_isolcpus}`` = `` isolcpus=...``) taken out."""
+    op = ""
+    if value[:1] in "+-":
+        op, value = value[0], value[1:]
+    words = []
+    for word in value.split():
+        word = _VAR.sub(lambda m: "" if _managed_in(defs.get(m.group(1), ""), managed) else m.group(0), word)
+        if word and word.split("=", 1)[0] not in managed:
+            words.append(word)
+    return op + " ".join(words)
+
+
+def effective_cmdline(options: dict[str, str]) -> str:
+    """plugin_bootloader._get_effective_options over the merged ``cmdline*`` options."""
+    cmdline = ""
+    for val in options.values():
+        if not val:
+            continue
+        op, op1, vals = val[0], val[1:2], val[1:].strip()
+        if op == "+" or (op == "\\" and op1 in ("\\", "+", "-")):
+            if vals:
+                cmdline += " " + vals
+        elif op == "-":
+            for p in vals.split():
+                cmdline = re.sub(r"(\A|\s)" + re.escape(p) + r"(?=\Z|\s)", "", cmdline)
+        else:
+            cmdline += " " + val
+    return cmdline.strip()
+
+
+def bootcmdline_text(current: str | None, values: dict[str, str]) -> str:
+    """``/etc/tuned/bootcmdline`` as commands.add_modify_option_in_file leaves it: each ``NAME="v"``
+    line replaced in place, a missing one appended."""
+    data = current or ""
+    for name, value in values.items():
+        if re.search(r"\b" + name + r"\s*=.*$", data, flags=re.MULTILINE) is None:
+            if data and not data.endswith("\n"):
+                data += "\n"
+            data += '%s="%s"\n' % (name, value)
+        else:
+            data = re.sub(r"\b(" + name + r"\s*=).*$", lambda m: m.group(1) + '"' + value.replace("\\", "\\\\") + '"',
+                          data, flags=re.MULTILINE)
+    return data
+
+
+def _mode(asked: str | None, tuned: dict) -> tuple[str, str]:
+    if not tuned.get("installed"):
+        return "ignore", ("tuned: not installed, nothing to coordinate" if asked in (None, "ignore")
+                          else f"tuned: the profile asks {asked} but tuned is not installed: nothing to {asked}")
+    if asked is None:
+        if tuned.get("active"):
+            return "drive", (f"tuned: drive (default where tuned is active; profile {tuned.get('active_profile')}): "
+                             "left alone it would put back its own isolcpus/nohz_full and sysctls at its next start")
+        return "ignore", "tuned: ignore (installed but no active profile and not running)"
+    if asked == "drive":
+        return "drive", "tuned: drive (asked by the profile): tuned keeps running with hostkit's values"
+    if asked == "neutralize":
+        return "neutralize", (f"tuned: neutralize (asked by the profile): profile {NEUTRAL} has no plugin sections, "
+                              "tuned keeps running and touches none of hostkit's tunables")
+    return "ignore", "tuned: ignore (asked by the profile): tuned's profile is left as it is"
+
+
+def plan_tuned(asked: str | None, facts: dict, *, online: frozenset[int], isolated: frozenset[int],
+               managed: set[str], sysctl: dict, governor: str | None) -> tuple[dict, list[str], list[str]]:
+    """(the plan's ``tuned`` document, reasons, warnings)."""
+    tuned = facts.get("tuned") or {}
+    mode, why = _mode(asked, tuned)
+    reasons, warnings = [why], []
+    out = {"mode": mode, "previous_profile": tuned.get("active_profile"),
+           "previous_mode": tuned.get("profile_mode")}
+    if mode == "ignore":
+        return out, reasons, warnings
+    user_dir = (tuned.get("profile_dirs") or {}).get("user") or "/etc/tuned"
+    boot_values = {"TUNED_BOOT_CMDLINE": "", "TUNED_BOOT_INITRD_ADD": ""}
+    if mode == "neutralize":
+        name = NEUTRAL
+        conf = (HEADER + "[main]\nsummary=hostkit-neutral: tuned runs and tunes nothing "
+                "(hostkit owns CPU isolation, IRQs, sysctls and kernel arguments)\n")
+    else:
+        name = PROFILE
+        include = "cpu-partitioning" if isolated else "latency-performance"
+        base = (tuned.get("base_profiles") or {}).get(include) or {}
+        if not base.get("found"):
+            warnings.append(f"tuned: profile {include} not found on this host; hostkit's profile includes it "
+                            "optionally (-{include}) and tuned applies only hostkit's values")
+        iso_text = format_cpulist(isolated)
+        known = {"isolated_cores": iso_text, "not_isolated_cpumask": cpulist2hex(online - isolated),
+                 "isolated_cpumask": cpulist2hex(isolated)}
+        defs = dict(base.get("variable_defs") or {})
+        overrides, dropped = {}, []
+        for key, value in (base.get("bootloader_cmdline") or {}).items():
+            kept = filter_cmdline(value, managed, defs)
+            words = []
+            for w in kept.lstrip("+-").split():
+                rest = _VAR.sub(lambda m: known.get(m.group(1), m.group(0)), w)
+                if _VAR.search(rest):
+                    dropped.append(w)
+                else:
+                    words.append(w)
+            overrides[key] = (kept[:1] if kept[:1] in "+-" else "") + " ".join(words)
+        expanded = {k: _VAR.sub(lambda m: known.get(m.group(1), m.group(0)), v) for k, v in overrides.items()}
+        boot_values["TUNED_BOOT_CMDLINE"] = effective_cmdline(expanded)
+        if base.get("initrd"):  # cpu-partitioning's initrd overlay: tuned keeps writing it
+            boot_values["TUNED_BOOT_INITRD_ADD"] = ((tuned.get("bootcmdline") or {}).get("TUNED_BOOT_INITRD_ADD")
+                                                    or "")
+        lines = [HEADER + f"# tuned's {include} with hostkit's CPU partition and values; the kernel arguments "
+                 "hostkit sets are taken out of tuned's [bootloader] options so each appears once at boot.",
+                 "[main]", f"summary=hostkit: {include} with hostkit's plan",
+                 f"include={include if base.get('found') else '-' + include}", ""]
+        if isolated:
+            lines += ["[variables]", f"isolated_cores={iso_text}", ""]
+        if overrides:
+            lines += ["[bootloader]"] + [f"{k}={v}" for k, v in overrides.items()] + [""]
+        if sysctl:
+            lines += ["[sysctl]"] + [f"{k}={v}" for k, v in sysctl.items()] + [""]
+        if governor:
+            lines += ["[cpu]", f"governor={governor}", ""]
+        conf = "\n".join(lines).rstrip("\n") + "\n"
+        reasons.append(f"tuned profile {PROFILE}: include={include}"
+                       + (f", isolated_cores={iso_text}" if isolated else "")
+                       + f"; tuned's boot arguments without hostkit's: {boot_values['TUNED_BOOT_CMDLINE'] or '(none)'}")
+        if dropped:
+            warnings.append(f"tuned: left out of hostkit's tuned profile (variables hostkit cannot compute): "
+                            f"{' '.join(dropped)}")
+    out.update({"profile": name, "profile_dir": f"{user_dir.rstrip('/')}/{name}", "conf": conf,
+                "boot_cmdline": boot_values["TUNED_BOOT_CMDLINE"],
+                "bootcmdline": bootcmdline_text(_current_bootcmdline(tuned), boot_values)})
+    return out, reasons, warnings
+
+
+def _current_bootcmdline(tuned: dict) -> str | None:
+    values = tuned.get("bootcmdline")
+    if values is None:
+        return None
+    return "".join(f'{k}="{v}"\n' for k, v in values.items())
