@@ -226,7 +226,7 @@ def test_killed_worker_fails_clients_within_the_timeout():
     t = time.monotonic()
     r = run_smoke(SmokeOptions(duration=30, infer_ms=0.5, clients=2, request_timeout_s=1.0, target_p999_ms=1000),
                   on_started=kill_later(lambda i: i["worker"], signal.SIGKILL, 0.8))
-    assert time.monotonic() - t < 15  # bounded, not the 30 s asked for
+    assert time.monotonic() - t < 25  # bounded, well short of the 30 s asked for (slack for a loaded machine)
     assert any("worker died" in f for f in r["faults"])
     assert r["slo"]["passed"] is False
 
@@ -247,7 +247,7 @@ def test_worker_that_stops_answering_is_a_fault():
             os.kill(stopped["pid"], signal.SIGCONT)
         except (KeyError, ProcessLookupError):
             pass
-    assert time.monotonic() - t < 15
+    assert time.monotonic() - t < 25  # well short of the 30 s asked for (slack for a loaded machine)
     # Both sides see it: the clients' requests time out after 1 s, the orchestrator faults the
     # worker after 2 s (2x the timeout) without a completed inference while requests wait.
     assert any(f.startswith("worker not answering") for f in r["faults"]), r["faults"]
