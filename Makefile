@@ -41,12 +41,13 @@ demo: setup
 # real-kernel lab (QEMU guests booted through their own GRUB; the guest image is built once
 # into /var/cache/hostkit/vm and reused).
 test: setup
-	$(PY) -m pytest -m 'not lab and not vm' $(PYTEST_ARGS)
+	$(PY) -m pytest -m 'not lab and not vm and not floors' $(PYTEST_ARGS)
 	$(PY) -m pytest -m lab $(PYTEST_ARGS)
 	$(PY) -m pytest -m vm $(PYTEST_ARGS)
+	$(PY) -m pytest -m floors $(PYTEST_ARGS)
 
 test-fast: setup
-	$(PY) -m pytest -m 'not lab and not vm' $(PYTEST_ARGS)
+	$(PY) -m pytest -m 'not lab and not vm and not floors' $(PYTEST_ARGS)
 
 test-lab: setup
 	$(PY) -m pytest -m lab $(PYTEST_ARGS)
@@ -56,12 +57,16 @@ test-vm: setup
 
 # The Ansible collection hostkit.tuning (also inside the wheel): build/collection/hostkit-tuning-<version>.tar.gz,
 # and ansible-test sanity on it (tests/test_collection.py runs the same).
-.PHONY: collection sanity
+.PHONY: collection sanity test-floors
 collection: setup
 	$(PY) scripts/build_collection.py build/collection --tar
 
 sanity: setup
 	$(PY) scripts/build_collection.py build/collection --sanity
+
+# Every dependency at its pyproject floor in a fresh venv, then the lint and unit suites (tests/test_floors.py).
+test-floors: setup
+	$(PY) -m pytest -m floors $(PYTEST_ARGS)
 
 bench: setup
 	$(PY) bench/facts.py
