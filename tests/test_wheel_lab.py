@@ -121,3 +121,18 @@ def test_facts_plan_check_apply_rollback_from_the_installed_wheel(installed, lab
     assert rc == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     assert rolled["hosts"][HOST]["verify"]["ok"], rolled["hosts"][HOST]
     assert trees(lab)[HOST] == pristine  # to the byte
+
+
+def test_lab_up_facts_and_down_from_the_installed_wheel(installed):
+    venv, cwd, env = installed
+    labdir = cwd / "lab"
+    proc = hostkit(installed, "lab", "up", "--host", "w1=epyc-9634-nps1", "--host", "w2=this-machine",
+                   "--port", lab_port(14), "--dir", labdir)
+    try:
+        assert proc.returncode == 0, proc.stderr[-3000:]
+        rc, facts, proc = hostkit_json(installed, "facts", "-i", labdir / "inventory.yml")
+        assert rc == 0, proc.stderr[-3000:]
+        assert {h: r["status"] for h, r in facts["hosts"].items()} == {"w1": "ok", "w2": "ok"}
+    finally:
+        down = hostkit(installed, "lab", "down", "--dir", labdir)
+    assert down.returncode == 0 and "stopped 2 host(s)" in down.stdout, down.stdout + down.stderr
