@@ -141,6 +141,16 @@ def test_fleet_textfile_sums_two_hosts_buckets():
     assert report.host_path("/x/hk.prom", "web 1/b") == "/x/hk-web_1_b.prom"
 
 
+def test_fleet_without_a_measured_host_still_writes_a_clean_file_and_plot(tmp_path):
+    fleet = report.fleet_summary({})
+    text = report.prometheus_fleet(fleet, failed=["a", "b"], now=1.7e9)
+    promtool_check(text)
+    assert {s.labels["state"]: s.value for s in families(text)["hostkit_smoke_fleet_hosts"].samples} == \
+        {"measured": 0.0, "failed": 2.0}
+    assert "hostkit_smoke_fleet_deschedule_seconds" not in families(text)
+    report.plot_fleet({}, fleet, str(tmp_path / "f.png"))
+    assert png_size(tmp_path / "f.png") == ("PNG", (990, 605))
+
 def test_textfile_replaces_the_old_one_by_rename_never_half_written(tmp_path):
     target = tmp_path / "hostkit.prom"
     small, big = b"# small\n" * 10, b"x" * (4 << 20)  # a 4 MiB file takes many write(2)s
