@@ -1,4 +1,4 @@
-"""The audit as a plain pytest suite (see conftest.py): one test per host x check."""
+"""The audit as a plain pytest suite (see plugin.py): one test per host x check."""
 
 import pytest
 
