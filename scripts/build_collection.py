@@ -46,7 +46,7 @@ NAMESPACE, NAME = "hostkit", "tuning"
 COLLECTION_PKG = f"ansible_collections.{NAMESPACE}.{NAME}.plugins.module_utils"
 LEGACY_IMPORT = re.compile(r"^(?P<indent>[ \t]*)from ansible\.module_utils\.(?P<name>hostkit_\w+) import "
                            r"(?:\((?P<group>[^)]*)\)|(?P<names>[^\n]*))", re.M)
-# Directories copied whole, and what in them is not part of the collection.
+# Directories copied whole (repository name -> collection name); SKIP is never part of the collection.
 TREES = {"roles": "roles", "playbooks": "playbooks", "inventories": "inventories"}
 SKIP = shutil.ignore_patterns("__pycache__", "*.pyc")
 
@@ -98,13 +98,15 @@ def assemble(dest: Path, root: Path = ROOT) -> Path:
 
 def galaxy_build(coll: Path, out: Path) -> Path:
     """``ansible-galaxy collection build`` of an assembled tree; the tarball's path."""
-    galaxy = shutil.which("ansible-galaxy", path=f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}")
+    search = f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}"
+    galaxy = shutil.which("ansible-galaxy", path=search)
     if not galaxy:
         raise SystemExit("ansible-galaxy not found (pip install ansible-core)")
     out.mkdir(parents=True, exist_ok=True)
     subprocess.run([galaxy, "collection", "build", "--force", "--output-path", str(out), str(coll)],
                    check=True, stdout=subprocess.DEVNULL)
-    return out / f"{NAMESPACE}-{NAME}-{version()}.tar.gz"
+    (built,) = re.findall(r"^version: (\S+)$", (coll / "galaxy.yml").read_text(), re.M)
+    return out / f"{NAMESPACE}-{NAME}-{built}.tar.gz"
 
 
 # ansible-test bootstraps pip in each of its virtual environments with a get-pip script it
