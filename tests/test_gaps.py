@@ -112,3 +112,32 @@ def test_diagnosis_names_one_primary_cause_by_confidence_then_cause():
     confirmed = rank([{"cause": "cfs_contention", "confidence": "likely", "evidence": ""},
                       {"cause": "cross_numa_memory", "confidence": "confirmed", "evidence": ""}])
     assert confirmed[0]["cause"] == "cross_numa_memory" and confirmed[0]["primary"]
+
+
+def test_smoke_with_the_probe_reports_gaps_and_attributes_the_tail():
+    proc = subprocess.run([sys.executable, "-m", "hostkit.cli", "smoke", "--duration", "2", "--probe-gaps", "--json"],
+                          capture_output=True, text=True, timeout=180)
+    assert proc.returncode == 1, proc.stderr  # 2 s at 2 ms: too few samples for a credible p999
+    doc = json.loads(proc.stdout)
+    g = doc["gaps"]
+    assert g["cpus"] == sorted(os.sched_getaffinity(0))  # the worker's CPU too
+    assert all(p["total_ms"] <= 2000 for p in g["per_cpu"].values())  # clipped to the probe's run
+    t = g["tail_attribution"]
+    assert t["events"] >= 1 and 0 <= t["during_costop"] <= t["events"]
+    bad = subprocess.run([sys.executable, "-m", "hostkit.cli", "smoke", "--probe-gaps"], capture_output=True, text=True)
+    assert bad.returncode == 2 and "--probe-gaps needs --duration" in bad.stderr
+
+
+def test_costops_under_the_tail_are_named_by_the_diagnosis():
+    from hostkit.smoke.diagnose import diagnose
+
+    result = {"deschedule_ms": {"p999": 0.05, "max": 0.1, "n": 20000}, "duration_s": 6.0, "target_p999_ms": 1.0,
+              "sched_fifo": {"used": False}, "cpu": 1,
+              "gaps": {"costops": {"count": 40, "max_cpus": 2, "total_ms": 900.0, "share_of_run": 0.15},
+                       "tail_attribution": {"wall_ms_at_least": 9.0, "events": 200, "during_costop": 150,
+                                            "share": 0.75}}}
+    causes = diagnose(result, {}, None)
+    assert causes[0]["cause"] == "hypervisor_costop" and causes[0]["primary"] and causes[0]["confidence"] == "likely"
+    assert "150 of the 200 slowest inferences" in causes[0]["evidence"]
+    result["gaps"]["tail_attribution"]["during_costop"] = 0
+    assert "hypervisor_costop" not in [c["cause"] for c in diagnose(result, {}, None)]

@@ -23,7 +23,8 @@ from array import array
 from hostkit.smoke.queue import (DONE, ERROR, FREE, NEVER, READY, FlockAllocator, PartitionAllocator,
                                  SharedInferenceQueue)
 
-FIELDS = ("rpc_ms", "service_rpc_ms", "queue_wait_ms", "infer_wall_ms", "infer_cpu_ms", "client_ms")
+# done_s: when the inference ended (monotonic clock, seconds): ties slow inferences to probe events.
+FIELDS = ("rpc_ms", "service_rpc_ms", "queue_wait_ms", "infer_wall_ms", "infer_cpu_ms", "client_ms", "done_s")
 
 
 def client_main(cfg: dict, client_id: int, conn) -> None:
@@ -154,7 +155,7 @@ def _run_shm(cfg, client_id, samples, errors, stats) -> None:
                 seen = now_ns()
                 claim, done_ns, wall, cpu = result(i)
                 samples.extend(((seen - due) / 1e6, (seen - submit_ns) / 1e6, (claim - submit_ns) / 1e6,
-                                wall / 1e6, cpu / 1e6, (seen - done_ns) / 1e6))
+                                wall / 1e6, cpu / 1e6, (seen - done_ns) / 1e6, done_ns / 1e9))
                 set_state(i, FREE)  # the allocator's release, inlined: this is every request's path
                 del pending[i]
                 gone += 1
@@ -252,7 +253,8 @@ def _run_socket(cfg, client_id, samples, errors) -> None:
                 return
             seen = time.monotonic_ns()
             samples.extend(((seen - submit) / 1e6, (seen - submit) / 1e6, (reply["claim_ns"] - submit) / 1e6,
-                            reply["wall_ns"] / 1e6, reply["cpu_ns"] / 1e6, (seen - reply["done_ns"]) / 1e6))
+                            reply["wall_ns"] / 1e6, reply["cpu_ns"] / 1e6, (seen - reply["done_ns"]) / 1e6,
+                            reply["done_ns"] / 1e9))
     sock.close()
 
 

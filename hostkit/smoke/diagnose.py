@@ -133,6 +133,17 @@ def diagnose(result: dict, probes: dict, facts: dict | None) -> list[dict]:
                                    + (f"; other runnable tasks on CPU {result['cpu']}: {', '.join(others[:5])}"
                                       if others else "")})
 
+    gaps = result.get("gaps") or {}
+    attribution = gaps.get("tail_attribution")
+    if attribution and attribution["during_costop"]:
+        c = gaps["costops"]
+        share = attribution["share"]
+        causes.append({"cause": "hypervisor_costop", "confidence": "likely" if share >= 0.5 else "possible",
+                       "evidence": f"{c['count']} co-stop(s) of up to {c['max_cpus']} vCPUs at once, invisible to the "
+                                   f"guest kernel ({c['total_ms']:.1f} ms, {100 * c['share_of_run']:.1f}% of the run); "
+                                   f"{attribution['during_costop']} of the {attribution['events']} slowest inferences "
+                                   f"(wall >= {attribution['wall_ms_at_least']} ms) overlapped one ({share:.0%})"})
+
     nodes = result.get("shm_numa_nodes") or {}
     worker_node = result.get("worker_numa_node")
     if worker_node is not None and nodes:

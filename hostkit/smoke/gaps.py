@@ -59,9 +59,10 @@ class GapOptions:
         argv = ["--duration", repr(self.duration_s), "--threshold-us", repr(self.threshold_us), "--policy", self.policy]
         return argv + (["--cpus", format_cpulist(frozenset(self.cpus))] if self.cpus is not None else [])
 
-    def probed_cpus(self) -> list[int]:
-        """The CPUs to probe, checked against this process's affinity (one spinner per CPU)."""
-        allowed = sorted(os.sched_getaffinity(0))
+    def probed_cpus(self, allowed: frozenset[int] | None = None) -> list[int]:
+        """The CPUs to probe, checked against ``allowed`` (default: this process's affinity); one
+        spinner per CPU."""
+        allowed = sorted(allowed if allowed is not None else os.sched_getaffinity(0))
         cpus = sorted(set(self.cpus)) if self.cpus is not None else [c for c in allowed if c not in self.exclude]
         outside = [c for c in cpus if c not in allowed]
         if outside:
@@ -113,7 +114,9 @@ def _spin(cpu: int, threshold_ns: int, policy: str, conn) -> None:
             # Over [mark, now] the spinner ran except for (part of) the gap: what the kernel charged
             # beyond the time outside the gap is the part of the gap it believed the spinner ran.
             charged = (c - cpu_mark) - (now - mark - gap)
-            gaps.append((last, gap, max(0, min(gap, charged))))
+            share = max(0.0, min(1.0, charged / gap))
+            within = min(now, end_ns) - last  # a gap that outlasts the run counts up to its end
+            gaps.append((last, within, int(within * share)))
             mark, cpu_mark = now, c
         elif now - mark > 1_000_000:  # keep the bracket short, so the estimate stays close
             mark, cpu_mark = now, tcpu()
@@ -127,11 +130,12 @@ def _spin(cpu: int, threshold_ns: int, policy: str, conn) -> None:
     conn.close()
 
 
-def run_probe(opts: GapOptions, on_started=None) -> dict:
+def run_probe(opts: GapOptions, on_started=None, allowed: frozenset[int] | None = None) -> dict:
     """Run one spinner per probed CPU for ``duration_s``, all starting together once every one of
     them runs; the report of :func:`summarise`. ``on_started({cpu: pid}, start_ns)`` is called
-    when the start is set (tests stop a spinner to make a gap)."""
-    cpus = opts.probed_cpus()
+    when the start is set (tests stop a spinner to make a gap). ``allowed``: the CPUs spinners may
+    use, when this process keeps to fewer for a while (the smoke orchestrator)."""
+    cpus = opts.probed_cpus(allowed)
     ctx = multiprocessing.get_context("spawn")
     procs, conns = [], []
     try:

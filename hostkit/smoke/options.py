@@ -88,6 +88,11 @@ class SmokeOptions:
     inject_stall_ms: float | None = _opt(None, flag=None, lo=0.0, lo_open=True, hi=60000.0)
     inject_every_s: float | None = _opt(None, flag=None, lo=0.0, lo_open=True, hi=3600.0)
     with_cyclictest: bool = _opt(False, "run cyclictest on the worker CPU alongside")
+    probe_gaps: bool = _opt(False, "run the vCPU-gap probe alongside (hostkit gaps: SCHED_IDLE spinners on every "
+                                   "CPU; needs --duration): co-stops of several vCPUs at once, and the share of the "
+                                   "slowest inferences that overlapped one")
+    gap_threshold_us: float = _opt(100.0, "with --probe-gaps: record clock gaps longer than this", lo=1.0,
+                                   hi=1e6, metavar="US")
     # the gate
     target_p999_ms: float = _opt(1.0, f"SLO on p999 deschedule (needs >= {CREDIBLE_P999:,} samples to pass)",
                                  lo=0.0, lo_open=True, hi=1e6, metavar="MS")
@@ -113,6 +118,8 @@ class SmokeOptions:
                            f"--slots {self.slots}")
         if not self.min_batch <= self.max_batch <= self.slots:
             raise BadInput("batching needs --min-batch <= --max-batch <= --slots")
+        if self.probe_gaps and self.duration is None:
+            raise BadInput("--probe-gaps needs --duration (the probe runs for the same seconds)")
         if (self.inject_stall_ms is None) != (self.inject_every_s is None):
             raise BadInput("an injected stall needs both its length and its period")
         if self.inject_stall_ms is not None and self.inject_stall_ms / 1000 >= self.inject_every_s:

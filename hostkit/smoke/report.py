@@ -64,8 +64,18 @@ def text_summary(r: dict) -> str:
         lines.append(f"FAULT: {f}")
     if r["errors"]["count"]:
         lines.append(f"ERRORS: {r['errors']['count']}: {r['errors']['examples'][:3]}")
+    if r.get("gaps"):
+        from hostkit.smoke.gaps import text_summary as gaps_summary
+
+        g = r["gaps"]
+        lines += [f"gap probe failed: {g['error']}"] if "error" in g else gaps_summary(g).splitlines()
+        if g.get("tail_attribution"):
+            t = g["tail_attribution"]
+            lines.append(f"  slowest inferences (wall >= {t['wall_ms_at_least']} ms): {t['during_costop']} of "
+                         f"{t['events']} overlapped a co-stop ({t['share']:.0%})")
     for d in r["diagnosis"]:
-        lines.append(f"diagnosis: {d['cause']} ({d['confidence']}): {d['evidence']}")
+        lines.append(f"diagnosis: {d['cause']} ({d['confidence']}{', primary' if d.get('primary') else ''}): "
+                     f"{d['evidence']}")
     lines.append(f"SLO p999 deschedule <= {slo['target_p999_ms']} ms: {verdict(slo)} ({slo['basis']})")
     return "\n".join(lines)
 

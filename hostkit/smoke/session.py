@@ -374,13 +374,47 @@ def run_smoke(opts: SmokeOptions, progress=None, facts: dict | None = None, on_s
         raise KeyboardInterrupt
 
     signal.signal(signal.SIGTERM, on_term)
+    probe = None
     try:
         session.start(on_started)
+        if opts.probe_gaps:
+            probe = _GapProbe(opts, session.own_cpus)
         supervised = session.supervise(progress)
     finally:
         signal.signal(signal.SIGTERM, old_term)
         session.close()
-    return aggregate(opts, session, supervised, facts)
+        gaps = probe.result() if probe is not None else None
+    return aggregate(opts, session, supervised, facts, gaps)
+
+
+class _GapProbe:
+    """The vCPU-gap probe (hostkit.smoke.gaps) beside the run, in a thread of the orchestrator: its
+    spinners are SCHED_IDLE processes on every CPU, the worker's included (they run only when the
+    worker does not)."""
+
+    def __init__(self, opts: SmokeOptions, cpus) -> None:
+        from hostkit.smoke.gaps import GapOptions, run_probe
+
+        self.doc: dict | None = None
+        self.error: str | None = None
+        # Every CPU the run may use (this process keeps to the clients' CPUs while it supervises).
+        gap_opts = GapOptions(duration_s=opts.duration, threshold_us=opts.gap_threshold_us)
+        allowed = frozenset(cpus)
+
+        def run() -> None:
+            try:
+                self.doc = run_probe(gap_opts, allowed=allowed)
+            except Exception as exc:  # reported in the result, never a crash of the smoke run
+                self.error = f"{type(exc).__name__}: {exc}"
+
+        self.thread = threading.Thread(target=run, name="hostkit-gap-probe", daemon=True)
+        self.thread.start()
+
+    def result(self) -> dict:
+        self.thread.join(timeout=(self.doc or {}).get("duration_s", 0) + 180)
+        if self.doc is None:
+            return {"error": self.error or "the gap probe did not finish"}
+        return self.doc
 
 
 # ---------------------------------------------------------------------------------------- aggregate
@@ -397,6 +431,24 @@ def _merge(results: dict[int, dict]) -> tuple[dict[str, list[float]], list[str],
         errors += r["errors"]
         error_count += r["error_count"]
     return cols, errors, error_count
+
+
+def _gaps_with_attribution(gaps: dict, cols: dict[str, list[float]]) -> dict:
+    """The probe's report, and which of the slowest 1% of inferences (by wall time: a vCPU stopped
+    under the guest makes an inference slow, not descheduled, when the guest has no steal time)
+    overlapped a co-stop."""
+    from hostkit.smoke.gaps import attribute
+
+    costops = gaps.pop("_costop_ns", None)
+    if costops is None:
+        return gaps  # the probe failed: its error is the report
+    walls, done = cols["infer_wall_ms"], cols["done_s"]
+    n = len(walls)
+    if n:
+        cut = sorted(walls)[min(n - 1, (99 * n) // 100)]
+        tail = [(int(d * 1e9 - w * 1e6), int(d * 1e9)) for w, d in zip(walls, done) if w >= cut]
+        gaps["tail_attribution"] = {"wall_ms_at_least": round(cut, 3), **attribute(tail, costops)}
+    return gaps
 
 
 def _probes(before: dict, after: dict, runnable: set[str]) -> dict:
@@ -445,7 +497,8 @@ def _wake_stats(opts: SmokeOptions, s: Supervised) -> dict:
                         "sleeps": total("sleeps"), "rings_sent": total("rings_sent")}}
 
 
-def aggregate(opts: SmokeOptions, session: Session, s: Supervised, facts: dict | None) -> dict:
+def aggregate(opts: SmokeOptions, session: Session, s: Supervised, facts: dict | None,
+              gaps: dict | None = None) -> dict:
     """The run's figures, SLO verdict and diagnosis, from what supervision collected."""
     ready, ws = session.ready, s.worker_stats
     cols, errors, error_count = _merge(s.results)
@@ -510,6 +563,8 @@ def aggregate(opts: SmokeOptions, session: Session, s: Supervised, facts: dict |
     if result["sched_fifo"]["used"] and runtime is not None and period and 0 <= runtime < period:
         log0, log1 = s.probes_before.get("rt_log"), dg.kernel_log_rt_throttling_count()
         probes["rt_throttling_logged"] = None if log0 is None or log1 is None else log1 > log0
+    if gaps is not None:
+        result["gaps"] = _gaps_with_attribution(gaps, cols)
     result["probes"] = probes
     result["diagnosis"] = dg.diagnose(result, probes, facts)
     result["slo"] = slo_verdict(desched, opts.target_p999_ms, faults=s.faults, errors=error_count)
