@@ -16,7 +16,7 @@ import subprocess
 import pytest
 
 from tests.labutil import cli_json
-from tests.vmutil import start_vm_lab
+from tests.vmutil import ssh, start_vm_lab
 
 pytestmark = pytest.mark.vm
 
@@ -59,3 +59,38 @@ def test_confined_qemu_co_stops_the_guest_far_more_than_spread(lab):
     assert confined["costops"]["share_of_run"] >= 0.05
     for cpu in ("0", "1"):  # what the kernel was charged for dominates what it could explain
         assert confined["per_cpu"][cpu]["invisible_ms"] > confined["per_cpu"][cpu]["total_ms"] / 2
+
+
+def smoke_on_guest(lab, *args) -> dict:
+    rc, doc, proc = cli_json("smoke", "-i", str(lab.inventory), "--duration", "6", "--probe-gaps", *args)
+    assert VM in doc["hosts"], proc.stderr[-2000:]
+    return doc["hosts"][VM]
+
+
+def primary(doc: dict) -> dict:
+    (first,) = [d for d in doc["diagnosis"] if d["primary"]]
+    return first
+
+
+def test_confined_guest_smoke_names_hypervisor_costop_as_primary(lab):
+    # Open loop at 250 req/s x 2 ms: the FIFO worker busy about half the time, well inside the RT
+    # budget, so the tail can only come from below the guest.
+    place_qemu(lab, "0")
+    try:
+        doc = smoke_on_guest(lab, "--rate", "250")
+    finally:
+        place_qemu(lab, "0-1")
+    assert primary(doc)["cause"] == "hypervisor_costop", doc["diagnosis"]
+    assert doc["gaps"]["tail_attribution"]["share"] >= 0.5, doc["gaps"]["tail_attribution"]
+
+
+def test_rt_throttling_on_the_same_guest_is_named_before_the_hypervisor(lab):
+    # The seed's other layer: a busy SCHED_FIFO worker against sched_rt_runtime_us=500000 (half of
+    # every 1 s period). The kernel logs "RT throttling activated": confirmed, so primary.
+    before = ssh(lab, VM, "cat /proc/sys/kernel/sched_rt_runtime_us").strip()
+    ssh(lab, VM, "echo 500000 > /proc/sys/kernel/sched_rt_runtime_us")
+    try:
+        doc = smoke_on_guest(lab)
+    finally:
+        ssh(lab, VM, f"echo {before} > /proc/sys/kernel/sched_rt_runtime_us")
+    assert primary(doc)["cause"] == "rt_throttling", doc["diagnosis"]
