@@ -73,6 +73,7 @@ bench: setup
 	$(PY) bench/apply_fleet.py
 	$(PY) bench/smoke_transport.py
 	$(PY) bench/audit_fleet.py
+	$(PY) bench/gap_probe.py
 
 clean:
 	-$(HOSTKIT) lab down 2>/dev/null
