@@ -141,3 +141,71 @@ def test_costops_under_the_tail_are_named_by_the_diagnosis():
     assert "150 of the 200 slowest inferences" in causes[0]["evidence"]
     result["gaps"]["tail_attribution"]["during_costop"] = 0
     assert "hypervisor_costop" not in [c["cause"] for c in diagnose(result, {}, None)]
+
+
+TRACE = """\
+# tracer: nop
+          python-500     [001] d..2.   100.000000: sched_switch: prev_comm=python prev_pid=500 prev_prio=89 prev_state=R+ ==> next_comm=bash next_pid=7 next_prio=120
+            bash-7       [001] d..2.   100.004000: sched_switch: prev_comm=bash prev_pid=7 prev_prio=120 prev_state=S ==> next_comm=swapper/1 next_pid=0 next_prio=120
+          <idle>-0       [001] d..2.   100.005000: sched_switch: prev_comm=swapper/1 prev_pid=0 prev_prio=120 prev_state=R ==> next_comm=python next_pid=500 next_prio=89
+          python-500     [001] d..2.   100.100000: sched_switch: prev_comm=python prev_pid=500 prev_prio=89 prev_state=R ==> next_comm=migration/1 next_pid=20 next_prio=0
+     migration/1-20      [001] d..2.   100.103000: sched_switch: prev_comm=migration/1 prev_pid=20 prev_prio=0 prev_state=S ==> next_comm=python next_pid=500 next_prio=89
+          python-500     [001] d..2.   100.200000: sched_switch: prev_comm=python prev_pid=500 prev_prio=89 prev_state=S ==> next_comm=kworker/1:1 next_pid=30 next_prio=120
+     kworker/1:1-30      [001] d..2.   100.250000: sched_switch: prev_comm=kworker/1:1 prev_pid=30 prev_prio=120 prev_state=I ==> next_comm=python next_pid=500 next_prio=89
+          python-500     [001] d..2.   100.300000: sched_switch: prev_comm=python prev_pid=500 prev_prio=89 prev_state=R+ ==> next_comm=x y next_pid=8 next_prio=120
+             x y-8       [001] d..2.   100.300500: sched_switch: prev_comm=x y prev_pid=8 prev_prio=120 prev_state=S ==> next_comm=python next_pid=500 next_prio=89
+"""
+
+
+def test_long_deschedules_name_who_ran_and_rt_throttling():
+    from hostkit.smoke.sched_trace import long_deschedules
+
+    got = long_deschedules(TRACE, 500, 1.0)
+    assert got["switches"] == 9 and got["count"] == 2 and got["rt_throttled"] == 1
+    first, second = got["events"]
+    # 5 ms off the CPU while runnable, only a CFS task and idle ran: RT throttling.
+    assert first["ms"] == 5.0 and first["rt_throttled"]
+    assert [(r["comm"], r["class"], r["ms"]) for r in first["ran_instead"]] == [("bash", "cfs", 4.0), ("swapper/1", "idle", 1.0)]
+    # 3 ms for an RT kernel thread: not throttling. The 50 ms sleep (state S) is no deschedule,
+    # and 0.5 ms is under the threshold.
+    assert second["ms"] == 3.0 and not second["rt_throttled"] and second["ran_instead"][0]["class"] == "rt"
+
+
+@pytest.fixture
+def tracefs():
+    """tracefs mounted for the test (and unmounted afterwards if it was not)."""
+    from hostkit.smoke.sched_trace import TRACEFS_ROOTS
+
+    if os.geteuid() != 0:
+        pytest.skip("tracing needs root")
+    root = TRACEFS_ROOTS[0]
+    mounted = os.path.isdir(os.path.join(root, "instances"))
+    if not mounted:
+        subprocess.run(["mount", "-t", "tracefs", "nodev", root], check=True)
+    try:
+        yield root
+    finally:
+        if not mounted:
+            subprocess.run(["umount", root], check=True)
+
+
+def test_smoke_traces_the_worker_cpu_and_leaves_no_instance(tracefs):
+    proc = subprocess.run([sys.executable, "-m", "hostkit.cli", "smoke", "--duration", "2", "--trace-sched",
+                           "--json"], capture_output=True, text=True, timeout=180)
+    assert proc.returncode == 1, proc.stderr  # 2 s: too few samples for a credible p999
+    t = json.loads(proc.stdout)["sched_trace"]
+    assert "error" not in t and t["switches"] > 0 and t["threshold_ms"] == 1.0
+    assert all(e["ms"] >= 1.0 for e in t["events"])
+    assert os.listdir(os.path.join(tracefs, "instances")) == []
+
+
+def test_without_tracefs_the_run_says_so():
+    from hostkit.smoke.sched_trace import TRACEFS_ROOTS
+
+    if any(os.path.isdir(os.path.join(r, "instances")) for r in TRACEFS_ROOTS):
+        pytest.skip("tracefs is mounted on this machine: the fallback cannot be shown without unmounting it")
+    proc = subprocess.run([sys.executable, "-m", "hostkit.cli", "smoke", "--duration", "1", "--trace-sched",
+                           "--json"], capture_output=True, text=True, timeout=180)
+    doc = json.loads(proc.stdout)
+    assert doc["sched_trace"] == {"error": "no per-event attribution: tracefs is not mounted "
+                                           "(mount -t tracefs nodev /sys/kernel/tracing)"}

@@ -133,6 +133,22 @@ def diagnose(result: dict, probes: dict, facts: dict | None) -> list[dict]:
                                    + (f"; other runnable tasks on CPU {result['cpu']}: {', '.join(others[:5])}"
                                       if others else "")})
 
+    traced = result.get("sched_trace") or {}
+    if traced.get("count"):
+        events = traced["events"]
+        if traced["rt_throttled"] * 2 >= traced["count"]:
+            causes.append({"cause": "rt_throttling", "confidence": "confirmed",
+                           "evidence": f"traced: {traced['rt_throttled']} of {traced['count']} deschedules over "
+                                       f"{traced['threshold_ms']:g} ms took the CPU from the runnable SCHED_FIFO worker "
+                                       "for CFS tasks or idle only: the RT budget (sched_rt_runtime_us; on kernels "
+                                       ">= 6.12 the fair server's reservation) was spent"})
+        else:
+            who = ", ".join(f"{k} {v:.1f} ms" for k, v in list(traced["by_task"].items())[:3])
+            causes.append({"cause": "cfs_contention", "confidence": "confirmed",
+                           "evidence": f"traced: {traced['count']} deschedules over {traced['threshold_ms']:g} ms "
+                                       f"({traced['total_ms']:.1f} ms); ran instead: {who}; longest "
+                                       f"{max(e['ms'] for e in events):.1f} ms"})
+
     gaps = result.get("gaps") or {}
     attribution = gaps.get("tail_attribution")
     if attribution and attribution["during_costop"]:
@@ -172,10 +188,15 @@ CAUSE_ORDER = ("injected_stall", "rt_throttling", "hypervisor_costop", "hypervis
 
 
 def rank(causes: list[dict]) -> list[dict]:
-    """The causes, primary first (``"primary": true`` on it alone): by confidence, then CAUSE_ORDER."""
+    """The causes, primary first (``"primary": true`` on it alone): by confidence, then CAUSE_ORDER;
+    each cause once, with its strongest evidence."""
     def key(c: dict) -> tuple[int, int]:
         return (CONFIDENCE_ORDER.index(c["confidence"]),
                 CAUSE_ORDER.index(c["cause"]) if c["cause"] in CAUSE_ORDER else len(CAUSE_ORDER))
 
-    ranked = sorted(causes, key=key)
+    ranked, seen = [], set()
+    for c in sorted(causes, key=key):  # a cause named twice (run-level and traced) keeps its strongest
+        if c["cause"] not in seen:
+            seen.add(c["cause"])
+            ranked.append(c)
     return [{**c, "primary": i == 0} for i, c in enumerate(ranked)]

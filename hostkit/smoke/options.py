@@ -91,6 +91,9 @@ class SmokeOptions:
     probe_gaps: bool = _opt(False, "run the vCPU-gap probe alongside (hostkit gaps: SCHED_IDLE spinners on every "
                                    "CPU; needs --duration): co-stops of several vCPUs at once, and the share of the "
                                    "slowest inferences that overlapped one")
+    trace_sched: bool = _opt(False, "record sched_switch on the worker CPU (tracefs, root) and name who ran "
+                                    "instead for every deschedule longer than --target-p999-ms, and whether only RT "
+                                    "throttling explains it; without tracefs the report says so")
     gap_threshold_us: float = _opt(100.0, "with --probe-gaps: record clock gaps longer than this", lo=1.0,
                                    hi=1e6, metavar="US")
     # the gate

@@ -73,6 +73,14 @@ def text_summary(r: dict) -> str:
             t = g["tail_attribution"]
             lines.append(f"  slowest inferences (wall >= {t['wall_ms_at_least']} ms): {t['during_costop']} of "
                          f"{t['events']} overlapped a co-stop ({t['share']:.0%})")
+    if r.get("sched_trace"):
+        t = r["sched_trace"]
+        if "error" in t:
+            lines.append(f"sched trace: {t['error']}")
+        else:
+            lines.append(f"sched trace of the worker CPU: {t['switches']} switches, {t['count']} deschedules over "
+                         f"{t['threshold_ms']:g} ms ({t['total_ms']:.1f} ms, {t['rt_throttled']} RT-throttled); ran "
+                         "instead: " + (", ".join(f"{k} {v:.1f} ms" for k, v in list(t["by_task"].items())[:4]) or "-"))
     for d in r["diagnosis"]:
         lines.append(f"diagnosis: {d['cause']} ({d['confidence']}{', primary' if d.get('primary') else ''}): "
                      f"{d['evidence']}")

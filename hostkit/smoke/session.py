@@ -31,6 +31,7 @@ from hostkit.smoke.client import FIELDS, client_main
 from hostkit.smoke.metrics import (SLOW_INFER_CPU_MS, SLOW_INFER_WALL_MS, credibility, histogram, slo_verdict,
                                    summary)
 from hostkit.smoke.options import SmokeOptions
+from hostkit.smoke.sched_trace import SchedTrace, TraceUnavailable, long_deschedules
 from hostkit.smoke.queue import DONE, ERROR, FREE, PROCESSING, READY, WRITING, SharedInferenceQueue
 from hostkit.smoke.wake import InheritedFd, new_eventfd
 from hostkit.smoke.worker import worker_main
@@ -374,17 +375,35 @@ def run_smoke(opts: SmokeOptions, progress=None, facts: dict | None = None, on_s
         raise KeyboardInterrupt
 
     signal.signal(signal.SIGTERM, on_term)
-    probe = None
+    probe, tracer, traced = None, None, None
     try:
         session.start(on_started)
         if opts.probe_gaps:
             probe = _GapProbe(opts, session.own_cpus)
+        if opts.trace_sched:
+            tracer, traced = _start_trace(session.cpu)
         supervised = session.supervise(progress)
+        if tracer is not None:
+            traced = long_deschedules(tracer.stop(), session.worker.pid, opts.target_p999_ms)
+            tracer = None
     finally:
         signal.signal(signal.SIGTERM, old_term)
+        if tracer is not None:
+            tracer.close()
         session.close()
         gaps = probe.result() if probe is not None else None
-    return aggregate(opts, session, supervised, facts, gaps)
+    result = aggregate(opts, session, supervised, facts, gaps, traced)
+    return result
+
+
+def _start_trace(cpu: int):
+    """(tracer, None) recording the worker's CPU, or (None, {"error": why}) where tracefs is not usable."""
+    try:
+        tracer = SchedTrace(cpu)
+        tracer.start()
+        return tracer, None
+    except TraceUnavailable as exc:
+        return None, {"error": f"no per-event attribution: {exc}"}
 
 
 class _GapProbe:
@@ -498,7 +517,7 @@ def _wake_stats(opts: SmokeOptions, s: Supervised) -> dict:
 
 
 def aggregate(opts: SmokeOptions, session: Session, s: Supervised, facts: dict | None,
-              gaps: dict | None = None) -> dict:
+              gaps: dict | None = None, traced: dict | None = None) -> dict:
     """The run's figures, SLO verdict and diagnosis, from what supervision collected."""
     ready, ws = session.ready, s.worker_stats
     cols, errors, error_count = _merge(s.results)
@@ -565,6 +584,8 @@ def aggregate(opts: SmokeOptions, session: Session, s: Supervised, facts: dict |
         probes["rt_throttling_logged"] = None if log0 is None or log1 is None else log1 > log0
     if gaps is not None:
         result["gaps"] = _gaps_with_attribution(gaps, cols)
+    if traced is not None:
+        result["sched_trace"] = traced
     result["probes"] = probes
     result["diagnosis"] = dg.diagnose(result, probes, facts)
     result["slo"] = slo_verdict(desched, opts.target_p999_ms, faults=s.faults, errors=error_count)
