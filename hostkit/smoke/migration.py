@@ -27,7 +27,18 @@ ROWS = [
     ("SCHED_FIFO", lambda r: "used" if r["sched_fifo"]["used"] else
      ("available" if r["sched_fifo"]["available"] else "not permitted")),
     ("transport", lambda r: r["transport"]),
+    # With --probe-gaps: what the hypervisor took, invisible to the guest kernel ("-": not probed).
+    ("vCPU co-stops (% of the run)", lambda r: _gaps(r, lambda g: round(100 * g["costops"]["share_of_run"], 2))),
+    ("slowest 1% during a co-stop (%)", lambda r: _gaps(r, lambda g: round(100 * g["tail_attribution"]["share"], 1))),
 ]
+
+
+def _gaps(r: dict, get):
+    g = r.get("gaps") or {}
+    try:
+        return get(g)
+    except KeyError:
+        return "-"
 
 
 def load_results(path: str) -> dict[str, dict]:
@@ -82,9 +93,11 @@ def markdown(pairs: list[tuple[str, dict, dict]], before_name: str, after_name: 
             out.append(f"| {label} | {_fmt(vb)} | {_fmt(va)} | {change} |")
         out += ["", f"**Verdict before:** {verdict(b)}  ", f"**Verdict after:** {verdict(a)}", "",
                 "Diagnosis before:", ""]
-        out += [f"- {d['cause']} ({d['confidence']}): {d['evidence']}" for d in b["diagnosis"]]
+        out += [f"- {'**primary** ' if d.get('primary') else ''}{d['cause']} ({d['confidence']}): {d['evidence']}"
+                for d in b["diagnosis"]]
         out += ["", "Diagnosis after:", ""]
-        out += [f"- {d['cause']} ({d['confidence']}): {d['evidence']}" for d in a["diagnosis"]]
+        out += [f"- {'**primary** ' if d.get('primary') else ''}{d['cause']} ({d['confidence']}): {d['evidence']}"
+                for d in a["diagnosis"]]
         out.append("")
     return "\n".join(out)
 
