@@ -50,8 +50,6 @@ def boot_files(tree: dict[str, str]) -> set[str]:
 @pytest.mark.parametrize("host", list(BOOT_HOSTS))
 def test_apply_sets_the_next_boot_once_audit_passes_rollback_is_exact(lab, host):
     before = trees(lab)[host]
-    facts = remote_facts(lab, host)
-    assert facts["kernel"]["boot_loader"]["backend"] == BOOT_HOSTS[host]
     rc, plan_doc, proc = cli_json("plan", "-i", lab.inventory, "--limit", host)  # what the apply will plan
     assert rc == 0, proc.stderr[-2000:]
     planned = plan_doc[host]["cmdline_set"]
@@ -67,7 +65,9 @@ def test_apply_sets_the_next_boot_once_audit_passes_rollback_is_exact(lab, host)
         changed = {p for p in boot_files(before) | boot_files(after) if before.get(p) != after.get(p)}
         assert changed == CHANGED[host]
 
-        words = cmdline_words(remote_facts(lab, host)["kernel"]["next_boot_cmdline"])
+        kernel = remote_facts(lab, host)["kernel"]  # read on the host by the agent, over SSH
+        assert kernel["boot_loader"]["backend"] == BOOT_HOSTS[host]
+        words = cmdline_words(kernel["next_boot_cmdline"])
         for arg, value in planned.items():
             assert [w for w in words if arg_name(w) == arg] == [format_arg(arg, value)], (arg, words)
 
