@@ -185,3 +185,34 @@ def test_no_boot_configuration_names_what_is_supported(sysroots):
     cfg = bl.detect(str(sysroots["boot-none"]))
     with pytest.raises(bl.BootConfigError, match=r"^no supported boot configuration \(found: none of"):
         bl.edit(cfg, WANT)
+
+
+def test_unsupported_boot_files_are_named(tmp_path):
+    (tmp_path / "boot/extlinux").mkdir(parents=True)
+    (tmp_path / "boot/extlinux/extlinux.conf").write_text("LABEL linux\n")
+    (tmp_path / "boot/loader/entries").mkdir(parents=True)
+    (tmp_path / "boot/loader/entries/x.conf").write_text("options ro\n")  # BLS without GRUB's /boot/grub2
+    cfg = bl.detect(str(tmp_path))
+    assert cfg["backend"] == "none"
+    assert bl.describe_none(cfg).startswith(
+        "no supported boot configuration (found: /boot/extlinux/extlinux.conf, /boot/loader/entries/x.conf; ")
+
+
+# ----------------------------------------------------------------------------- the plan's guard
+
+def test_the_plan_is_refused_without_boot_configuration_even_with_force(sysroots):
+    from hostkit.plan import make_plan
+    from hostkit.profiles import apply_overrides, load_profile
+
+    facts = gather(str(sysroots["boot-none"]))
+    profile, pinned = apply_overrides(load_profile("bare-metal-inference"), None)
+    for force in (False, True):
+        plan = make_plan(facts, profile, pinned, force=force, host="boot-none")
+        assert plan["refused"] == [facts["kernel"]["boot_loader"]["reason"]]
+        assert plan["refused"][0].startswith("no supported boot configuration (found: none of /etc/default/grub")
+    # Nothing to set and nothing booted to remove (a guest profile): no boot configuration is needed.
+    guest, pinned = apply_overrides(load_profile("vmware-guest"), None)
+    assert make_plan(facts, guest, pinned, host="boot-none")["refused"] == []
+    # The same guest profile on a host booted with isolcpus= it must remove: refused.
+    facts["kernel"]["cmdline_args"]["args"]["isolcpus"] = "2-7"
+    assert make_plan(facts, guest, pinned, host="boot-none")["refused"] == [facts["kernel"]["boot_loader"]["reason"]]
