@@ -1,0 +1,126 @@
+"""The real-kernel lab, a kubelet-profile guest (issue 12): the bare-metal profile with kubelet's static
+CPU manager, applied with --reboot to the `numa2` QEMU guest (2 sockets x 2 cores, one NUMA node per
+socket, a real irqbalance), proven on the live kernel, then rolled back with --reboot.
+
+What only a booted kernel shows: ``isolcpus=managed_irq,<cpus>`` without ``domain`` leaves no
+domain-isolated CPU (``/sys/devices/system/cpu/isolated`` is empty) while ``nohz_full`` still covers
+the isolated CPUs; ``systemd.cpu_affinity`` puts PID 1 and the services it starts on the
+housekeeping CPUs; ``kernel.timer_migration`` is 1; irqbalance keeps running and no movable device
+IRQ is effective on an isolated CPU.
+
+The guest image has no kubelet or containerd: the apply runs the roles that change the kernel,
+IRQs and sysctls (``--tags``); the plan is the kubelet profile's all the same (the plan is made
+from the profile, not from what runs on the host).
+"""
+
+from __future__ import annotations
+
+import json
+import time
+
+import pytest
+
+from hostkit.agent.cpulist import parse_cpulist
+from tests.labutil import cli, cli_json
+from tests.vmutil import REBOOT_TIMEOUT, device_irqs, inventory_for, read, ssh, start_vm_lab
+
+pytestmark = pytest.mark.vm
+
+HOST = "numa2"
+TAGS = "isolcpus,irq_affinity,cpu_governor,numa_sysctl,rt_runtime"
+
+
+@pytest.fixture(scope="module")
+def lab(tmp_path_factory):
+    lab = start_vm_lab(tmp_path_factory.mktemp("vm-kubelet") / "lab", [(HOST, "numa2")])
+    try:
+        yield lab
+    finally:
+        lab.down()
+
+
+@pytest.fixture(scope="module")
+def inventory(lab, tmp_path_factory):
+    # kubelet stays enabled with its static CPU manager (the profile's); one housekeeping core per node.
+    return inventory_for(lab, tmp_path_factory.mktemp("vm-inv") / "inventory.yml", {HOST: {"hostkit_overrides": {
+        "reserve_per_node": 1, "allow_virtual": True, "containerd": {"enabled": False}}}})
+
+
+def allowed(lab, path: str) -> str:
+    return next(line.split(":", 1)[1].strip() for line in read(lab, HOST, path).splitlines()
+                if line.startswith("Cpus_allowed_list:"))
+
+
+@pytest.fixture(scope="module")
+def before(lab):
+    return {"cmdline": read(lab, HOST, "/proc/cmdline"), "pid1": allowed(lab, "/proc/1/status"),
+            "timer_migration": read(lab, HOST, "/proc/sys/kernel/timer_migration")}
+
+
+@pytest.fixture(scope="module")
+def tuned(lab, inventory, before):
+    rc, plan_doc, proc = cli_json("plan", "-i", inventory)
+    assert rc == 0, proc.stderr
+    plan = plan_doc[HOST]
+    t0 = time.monotonic()
+    proc = cli("apply", "-i", inventory, "--tags", TAGS, "--reboot", "--reboot-timeout", REBOOT_TIMEOUT, "--json",
+               timeout=REBOOT_TIMEOUT + 900)
+    assert proc.returncode == 0, f"apply --reboot failed: {proc.stdout[-3000:]} {proc.stderr[-3000:]}"
+    print(f"\napply --reboot took {time.monotonic() - t0:.0f} s")
+    return {"plan": plan, "apply": json.loads(proc.stdout)}
+
+
+def test_the_plan_is_the_kubelet_partition(tuned):
+    plan = tuned["plan"]
+    assert (plan["housekeeping"], plan["isolated"]) == ("0,2", "1,3")
+    assert plan["cmdline_set"]["isolcpus"] == "managed_irq,1,3"
+    assert plan["cmdline_set"]["systemd.cpu_affinity"] == "0,2"
+    assert plan["sysctl"]["kernel.timer_migration"] == 1
+
+
+def test_the_kernel_boots_without_domain_isolation(lab, tuned):
+    tokens = read(lab, HOST, "/proc/cmdline").split()
+    for key, value in tuned["plan"]["cmdline_set"].items():
+        want = key if value is None else f"{key}={value}"
+        assert tokens.count(want) == 1, (want, tokens)
+    # No domain flag: the scheduler still balances across the isolated CPUs (none is domain-isolated) ...
+    assert read(lab, HOST, "/sys/devices/system/cpu/isolated") == ""
+    # ... while the tick is still stopped there.
+    assert parse_cpulist(read(lab, HOST, "/sys/devices/system/cpu/nohz_full")) == {1, 3}
+
+
+def test_systemd_keeps_host_processes_on_housekeeping(lab, tuned, before):
+    assert parse_cpulist(before["pid1"]) == {0, 1, 2, 3}
+    assert parse_cpulist(allowed(lab, "/proc/1/status")) == {0, 2}
+    # A process of a service systemd started (sshd's session shell, this command) inherits it.
+    assert parse_cpulist(allowed(lab, "/proc/self/status")) == {0, 2}
+
+
+def test_timers_may_migrate(lab, tuned):
+    assert read(lab, HOST, "/proc/sys/kernel/timer_migration") == "1"
+
+
+def test_irqbalance_runs_and_no_movable_device_irq_is_on_an_isolated_cpu(lab, tuned):
+    assert ssh(lab, HOST, "systemctl is-active irqbalance").strip() == "active"
+    uptime = float(read(lab, HOST, "/proc/uptime").split()[0])
+    if uptime < 60:
+        time.sleep(60 - uptime)
+    irqs = device_irqs(lab, HOST)
+    managed = {n for n, i in irqs.items() if "-req." in i["name"]}  # virtio-blk per-queue: kernel-managed
+    on_isolated = {n: i["effective"] for n, i in irqs.items()
+                   if n not in managed and i["effective"] and parse_cpulist(i["effective"]) & {1, 3}}
+    assert on_isolated == {}
+
+
+@pytest.fixture(scope="module")
+def rolled_back(lab, inventory, tuned):
+    proc = cli("rollback", "-i", inventory, "--reboot", "--reboot-timeout", REBOOT_TIMEOUT, "--json",
+               timeout=REBOOT_TIMEOUT + 600)
+    assert proc.returncode == 0, f"rollback --reboot failed: {proc.stdout[-3000:]} {proc.stderr[-3000:]}"
+    return json.loads(proc.stdout)
+
+
+def test_rollback_reboot_gives_host_processes_every_cpu_again(lab, before, rolled_back):
+    assert read(lab, HOST, "/proc/cmdline") == before["cmdline"]
+    assert allowed(lab, "/proc/1/status") == before["pid1"]
+    assert read(lab, HOST, "/proc/sys/kernel/timer_migration") == before["timer_migration"]
