@@ -38,7 +38,8 @@ options:
 import re
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible.module_utils.hostkit_boot_loader import BootConfigError, describe_none, detect, edit, next_boot
+from ansible.module_utils.hostkit_boot_loader import (BootConfigError, describe_none, detect, edit, next_boot,
+                                                      real_path)
 from ansible.module_utils.hostkit_journal import (Journal, JournalError, change_file, file_state,
                                                   journaled_module_options)
 from ansible.module_utils.hostkit_kernel_args import arg_name, cmdline_tokens, format_arg, split_cmdline
@@ -77,7 +78,7 @@ def read_host(sysroot, simulate_reboot):
         raise Failure("cannot read %s under the sysroot %r: %s" % (CMDLINE, sysroot, exc))
     cfg = detect(sysroot)
     return {"boot": cfg,
-            "states": dict((p, file_state(sysroot_path(sysroot, p))) for p in cfg["files"]),
+            "states": dict((p, file_state(sysroot_path(sysroot, real_path(cfg, p)))) for p in cfg["files"]),
             "booted": booted,
             "cmdline": file_state(sysroot_path(sysroot, CMDLINE)) if simulate_reboot else None}
 
@@ -105,7 +106,7 @@ def decide(params, want, seen):
     changes = []
     for path in sorted(new, key=lambda p: (cfg["files"] + [p]).index(p)):
         before = seen["states"].get(path) or {"exists": False}
-        changes.append({"path": path, "before": before, "content": new[path]})
+        changes.append({"path": real_path(cfg, path), "before": before, "content": new[path]})
     after = dict(cfg, texts=dict((p, t) for p, t in list(cfg["texts"].items()) + list(new.items()) if t is not None))
     next_line, source = next_boot(after, seen["booted"])
     result = dict(bootloader=backend, commands=[["update-grub"]] if changes and backend == "grub-debian" else [],

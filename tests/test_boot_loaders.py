@@ -216,3 +216,28 @@ def test_the_plan_is_refused_without_boot_configuration_even_with_force(sysroots
     # The same guest profile on a host booted with isolcpus= it must remove: refused.
     facts["kernel"]["cmdline_args"]["args"]["isolcpus"] = "2-7"
     assert make_plan(facts, guest, pinned, host="boot-none")["refused"] == [facts["kernel"]["boot_loader"]["reason"]]
+
+
+def test_a_symlinked_grubenv_is_edited_at_its_target_never_over_the_link(tmp_path):
+    """EL8 on UEFI: /boot/grub2/grubenv -> ../efi/EFI/redhat/grubenv. The module (run in-process on a
+    sysroot) journals and writes the ESP's block, 1024 bytes, and leaves the link a link."""
+    from tests.modules.runner import run_inprocess
+
+    root = tmp_path / "root"
+    entry = root / "boot/loader/entries/m-4.18.0-513.el8.conf"
+    entry.parent.mkdir(parents=True)
+    entry.write_text("version 4.18.0-513.el8\noptions $kernelopts $tuned_params\n")
+    esp_env = root / "boot/efi/EFI/redhat/grubenv"
+    esp_env.parent.mkdir(parents=True)
+    esp_env.write_text(bl.format_grubenv([("kernelopts", "root=/dev/sda1 ro"), ("tuned_params", "isolcpus=1")], 1024))
+    (root / "boot/grub2").mkdir()
+    (root / "boot/grub2/grubenv").symlink_to("../efi/EFI/redhat/grubenv")
+    (root / "proc").mkdir()
+    (root / "proc/cmdline").write_text("root=/dev/sda1 ro isolcpus=1\n")
+    result, rc = run_inprocess("hostkit_bootargs", {"sysroot": str(root), "run_id": "r1", "set": {"isolcpus": "2-3"}})
+    assert rc == 0 and result["files"] == ["/boot/efi/EFI/redhat/grubenv"], result
+    assert (root / "boot/grub2/grubenv").is_symlink()
+    block = esp_env.read_text()
+    assert len(block) == 1024
+    assert dict(bl.parse_grubenv(block)) == {"kernelopts": "root=/dev/sda1 ro isolcpus=2-3", "tuned_params": ""}
+    assert result["next_boot_cmdline"] == "root=/dev/sda1 ro isolcpus=2-3"

@@ -112,7 +112,13 @@ def detect(sysroot):
         for p in (GRUBENV, KERNEL_CMDLINE):
             if _exists(sysroot, p):
                 files.append(p)
-        return _loaded(sysroot, "bls", files, None, found)
+        cfg = _loaded(sysroot, "bls", files, None, found)
+        # EL8 on UEFI: /boot/grub2/grubenv is a symlink to the ESP's EFI/<vendor>/grubenv, the block
+        # GRUB reads. Edits go to the link's target, never over the link.
+        target = _link_target(sysroot, GRUBENV)
+        if target:
+            cfg["real"][GRUBENV] = target
+        return cfg
     for esp in ESPS:
         entries_dir = esp.rstrip("/") + "/loader/entries"
         entries = ["%s/%s" % (entries_dir, n) for n in _listdir(sysroot, entries_dir, ".conf")]
@@ -128,7 +134,7 @@ def detect(sysroot):
     for p in OTHER_BOOT_FILES + tuple(bls):
         if _exists(sysroot, p):
             found.append(p)
-    return {"backend": "none", "files": [], "texts": texts, "found": found, "esp": None}
+    return {"backend": "none", "files": [], "texts": texts, "found": found, "esp": None, "real": {}}
 
 
 def _loaded(sysroot, backend, files, esp, found):
@@ -138,7 +144,25 @@ def _loaded(sysroot, backend, files, esp, found):
         if text is not None:
             texts[p] = text
     return {"backend": backend, "files": [p for p in files if p in texts], "texts": texts, "found": found,
-            "esp": esp}
+            "esp": esp, "real": {}}
+
+
+def _link_target(sysroot, path):
+    """Where the symlink ``path`` points, as a path under the sysroot (None: not a link, or a
+    link that leaves the sysroot)."""
+    full = sysroot_path(sysroot, path)
+    if not os.path.islink(full):
+        return None
+    real = os.path.realpath(full)
+    root = os.path.realpath(sysroot_path(sysroot, "/")).rstrip("/")
+    if root and not real.startswith(root + "/"):
+        return None
+    return real[len(root):] if root else real
+
+
+def real_path(cfg, path):
+    """The file to journal and write for ``path`` (a symlinked grubenv: its target)."""
+    return (cfg.get("real") or {}).get(path, path)
 
 
 def describe_none(cfg):
