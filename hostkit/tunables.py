@@ -131,6 +131,11 @@ class ManagedFile:
 
 
 _KUBELET_RESTART = ("systemctl", "try-restart", "kubelet.service")
+ROLE_TUNED = "tuned"
+# Rollback's follow-up after restoring a tuned file: the placeholder is resolved from the restored
+# /etc/tuned/active_profile and profile_mode (resolve_follow_up).
+TUNED_PREVIOUS = "{tuned_previous_profile}"
+TUNED_FOLLOW_UP = ("tuned-adm", "profile", TUNED_PREVIOUS)
 
 FILES: tuple[ManagedFile, ...] = (
     ManagedFile("/etc/default/grub", "isolcpus", adopt="/etc/default/grub", follow_up=("update-grub",), reboot=True),
@@ -157,6 +162,20 @@ FILES: tuple[ManagedFile, ...] = (
                 adopt="/etc/kubernetes/kubelet.conf.d/*", follow_up=_KUBELET_RESTART, scope="/etc/kubernetes/"),
     ManagedFile("/var/lib/kubelet", "kubelet", var="kubelet_state_dir", follow_up=_KUBELET_RESTART,
                 scope="/var/lib/kubelet/"),
+    # tuned (roles/tuned, drive/neutralize): its profile directory and the files the next boot reads
+    # (tuned/consts.py ACTIVE_PROFILE_FILE, PROFILE_MODE_FILE, BOOT_CMDLINE_FILE). A restored file under
+    # /etc/tuned/ is followed by switching tuned back to the profile the restored files name
+    # (resolve_follow_up); adoption also records tuned's systemd drop-in and the GRUB environment
+    # block holding $tuned_params (EL8).
+    ManagedFile("/etc/tuned/active_profile", ROLE_TUNED, adopt="/etc/tuned/active_profile",
+                follow_up=TUNED_FOLLOW_UP, scope="/etc/tuned/"),
+    ManagedFile("/etc/tuned/profile_mode", ROLE_TUNED, adopt="/etc/tuned/profile_mode",
+                follow_up=TUNED_FOLLOW_UP, scope="/etc/tuned/"),
+    ManagedFile("/etc/tuned/bootcmdline", ROLE_TUNED, adopt="/etc/tuned/bootcmdline",
+                follow_up=TUNED_FOLLOW_UP, scope="/etc/tuned/"),
+    ManagedFile("/etc/systemd/system.conf.d/00-tuned.conf", ROLE_TUNED,
+                adopt="/etc/systemd/system.conf.d/00-tuned.conf"),
+    ManagedFile("/boot/grub2/grubenv", "isolcpus", adopt="/boot/grub2/grubenv"),
 )
 # Sysctl values need no follow-up: rollback writes their journaled runtime value back itself.
 
@@ -192,3 +211,21 @@ def adopted_patterns() -> list[str]:
 def adopted_values() -> list[tuple[str, str]]:
     """(path, kind) of the runtime values `rollback --adopt` records: every tuned sysctl, the cmdline."""
     return [(s.proc_path, s.kind) for s in tuned_sysctls()] + [("/proc/cmdline", "str")]
+
+
+def resolve_follow_up(argv: list[str], read) -> list[str]:
+    """A follow-up's argv with its placeholder resolved from the restored files (``read(path)``: the
+    text of a host file, None when absent): tuned goes back to the profiles ``active_profile`` names
+    (``tuned-adm profile A [B]``), to its automatic choice when ``profile_mode`` says ``auto``, or
+    off when no profile was active."""
+    if TUNED_PREVIOUS not in argv:
+        return list(argv)
+    if (read("/etc/tuned/profile_mode") or "").strip() == "auto":
+        return ["tuned-adm", "auto_profile"]
+    names = (read("/etc/tuned/active_profile") or "").split()
+    if not names:
+        return ["tuned-adm", "off"]
+    out: list[str] = []
+    for a in argv:
+        out += names if a == TUNED_PREVIOUS else [a]
+    return out

@@ -52,6 +52,14 @@ INTRO = {
              "host needs; numpy is used when present, a pure-Python model otherwise) and returns its JSON: "
              "p50/p99/p999/max deschedule, queue wait, rpc, SCHED_FIFO, diagnosis and the SLO verdict. "
              "Changes nothing on the host; `hostkit smoke -i` collects the results into a fleet table.",
+    "tuned": "tuned coexistence (the plan's `tuned.mode`). drive: `<user profile dir>/hostkit/tuned.conf` "
+             "including tuned's `cpu-partitioning` (or `latency-performance` without isolation) with "
+             "`isolated_cores` and hostkit's sysctls and governor, tuned's `[bootloader]` cmdline options "
+             "re-defined without the arguments hostkit sets; `/etc/tuned/active_profile` (`hostkit`), "
+             "`/etc/tuned/profile_mode` (`manual`) and `/etc/tuned/bootcmdline` left as tuned writes them, so "
+             "the next boot is right before tuned runs again. neutralize: the same with profile "
+             "`hostkit-neutral` (no plugin sections). `tuned-adm profile NAME` runs as a handler. Rollback "
+             "restores the files and runs `tuned-adm profile <previous>`.",
     "kubelet": "A KubeletConfiguration drop-in: static CPU manager (`full-pcpus-only`), `single-numa-node` "
                "topology manager, Static memory manager with `reservedMemory` per node, `reservedSystemCPUs` = "
                "housekeeping. When a manager policy changes, its state file is removed before the restart "

@@ -103,6 +103,8 @@ def test_adoption_records_every_tuned_sysctl_and_the_managed_files(sysroot_copy)
 def test_adopted_patterns_and_rollback_follow_ups_are_the_table_s():
     assert tunables.adopted_patterns() == [
         "/etc/default/grub", "/etc/default/irqbalance", "/etc/sysconfig/irqbalance", "/etc/containerd/config.toml",
+        "/etc/tuned/active_profile", "/etc/tuned/profile_mode", "/etc/tuned/bootcmdline",
+        "/etc/systemd/system.conf.d/00-tuned.conf", "/boot/grub2/grubenv",
         "/etc/default/grub.d/*.cfg", "/etc/sysctl.d/*.conf", "/etc/kubernetes/kubelet.conf.d/*"]
     assert rollback_mod.FOLLOW_UP == [
         ("/etc/default/grub", ["update-grub"], True),
@@ -113,6 +115,7 @@ def test_adopted_patterns_and_rollback_follow_ups_are_the_table_s():
         ("/etc/containerd/", ["systemctl", "try-restart", "containerd.service"], False),
         ("/etc/kubernetes/", ["systemctl", "try-restart", "kubelet.service"], False),
         ("/var/lib/kubelet/", ["systemctl", "try-restart", "kubelet.service"], False),
+        ("/etc/tuned/", ["tuned-adm", "profile", "{tuned_previous_profile}"], False),
     ]
     for f in tunables.FILES:  # every file a role writes is under the prefix of its follow-up, or needs none
         if f.follow_up:

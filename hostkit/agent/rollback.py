@@ -22,7 +22,7 @@ from hostkit.agent.journal_io import atomic_write, file_state, now, record_would
 from hostkit.agent.sysroot import is_live, sysroot_path
 from hostkit.agent.values import same
 from hostkit.errors import BadInput
-from hostkit.tunables import follow_ups
+from hostkit.tunables import follow_ups, resolve_follow_up
 
 IRQ_AFFINITY = re.compile(r"^/proc/irq/[0-9]+/smp_affinity_list$")
 
@@ -130,6 +130,9 @@ def rollback(sysroot: str = "/", run_id: str | None = None, all_runs: bool = Fal
                 os.rmdir(d)
             actions.append({"path": d[len(sysroot_path(sysroot, "/")) - 1:], "kind": "dir", "action": "remove"})
 
+    # A placeholder (tuned's previous profile) is resolved from the files as restored.
+    follow_ups = [resolve_follow_up(a, lambda p: file_state(sysroot_path(sysroot, p)).get("content"))
+                  for a in follow_ups]
     ran, would_run = [], []
     if not check:
         for argv in follow_ups:

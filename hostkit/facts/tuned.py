@@ -29,6 +29,7 @@ runs or starts at boot. Standard library only (ships to hosts).
 from __future__ import annotations
 
 import configparser
+import os
 import re
 
 from hostkit.facts.services import running_commands
@@ -166,7 +167,7 @@ def read_tuned(sr: Sysroot, comms: set[str] | None = None) -> dict:
     comms = running_commands(sr) if comms is None else comms
     installed = any(sr.exists(p) for p in PROGRAMS)
     running = "tuned" in comms
-    enabled = sr.exists(ENABLED_LINK.lstrip("/"))
+    enabled = os.path.lexists(sr.path(ENABLED_LINK.lstrip("/")))  # a link whose absolute target is the host's
     active_text = (sr.read(ACTIVE_PROFILE.lstrip("/")) or "").strip()
     names = active_text.split()
     system, user = profile_dirs(sr)
