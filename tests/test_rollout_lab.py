@@ -102,6 +102,11 @@ def test_rollout_in_ordered_batches_tunes_every_host(lab, fleet):
     applied = {h: doc["batches"][r["batch"]]["apply_run"] for h, r in doc["hosts"].items()}
     assert runs_on(inv, HOSTS) == {h: [applied[h]] for h in HOSTS}
     assert len(set(applied.values())) == 3
+    # ... and the hosts' own journals show it: every change of a batch before the next batch's first
+    rc, hist, _ = cli_json("history", "-i", inv)
+    span = {h: (hist[h]["runs"][0]["started"], hist[h]["runs"][0]["last_change"]) for h in HOSTS}
+    for earlier, later in zip(BATCHES, BATCHES[1:]):
+        assert max(span[h][1] for h in earlier) < min(span[h][0] for h in later), span
     assert all(trees(lab)[h] != fleet.before[h] for h in HOSTS)
     # the state on disk is complete
     s = state_file(doc)
@@ -171,8 +176,8 @@ def test_resume_does_not_redo_finished_hosts_and_abort_restores_every_host(lab, 
     runs = runs_on(inv, HOSTS)
     assert runs == {"n1": [first], "n2": [resumed["batches"][1]["apply_run"]],
                     "n3": [resumed["batches"][1]["apply_run"]], "n4": [resumed["batches"][2]["apply_run"]]}
-    rc, again, proc = cli_json("rollout", "--resume", doc["rollout_id"])
-    assert rc == 2 and "has finished: nothing to resume" in proc.stderr
+    proc = cli("rollout", "--resume", doc["rollout_id"])
+    assert proc.returncode == 2 and proc.stderr.endswith("has finished: nothing to resume\n"), proc.stderr
 
     rc, aborted, proc = cli_json("rollout", "--abort", doc["rollout_id"])
     assert rc == 0, proc.stderr[-3000:]

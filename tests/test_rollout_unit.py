@@ -91,8 +91,8 @@ def test_a_hook_that_does_not_render_is_bad_input(value, needle):
 
 def test_a_hook_runs_with_the_rollout_environment_and_reports_its_exit(tmp_path):
     log = tmp_path / "log"
-    ok = hooks.run_hook("pre_batch", "n1", f'echo "$HOSTKIT_HOOK $HOSTKIT_HOST $HOSTKIT_BATCH $HOSTKIT_ROLLOUT" >> {log}',
-                        timeout=10, rollout_id="R1", batch=2)
+    cmd = f'echo "$HOSTKIT_HOOK $HOSTKIT_HOST $HOSTKIT_BATCH $HOSTKIT_ROLLOUT" >> {log}'
+    ok = hooks.run_hook("pre_batch", "n1", cmd, timeout=10, rollout_id="R1", batch=2)
     assert ok.ok and ok.rc == 0 and log.read_text() == "pre_batch n1 2 R1\n"
     bad = hooks.run_hook("post_batch", "n1", "echo node busy >&2; exit 7", timeout=10, rollout_id="R1", batch=0)
     assert (bad.ok, bad.rc, bad.output) == (False, 7, "node busy")

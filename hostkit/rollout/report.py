@@ -56,7 +56,8 @@ def markdown(state: dict, summary: dict | None = None, written: list[str] | None
              f"* started {state['created']}, last step {state['updated']}"]
     f = state.get("failure")
     if f:
-        lines.append(f"* stopped at batch {f['batch'] + 1}: **{f['host']}** failed the **{f['gate']}** gate: {f['why']}")
+        lines.append(f"* stopped at batch {f['batch'] + 1}: **{f['host']}** failed the **{f['gate']}** gate: "
+                     f"{f['why']}")
     if state.get("abort"):
         lines.append(f"* aborted {state['abort']['at']}: "
                      + ("; ".join(state["abort"]["errors"]) or "every apply run of the rollout rolled back"))
@@ -69,7 +70,8 @@ def markdown(state: dict, summary: dict | None = None, written: list[str] | None
               "|---|---|---|---|---|---|---|---|---|"]
     for h, r in state["hosts"].items():
         be, af = r.get("before") or {}, r.get("after") or {}
-        lines.append(f"| {h} | {r['batch'] + 1} | {r['status']} | {_ms(be.get('p999_ms'))} | {be.get('verdict', '-')} | "
+        lines.append(f"| {h} | {r['batch'] + 1} | {r['status']} | {_ms(be.get('p999_ms'))} | "
+                     f"{be.get('verdict', '-')} | "
                      f"{_ms(af.get('p999_ms'))} | {af.get('verdict', '-')} | "
                      f"{_ms(af.get('target_p999_ms') or be.get('target_p999_ms'))} | "
                      f"{(r.get('audit') or {}).get('status', '-')} |")
@@ -96,8 +98,9 @@ def markdown(state: dict, summary: dict | None = None, written: list[str] | None
                          + ", ".join(f"{k} {v}" for k, v in sorted(summary["verdicts"].items())))
         else:
             lines.append("no host finished with an \"after\" run")
-        lines += ["", "Files: " + ", ".join(written or []) + ("" if "fleet.png" in (written or []) or not summary["hosts"]
-                                                             else " (no fleet.png: matplotlib is not installed)")]
+        no_png = "fleet.png" not in (written or []) and summary["hosts"]
+        lines += ["", "Files: " + ", ".join(written or [])
+                  + (" (no fleet.png: matplotlib is not installed)" if no_png else "")]
     return "\n".join(lines) + "\n"
 
 
