@@ -102,6 +102,16 @@ def test_drive_makes_tuned_and_the_next_boot_agree_with_the_plan_and_rollback_re
         rc, audit, proc = cli_json("audit", "-i", lab.inventory, "--limit", "drive")
         findings = audit["hosts"]["drive"]["findings"]
         assert [f for f in findings if f["status"] == "drift"] == [], proc.stdout[-3000:]
+
+        rc, again, proc = cli_json("apply", "-i", lab.inventory, "--limit", "drive")  # nothing left to do
+        assert rc == 0 and again["hosts"]["drive"]["status"] == "ok", proc.stdout[-2000:] + proc.stderr[-2000:]
+        assert trees(lab)["drive"] == after
+
+        rc, dry, proc = cli_json("rollback", "-i", lab.inventory, "--limit", "drive", "--check")
+        assert rc == 0, proc.stdout[-2000:]
+        assert [a for a in dry["hosts"]["drive"]["would_run"] if a[0] == "tuned-adm"] == [
+            ["tuned-adm", "profile", "cpu-partitioning"]]
+        assert trees(lab)["drive"] == after
     finally:
         rb = rollback_twice(lab, "drive", before)
     assert [a for a in rb["would_run"] if a[0] == "tuned-adm"] == [["tuned-adm", "profile", "cpu-partitioning"]]

@@ -62,6 +62,7 @@ def rollback(sysroot: str = "/", run_id: str | None = None, all_runs: bool = Fal
     follow_ups: list[list[str]] = []
     reboot_required = False
     dirs_to_remove: list[str] = []
+    restored: dict[str, str | None] = {}  # path -> the text rollback puts back (the oldest run's wins)
     for run in runs:
         for entry in reversed(run.get("entries", [])):
             if entry.get("kind") == "values":
@@ -94,6 +95,7 @@ def rollback(sysroot: str = "/", run_id: str | None = None, all_runs: bool = Fal
                 path = entry["path"]
                 full = sysroot_path(sysroot, path)
                 before = entry["before"]
+                restored[path] = before.get("content") if before.get("exists") else None
                 current = file_state(full)
                 dirs_to_remove += [sysroot_path(sysroot, d) for d in entry.get("created_dirs", [])]
                 if _file_matches(current, before):
@@ -130,9 +132,10 @@ def rollback(sysroot: str = "/", run_id: str | None = None, all_runs: bool = Fal
                 os.rmdir(d)
             actions.append({"path": d[len(sysroot_path(sysroot, "/")) - 1:], "kind": "dir", "action": "remove"})
 
-    # A placeholder (tuned's previous profile) is resolved from the files as restored.
-    follow_ups = [resolve_follow_up(a, lambda p: file_state(sysroot_path(sysroot, p)).get("content"))
-                  for a in follow_ups]
+    # A placeholder (tuned's previous profile) is resolved from the files as rollback leaves them
+    # (also in check mode, where nothing is written).
+    follow_ups = [resolve_follow_up(a, lambda p: restored[p] if p in restored
+                                    else file_state(sysroot_path(sysroot, p)).get("content")) for a in follow_ups]
     ran, would_run = [], []
     if not check:
         for argv in follow_ups:
