@@ -13,7 +13,11 @@ gets an unreachable target (0.001 ms), which a 2 s run already proves MISSED.
 from __future__ import annotations
 
 import json
+import signal
 import stat
+import subprocess
+import sys
+import time
 
 import pytest
 import yaml
@@ -34,6 +38,7 @@ d=$(dirname "$0")
 echo "$1 $2 batch=$HOSTKIT_BATCH hook=$HOSTKIT_HOOK" >> "$d/calls.log"
 if [ -e "$d/fail-$1-$2" ]; then echo "cannot drain $2: node has unevictable pods" >&2; exit 3; fi
 if [ -e "$d/fail-once-$1-$2" ]; then rm "$d/fail-once-$1-$2"; echo "transient: API server timeout" >&2; exit 1; fi
+if [ -e "$d/slow-once-$1-$2" ]; then rm "$d/slow-once-$1-$2"; sleep 60; fi
 exit 0
 """
 
@@ -186,3 +191,32 @@ def test_resume_does_not_redo_finished_hosts_and_abort_restores_every_host(lab, 
     assert [e["hosts"] for e in rolled] == [["n4"], ["n2", "n3"], ["n1"]]  # newest batch first
     assert trees(lab) == fleet.before
     assert state_file(aborted)["status"] == "aborted"
+
+
+def test_a_controller_killed_between_batches_resumes_without_redoing_finished_hosts(lab, fleet):
+    inv = fleet()
+    (fleet.dir / "slow-once-pre-n2").touch()  # batch 2's first hook holds the controller there
+    proc = subprocess.Popen([sys.executable, "-m", "hostkit.cli", "rollout", "-i", str(inv), "--batch", "2",
+                             "--canary", "1", "--reboot", *SMOKE, "--json"],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 900
+    while "pre n2" not in fleet.calls():
+        assert proc.poll() is None and time.monotonic() < deadline, proc.stderr.read() if proc.poll() else "timeout"
+        time.sleep(0.2)
+    proc.send_signal(signal.SIGKILL)  # no handler runs: the state file is what the last step left
+    proc.wait(timeout=30)
+    rid = next(p.parent.name for p in runs_dir().glob("*/rollout.json"))
+    s = json.loads((runs_dir() / rid / "rollout.json").read_text())
+    assert s["status"] == "running" and [b["status"] for b in s["batches"]] == ["done", "running", "pending"]
+    assert {h: r["step"] for h, r in s["hosts"].items()} == \
+        {"n1": "done", "n2": "pre_hook", "n3": "pending", "n4": "pending"}
+    first = s["batches"][0]["apply_run"]
+    assert runs_on(inv, HOSTS) == {"n1": [first], "n2": [], "n3": [], "n4": []}
+
+    rc, resumed, p = cli_json("rollout", "--resume", rid)
+    assert rc == 0, p.stderr[-3000:]
+    assert runs_on(inv, HOSTS) == {"n1": [first], "n2": [resumed["batches"][1]["apply_run"]],
+                                   "n3": [resumed["batches"][1]["apply_run"]],
+                                   "n4": [resumed["batches"][2]["apply_run"]]}
+    assert fleet.calls() == ["pre n1", "post n1", "pre n2",  # killed in n2's hook
+                             "pre n2", "pre n3", "post n2", "post n3", "pre n4", "post n4"]

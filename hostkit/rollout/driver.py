@@ -231,6 +231,7 @@ class Driver:
     def set_step(self, hosts: list[str], step: str) -> None:
         for h in hosts:
             self.host(h)["step"], self.host(h)["status"] = step, "running"
+        self.save()
 
     def fail(self, host: str, gate: str, why: str, refused: bool = False) -> None:
         self.host(host)["gate"] = {"gate": gate, "why": why, **({"refused": True} if refused else {})}
