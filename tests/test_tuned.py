@@ -187,3 +187,13 @@ def test_drive_is_never_chosen_where_tuned_is_not_installed_property(tuned_facts
     if t["mode"] == "drive":  # hostkit's profile never hands tuned an argument hostkit sets
         p = build_plan(f, apply_overrides(load_profile("bare-metal-inference"), overrides)[0])
         assert not {arg_name(w) for w in cmdline_words(t["boot_cmdline"])} & set(p.cmdline_set)
+
+
+def test_a_post_loaded_profile_is_warned_about(sysroot_copy):
+    root = sysroot_copy(RHEL8)
+    install_tuned(root)
+    (root / "etc/tuned/post_loaded_profile").write_text("my-tweaks\n")
+    p = plan(gather(str(root)))
+    assert p["tuned"]["mode"] == "drive"
+    assert ("tuned: post-loaded profile my-tweaks (/etc/tuned/post_loaded_profile) is applied after hostkit's and "
+            "its values win where both set one") in p["warnings"]

@@ -119,6 +119,9 @@ def plan_tuned(asked: str | None, facts: dict, *, online: frozenset[int], isolat
            "previous_mode": tuned.get("profile_mode")}
     if mode == "ignore":
         return out, reasons, warnings
+    if tuned.get("post_loaded_profile"):
+        warnings.append(f"tuned: post-loaded profile {tuned['post_loaded_profile']} (/etc/tuned/post_loaded_profile) "
+                        "is applied after hostkit's and its values win where both set one")
     user_dir = (tuned.get("profile_dirs") or {}).get("user") or "/etc/tuned"
     boot_values = {"TUNED_BOOT_CMDLINE": "", "TUNED_BOOT_INITRD_ADD": ""}
     if mode == "neutralize":
