@@ -197,3 +197,17 @@ def test_a_post_loaded_profile_is_warned_about(sysroot_copy):
     assert p["tuned"]["mode"] == "drive"
     assert ("tuned: post-loaded profile my-tweaks (/etc/tuned/post_loaded_profile) is applied after hostkit's and "
             "its values win where both set one") in p["warnings"]
+
+
+def test_a_partition_tuned_did_not_have_is_named_until_tuned_runs(sysroot_copy):
+    root = sysroot_copy(RHEL8)
+    install_tuned(root)
+    f = gather(str(root))
+    assert not [w for w in plan(f)["warnings"] if "grubenv tuned_params" in w]  # same partition as tuned's
+    p = plan(f, {"isolated": "4-7"})
+    assert p["tuned"]["boot_cmdline"] == "rcupdate.rcu_normal_after_boot=1 nohz=on tuned.non_isolcpus=0000000f " \
+                                         "intel_pstate=disable"
+    assert ("tuned: grubenv tuned_params keeps rcupdate.rcu_normal_after_boot=1 nohz=on tuned.non_isolcpus=00000003 "
+            "intel_pstate=disable until `tuned-adm profile hostkit` runs (at once on a live host) and writes "
+            "rcupdate.rcu_normal_after_boot=1 nohz=on tuned.non_isolcpus=0000000f intel_pstate=disable; none of "
+            "hostkit's arguments either way") in p["warnings"]

@@ -174,6 +174,13 @@ def plan_tuned(asked: str | None, facts: dict, *, online: frozenset[int], isolat
         if dropped:
             warnings.append(f"tuned: left out of hostkit's tuned profile (variables hostkit cannot compute): "
                             f"{' '.join(dropped)}")
+    # grubenv's tuned_params keeps tuned's previous words (hostkit's arguments taken out by the boot
+    # loader backend) until tuned applies the new profile: say so when they differ.
+    left = [w for w in (tuned.get("boot_cmdline") or "").split() if w.split("=", 1)[0] not in managed]
+    if tuned.get("boot_cmdline") is not None and left != boot_values["TUNED_BOOT_CMDLINE"].split():
+        warnings.append(f"tuned: grubenv tuned_params keeps {' '.join(left) or '(nothing)'} until "
+                        f"`tuned-adm profile {name}` runs (at once on a live host) and writes "
+                        f"{boot_values['TUNED_BOOT_CMDLINE'] or '(nothing)'}; none of hostkit's arguments either way")
     out.update({"profile": name, "profile_dir": f"{user_dir.rstrip('/')}/{name}", "conf": conf,
                 "boot_cmdline": boot_values["TUNED_BOOT_CMDLINE"],
                 "bootcmdline": bootcmdline_text(_current_bootcmdline(tuned), boot_values)})
