@@ -26,13 +26,115 @@ description:
   - Every file change is journaled first. Reports the command to regenerate the config (update-grub,
     for grub-debian only) and whether /proc/cmdline differs from the plan (reboot required).
   - With simulate_reboot (lab sysroots only), rewrites the sysroot's proc/cmdline as a reboot would.
+author: hostkit maintainers (!UNKNOWN)
+attributes:
+  check_mode:
+    description: Reports the files it would change and whether a reboot is pending; writes nothing, not even the journal.
+    support: full
+  diff_mode:
+    description: Returns each changed file's content before and after.
+    support: full
 options:
-  sysroot: {type: str, default: '', description: Root the paths are under.}
-  set: {type: dict, default: {}, description: Arguments to set (value null for a bare flag).}
-  remove: {type: list, elements: str, default: [], description: Argument names to remove.}
-  simulate_reboot: {type: bool, default: false, description: Lab only - rewrite proc/cmdline.}
-  run_id: {type: str, required: true, description: Journal run id.}
-  role: {type: str, default: '', description: Role name recorded in the journal.}
+  sysroot:
+    description: Root the paths are under.
+    type: str
+    default: ''
+  set:
+    description: Arguments to set, name -> value (null for a bare flag such as C(nosoftlockup)).
+    type: dict
+    default: {}
+  remove:
+    description: Names of arguments to remove.
+    type: list
+    elements: str
+    default: []
+  simulate_reboot:
+    description: Lab sysroots only - rewrite the sysroot's C(proc/cmdline) as a reboot would.
+    type: bool
+    default: false
+  run_id:
+    description: Run id; the journal is C(<sysroot>/var/lib/hostkit/journal/<run_id>.json).
+    type: str
+    required: true
+  role:
+    description: Role name recorded in the journal entry.
+    type: str
+    default: ''
+"""
+
+EXAMPLES = r"""
+- name: Isolate CPUs 8-63 from the scheduler, timer ticks and RCU callbacks
+  hostkit.tuning.hostkit_bootargs:
+    set:
+      isolcpus: managed_irq,domain,8-63
+      nohz_full: 8-63
+      rcu_nocbs: 8-63
+      irqaffinity: 0-7
+      nosoftlockup:
+    run_id: "{{ hostkit_run_id }}"
+    role: isolcpus
+  register: bootargs
+
+- name: Give the CPUs back
+  hostkit.tuning.hostkit_bootargs:
+    remove: [isolcpus, nohz_full, rcu_nocbs, irqaffinity]
+    run_id: "{{ hostkit_run_id }}"
+"""
+
+RETURN = r"""
+bootloader:
+  description: The backend found (V(grub-debian), V(bls), V(systemd-boot)); null when there is none.
+  returned: always
+  type: str
+  sample: grub-debian
+files:
+  description: The files changed (to be changed, in check mode), in the order they are written.
+  returned: always
+  type: list
+  elements: str
+  sample: [/etc/default/grub, /etc/default/grub.d/hostkit.cfg]
+commands:
+  description: Commands that make the new configuration take effect at boot (argv lists).
+  returned: always
+  type: list
+  elements: list
+  sample: [[update-grub]]
+reboot_required:
+  description: The booted command line (C(/proc/cmdline)) differs from the plan.
+  returned: always
+  type: bool
+  sample: true
+pending_args:
+  description: Names of the arguments a reboot will change.
+  returned: always
+  type: list
+  elements: str
+  sample: [isolcpus, nohz_full]
+booted_cmdline:
+  description: The booted command line.
+  returned: always
+  type: str
+  sample: BOOT_IMAGE=/boot/vmlinuz-6.1.0-18-amd64 root=UUID=... ro quiet
+not_applicable:
+  description: True when the host has no supported boot configuration and there was nothing to change.
+  returned: always
+  type: bool
+  sample: false
+next_boot_cmdline:
+  description: The command line the next boot will use, as the changed configuration gives it.
+  returned: when a boot configuration was found
+  type: str
+  sample: BOOT_IMAGE=/boot/vmlinuz-6.1.0-18-amd64 root=UUID=... ro quiet isolcpus=managed_irq,domain,8-63
+next_boot_source:
+  description: The file the next boot's command line comes from (the default entry for BLS and systemd-boot).
+  returned: when a boot configuration was found
+  type: str
+  sample: /etc/default/grub
+simulated_reboot:
+  description: The sysroot's C(proc/cmdline) was rewritten (O(simulate_reboot) with arguments pending).
+  returned: when a reboot was simulated
+  type: bool
+  sample: true
 """
 
 import re

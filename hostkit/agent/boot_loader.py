@@ -305,9 +305,9 @@ def parse_entry(text):
         line = line.strip()
         if not line or line.startswith("#"):
             continue
-        key, _, value = line.partition(" ")
+        key, _sep, value = line.partition(" ")
         if "\t" in key:
-            key, _, rest = key.partition("\t")
+            key, _tab, rest = key.partition("\t")
             value = rest + " " + value
         value = value.strip()
         if key == "options" and "options" in out:
@@ -444,7 +444,7 @@ def parse_loader_conf(text):
 
 
 def _sdboot_edit(texts, want, managed, esp):
-    new, _, _ = _entries_edit(texts, _entries(texts, esp.rstrip("/") + "/loader/entries"), want, managed, {})
+    new = _entries_edit(texts, _entries(texts, esp.rstrip("/") + "/loader/entries"), want, managed, {})[0]
     _kernel_cmdline_edit(texts, want, managed, new)
     return new
 
