@@ -211,3 +211,13 @@ def test_a_partition_tuned_did_not_have_is_named_until_tuned_runs(sysroot_copy):
             "intel_pstate=disable until `tuned-adm profile hostkit` runs (at once on a live host) and writes "
             "rcupdate.rcu_normal_after_boot=1 nohz=on tuned.non_isolcpus=0000000f intel_pstate=disable; none of "
             "hostkit's arguments either way") in p["warnings"]
+
+
+def test_a_malformed_profile_is_named_not_fatal(sysroot_copy):
+    root = sysroot_copy(RHEL8)
+    install_tuned(root)
+    (root / "usr/lib/tuned/network-latency/tuned.conf").write_text("include=latency-performance\n")  # no [section]
+    t = read_tuned(Sysroot(root))
+    assert len(t["missing_profiles"]) == 1 and t["missing_profiles"][0].startswith(
+        "network-latency (/usr/lib/tuned/network-latency/tuned.conf: File contains no section headers.")
+    assert [p["name"] for p in t["profiles"]] == ["cpu-partitioning"]
