@@ -4,9 +4,10 @@ hypervisor would run it. The guest kernel has no steal-time accounting under TCG
 vCPU shows up in the guest as time charged to whatever ran: gaps "invisible to the kernel", and
 co-stops when both vCPUs are stopped at once.
 
-Measured on a quiet machine (one run each, gaps > 1 ms, 6 s): see docs/operator-guide.md ("The
-vCPU-gap probe"). On a loaded machine the spread guest co-stops too: the host's other work
-stops its vCPUs; the assertion is the ratio between the two placements of the same guest.
+Figures: docs/operator-guide.md ("The vCPU-gap probe"). On a loaded machine the spread guest
+co-stops too (the host's other work stops its vCPUs): the assertion is the ratio between the two
+placements of the same guest. The same guest also shows the seed's other layer, RT throttling,
+event by event through the sched_switch trace of the worker's CPU.
 """
 
 from __future__ import annotations
@@ -44,6 +45,26 @@ def probe(lab) -> dict:
     return doc["hosts"][VM]
 
 
+def test_rt_throttling_is_traced_per_event_and_named_primary(lab):
+    # First in the module: the guest kernel logs "RT throttling activated" once per boot.
+    # The seed's other layer: a busy SCHED_FIFO worker against sched_rt_runtime_us=500000 (half of
+    # every 1 s period). The sched_switch trace of the worker's CPU shows each throttle: the
+    # runnable FIFO worker off its CPU for hundreds of ms while only idle and CFS threads ran.
+    before = ssh(lab, VM, "cat /proc/sys/kernel/sched_rt_runtime_us").strip()
+    ssh(lab, VM, "echo 500000 > /proc/sys/kernel/sched_rt_runtime_us")
+    try:
+        rc, doc, proc = cli_json("smoke", "-i", str(lab.inventory), "--duration", "6", "--trace-sched")
+    finally:
+        ssh(lab, VM, f"echo {before} > /proc/sys/kernel/sched_rt_runtime_us")
+    r = doc["hosts"][VM]
+    t = r["sched_trace"]
+    assert "error" not in t, t  # Debian's systemd mounts tracefs in the guest
+    assert t["rt_throttled"] >= 1, t
+    assert max(e["ms"] for e in t["events"]) >= 100, t["events"]  # throttled for a good part of the 500 ms
+    (primary,) = [d for d in r["diagnosis"] if d["primary"]]
+    assert primary["cause"] == "rt_throttling" and primary["confidence"] == "confirmed", r["diagnosis"]
+
+
 def test_confined_qemu_co_stops_the_guest_far_more_than_spread(lab):
     place_qemu(lab, "0-1")
     spread = probe(lab)
@@ -55,42 +76,7 @@ def test_confined_qemu_co_stops_the_guest_far_more_than_spread(lab):
     print("spread:", spread["costops"], "\nconfined:", confined["costops"])
     assert confined["cpus"] == [0, 1] and confined["costops"]["max_cpus"] == 2
     # Both vCPUs stopped at once, invisible to the guest kernel: far more when QEMU shares one CPU.
-    assert confined["costops"]["total_ms"] >= 3 * spread["costops"]["total_ms"], (spread, confined)
-    assert confined["costops"]["share_of_run"] >= 0.05
+    assert confined["costops"]["total_ms"] >= 2 * spread["costops"]["total_ms"], (spread, confined)
+    assert confined["costops"]["share_of_run"] >= 0.2
     for cpu in ("0", "1"):  # what the kernel was charged for dominates what it could explain
         assert confined["per_cpu"][cpu]["invisible_ms"] > confined["per_cpu"][cpu]["total_ms"] / 2
-
-
-def smoke_on_guest(lab, *args) -> dict:
-    rc, doc, proc = cli_json("smoke", "-i", str(lab.inventory), "--duration", "6", "--probe-gaps", *args)
-    assert VM in doc["hosts"], proc.stderr[-2000:]
-    return doc["hosts"][VM]
-
-
-def primary(doc: dict) -> dict:
-    (first,) = [d for d in doc["diagnosis"] if d["primary"]]
-    return first
-
-
-def test_confined_guest_smoke_names_hypervisor_costop_as_primary(lab):
-    # Open loop at 250 req/s x 2 ms: the FIFO worker busy about half the time, well inside the RT
-    # budget, so the tail can only come from below the guest.
-    place_qemu(lab, "0")
-    try:
-        doc = smoke_on_guest(lab, "--rate", "250")
-    finally:
-        place_qemu(lab, "0-1")
-    assert primary(doc)["cause"] == "hypervisor_costop", doc["diagnosis"]
-    assert doc["gaps"]["tail_attribution"]["share"] >= 0.5, doc["gaps"]["tail_attribution"]
-
-
-def test_rt_throttling_on_the_same_guest_is_named_before_the_hypervisor(lab):
-    # The seed's other layer: a busy SCHED_FIFO worker against sched_rt_runtime_us=500000 (half of
-    # every 1 s period). The kernel logs "RT throttling activated": confirmed, so primary.
-    before = ssh(lab, VM, "cat /proc/sys/kernel/sched_rt_runtime_us").strip()
-    ssh(lab, VM, "echo 500000 > /proc/sys/kernel/sched_rt_runtime_us")
-    try:
-        doc = smoke_on_guest(lab)
-    finally:
-        ssh(lab, VM, f"echo {before} > /proc/sys/kernel/sched_rt_runtime_us")
-    assert primary(doc)["cause"] == "rt_throttling", doc["diagnosis"]

@@ -151,14 +151,16 @@ def diagnose(result: dict, probes: dict, facts: dict | None) -> list[dict]:
 
     gaps = result.get("gaps") or {}
     attribution = gaps.get("tail_attribution")
-    if attribution and attribution["during_costop"]:
+    if attribution and attribution["explained"]:
         c = gaps["costops"]
         share = attribution["share"]
         causes.append({"cause": "hypervisor_costop", "confidence": "likely" if share >= 0.5 else "possible",
                        "evidence": f"{c['count']} co-stop(s) of up to {c['max_cpus']} vCPUs at once, invisible to the "
                                    f"guest kernel ({c['total_ms']:.1f} ms, {100 * c['share_of_run']:.1f}% of the run); "
-                                   f"{attribution['during_costop']} of the {attribution['events']} slowest inferences "
-                                   f"(wall >= {attribution['wall_ms_at_least']} ms) overlapped one ({share:.0%})"})
+                                   f"they cover at least half the extra time (beyond the median "
+                                   f"{attribution['median_wall_ms']} ms) of {attribution['explained']} of the "
+                                   f"{attribution['events']} slowest inferences (wall >= "
+                                   f"{attribution['wall_ms_at_least']} ms; {share:.0%})"})
 
     nodes = result.get("shm_numa_nodes") or {}
     worker_node = result.get("worker_numa_node")

@@ -21,6 +21,7 @@ kernel, since they then share the CPU with the workload).
 from __future__ import annotations
 
 import argparse
+import bisect
 import multiprocessing
 import os
 import time
@@ -120,21 +121,25 @@ def _spin(cpu: int, threshold_ns: int, policy: str, conn) -> None:
             mark, cpu_mark = now, c
         elif now - mark > 1_000_000:  # keep the bracket short, so the estimate stays close
             mark, cpu_mark = now, tcpu()
+            if conn.poll():  # "stop": the caller's run is over (about 1 us, once a millisecond)
+                break
         last = now
     nivcsw = 0
     with open("/proc/thread-self/status") as fh:
         for line in fh:
             if line.startswith("nonvoluntary_ctxt_switches:"):
                 nivcsw = int(line.split()[1])
-    conn.send({"cpu": cpu, "gaps": gaps, "cpu_ns": tcpu() - cpu0, "nivcsw": nivcsw})
+    conn.send({"cpu": cpu, "gaps": gaps, "cpu_ns": tcpu() - cpu0, "nivcsw": nivcsw, "end_ns": min(now, end_ns)})
     conn.close()
 
 
-def run_probe(opts: GapOptions, on_started=None, allowed: frozenset[int] | None = None) -> dict:
+def run_probe(opts: GapOptions, on_started=None, allowed: frozenset[int] | None = None, stop=None) -> dict:
     """Run one spinner per probed CPU for ``duration_s``, all starting together once every one of
     them runs; the report of :func:`summarise`. ``on_started({cpu: pid}, start_ns)`` is called
     when the start is set (tests stop a spinner to make a gap). ``allowed``: the CPUs spinners may
-    use, when this process keeps to fewer for a while (the smoke orchestrator)."""
+    use, when this process keeps to fewer for a while (the smoke orchestrator). ``stop``: a
+    threading.Event; when given, the probe runs until it is set (``duration_s`` at most) — the
+    smoke test's probe covers exactly its run."""
     cpus = opts.probed_cpus(allowed)
     ctx = multiprocessing.get_context("spawn")
     procs, conns = [], []
@@ -156,6 +161,10 @@ def run_probe(opts: GapOptions, on_started=None, allowed: frozenset[int] | None 
             c.send((start_ns, end_ns))
         if on_started is not None:
             on_started({cpu: p.pid for cpu, p in zip(cpus, procs)}, start_ns)
+        if stop is not None:
+            stop.wait(opts.duration_s)
+            for c in conns:
+                c.send("stop")
         results = []
         for p, c in zip(procs, conns):
             if not c.poll(opts.duration_s + 60):
@@ -183,17 +192,20 @@ def summarise(results: list[dict], opts: GapOptions, start_ns: int) -> dict:
             "kernel_explained": len(gaps) - len(inv), "probe_cpu_s": round(r["cpu_ns"] / 1e9, 3),
             "involuntary_switches": r["nivcsw"],
         }
-    costops = costop_intervals(invisible)
+    # A co-stop is an overlap at least as long as the threshold: two gaps that merely touch for a
+    # few microseconds are two separate stops, not the VM stopped.
+    costops = [c for c in costop_intervals(invisible) if c[1] - c[0] >= opts.threshold_us * 1000]
     total = sum(e - s for s, e, _ in costops)
+    window = max((r.get("end_ns", start_ns + opts.duration_s * 1e9) for r in results), default=start_ns) - start_ns
     return {
-        "duration_s": opts.duration_s, "threshold_us": opts.threshold_us, "policy": opts.policy,
+        "duration_s": round(window / 1e9, 3), "threshold_us": opts.threshold_us, "policy": opts.policy,
         "cpus": [int(c) for c in per_cpu], "per_cpu": per_cpu,
         "probe_cpu_s": round(sum(r["cpu_ns"] for r in results) / 1e9, 3),
         "costops": {
             "count": len(costops), "total_ms": _ms(total),
             "max_ms": _ms(max((e - s for s, e, _ in costops), default=0)),
             "max_cpus": max((len(c) for _, _, c in costops), default=0),
-            "share_of_run": round(total / (opts.duration_s * 1e9), 4),
+            "share_of_run": round(total / window, 4) if window > 0 else 0.0,
             "events": [{"at_ms": _ms(s - start_ns), "ms": _ms(e - s), "cpus": sorted(c)}
                        for s, e, c in costops[:MAX_EVENTS]],
         },
@@ -224,16 +236,25 @@ def costop_intervals(gaps: list[tuple[int, int, int]]) -> list[tuple[int, int, f
     return out
 
 
-def attribute(events: list[tuple[int, int]], costops: list[tuple[int, int]]) -> dict:
-    """Which of ``events`` ((start_ns, end_ns), e.g. the slowest inferences) overlap a co-stop:
-    the hypervisor's share of them."""
+def attribute(events: list[tuple[int, int, int]], costops: list[tuple[int, int]]) -> dict:
+    """How much of ``events``' extra time co-stops account for. Each event is (start_ns, end_ns,
+    excess_ns): e.g. one of the slowest inferences, and how much longer it took than the median.
+    An event is *explained* when co-stops overlapping it cover at least half of its excess (frequent
+    short co-stops touch every long event; only covering its extra time makes them its cause)."""
     costops = sorted(costops)
-    hit = 0
-    for s, e in events:
-        # binary search would do; co-stop lists are short and events are the tail only
-        if any(cs < e and s < ce for cs, ce in costops):
-            hit += 1
-    return {"events": len(events), "during_costop": hit, "share": round(hit / len(events), 4) if events else 0.0}
+    starts = [s for s, _ in costops]
+    explained, overlap_total, excess_total = 0, 0, 0
+    for s, e, excess in events:
+        overlap = 0
+        for cs, ce in costops[max(0, bisect.bisect_right(starts, s) - 1):bisect.bisect_left(starts, e)]:
+            overlap += max(0, min(e, ce) - max(s, cs))
+        overlap_total += overlap
+        excess_total += max(0, excess)
+        if excess > 0 and overlap * 2 >= excess:
+            explained += 1
+    return {"events": len(events), "explained": explained,
+            "share": round(explained / len(events), 4) if events else 0.0,
+            "costop_ms": round(overlap_total / 1e6, 3), "excess_ms": round(excess_total / 1e6, 3)}
 
 
 def text_summary(doc: dict) -> str:

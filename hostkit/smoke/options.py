@@ -89,7 +89,7 @@ class SmokeOptions:
     inject_every_s: float | None = _opt(None, flag=None, lo=0.0, lo_open=True, hi=3600.0)
     with_cyclictest: bool = _opt(False, "run cyclictest on the worker CPU alongside")
     probe_gaps: bool = _opt(False, "run the vCPU-gap probe alongside (hostkit gaps: SCHED_IDLE spinners on every "
-                                   "CPU; needs --duration): co-stops of several vCPUs at once, and the share of the "
+                                   "CPU, for the whole run): co-stops of several vCPUs at once, and the share of the "
                                    "slowest inferences that overlapped one")
     trace_sched: bool = _opt(False, "record sched_switch on the worker CPU (tracefs, root) and name who ran "
                                     "instead for every deschedule longer than --target-p999-ms, and whether only RT "
@@ -121,8 +121,6 @@ class SmokeOptions:
                            f"--slots {self.slots}")
         if not self.min_batch <= self.max_batch <= self.slots:
             raise BadInput("batching needs --min-batch <= --max-batch <= --slots")
-        if self.probe_gaps and self.duration is None:
-            raise BadInput("--probe-gaps needs --duration (the probe runs for the same seconds)")
         if (self.inject_stall_ms is None) != (self.inject_every_s is None):
             raise BadInput("an injected stall needs both its length and its period")
         if self.inject_stall_ms is not None and self.inject_stall_ms / 1000 >= self.inject_every_s:

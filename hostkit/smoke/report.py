@@ -71,8 +71,9 @@ def text_summary(r: dict) -> str:
         lines += [f"gap probe failed: {g['error']}"] if "error" in g else gaps_summary(g).splitlines()
         if g.get("tail_attribution"):
             t = g["tail_attribution"]
-            lines.append(f"  slowest inferences (wall >= {t['wall_ms_at_least']} ms): {t['during_costop']} of "
-                         f"{t['events']} overlapped a co-stop ({t['share']:.0%})")
+            lines.append(f"  slowest inferences (wall >= {t['wall_ms_at_least']} ms): {t['explained']} of "
+                         f"{t['events']} had at least half their time beyond the median ({t['median_wall_ms']} ms) "
+                         f"in co-stops ({t['share']:.0%})")
     if r.get("sched_trace"):
         t = r["sched_trace"]
         if "error" in t:

@@ -377,9 +377,9 @@ def run_smoke(opts: SmokeOptions, progress=None, facts: dict | None = None, on_s
     signal.signal(signal.SIGTERM, on_term)
     probe, tracer, traced = None, None, None
     try:
+        if opts.probe_gaps:  # spinners start beside the worker and clients, and stop with the run
+            probe = _GapProbe(opts, os.sched_getaffinity(0))
         session.start(on_started)
-        if opts.probe_gaps:
-            probe = _GapProbe(opts, session.own_cpus)
         if opts.trace_sched:
             tracer, traced = _start_trace(session.cpu)
         supervised = session.supervise(progress)
@@ -391,7 +391,7 @@ def run_smoke(opts: SmokeOptions, progress=None, facts: dict | None = None, on_s
         if tracer is not None:
             tracer.close()
         session.close()
-        gaps = probe.result() if probe is not None else None
+        gaps = probe.result() if probe is not None else None  # stops the probe
     result = aggregate(opts, session, supervised, facts, gaps, traced)
     return result
 
@@ -416,13 +416,16 @@ class _GapProbe:
 
         self.doc: dict | None = None
         self.error: str | None = None
-        # Every CPU the run may use (this process keeps to the clients' CPUs while it supervises).
-        gap_opts = GapOptions(duration_s=opts.duration, threshold_us=opts.gap_threshold_us)
+        self.stop = threading.Event()
+        # Every CPU the run may use (this process keeps to the clients' CPUs while it supervises);
+        # the run's length at most, or an hour for a run of --requests.
+        gap_opts = GapOptions(duration_s=min(3600.0, (opts.duration or 3600.0) + 60),
+                              threshold_us=opts.gap_threshold_us)
         allowed = frozenset(cpus)
 
         def run() -> None:
             try:
-                self.doc = run_probe(gap_opts, allowed=allowed)
+                self.doc = run_probe(gap_opts, allowed=allowed, stop=self.stop)
             except Exception as exc:  # reported in the result, never a crash of the smoke run
                 self.error = f"{type(exc).__name__}: {exc}"
 
@@ -430,7 +433,8 @@ class _GapProbe:
         self.thread.start()
 
     def result(self) -> dict:
-        self.thread.join(timeout=(self.doc or {}).get("duration_s", 0) + 180)
+        self.stop.set()
+        self.thread.join(timeout=180)
         if self.doc is None:
             return {"error": self.error or "the gap probe did not finish"}
         return self.doc
@@ -452,10 +456,14 @@ def _merge(results: dict[int, dict]) -> tuple[dict[str, list[float]], list[str],
     return cols, errors, error_count
 
 
+TAIL_MIN = 20  # the tail attributed to co-stops: the slowest 1% of inferences, and at least this many
+
+
 def _gaps_with_attribution(gaps: dict, cols: dict[str, list[float]]) -> dict:
-    """The probe's report, and which of the slowest 1% of inferences (by wall time: a vCPU stopped
-    under the guest makes an inference slow, not descheduled, when the guest has no steal time)
-    overlapped a co-stop."""
+    """The probe's report, and how many of the slowest inferences (by wall time: a vCPU stopped
+    under the guest makes an inference slow, not descheduled, when the guest has no steal time; the
+    slowest 1%, at least TAIL_MIN of them) had at least half their time beyond the median covered
+    by co-stops."""
     from hostkit.smoke.gaps import attribute
 
     costops = gaps.pop("_costop_ns", None)
@@ -464,9 +472,11 @@ def _gaps_with_attribution(gaps: dict, cols: dict[str, list[float]]) -> dict:
     walls, done = cols["infer_wall_ms"], cols["done_s"]
     n = len(walls)
     if n:
-        cut = sorted(walls)[min(n - 1, (99 * n) // 100)]
-        tail = [(int(d * 1e9 - w * 1e6), int(d * 1e9)) for w, d in zip(walls, done) if w >= cut]
-        gaps["tail_attribution"] = {"wall_ms_at_least": round(cut, 3), **attribute(tail, costops)}
+        ordered = sorted(walls)
+        median, cut = ordered[n // 2], ordered[max(0, n - max(TAIL_MIN, n // 100))]
+        tail = [(int(d * 1e9 - w * 1e6), int(d * 1e9), int((w - median) * 1e6)) for w, d in zip(walls, done) if w >= cut]
+        gaps["tail_attribution"] = {"wall_ms_at_least": round(cut, 3), "median_wall_ms": round(median, 3),
+                                    **attribute(tail, costops)}
     return gaps
 
 
