@@ -7,10 +7,20 @@ import os
 import socket
 from dataclasses import dataclass, field
 
+import yaml
+
 from hostkit.ansible.run import RunResult, run_playbook
 from hostkit.errors import BadInput
+from hostkit.paths import playbook_path
 
-ROLES = ["bios_nps", "isolcpus", "irq_affinity", "cpu_governor", "rt_runtime", "numa_sysctl", "containerd", "kubelet"]
+
+def _roles_of(playbook: str) -> list[str]:
+    """The roles a playbook runs, in its order: the one list of hostkit's roles (``--tags`` names them)."""
+    plays = yaml.safe_load(playbook_path(playbook).read_text())
+    return [r["role"] if isinstance(r, dict) else r for play in plays for r in play.get("roles", [])]
+
+
+ROLES = _roles_of("apply.yml")
 
 
 @dataclass
