@@ -76,7 +76,9 @@ def test_confined_qemu_co_stops_the_guest_far_more_than_spread(lab):
     print("spread:", spread["costops"], "\nconfined:", confined["costops"])
     assert confined["cpus"] == [0, 1] and confined["costops"]["max_cpus"] == 2
     # Both vCPUs stopped at once, invisible to the guest kernel: far more when QEMU shares one CPU.
-    assert confined["costops"]["total_ms"] >= 2 * spread["costops"]["total_ms"], (spread, confined)
-    assert confined["costops"]["share_of_run"] >= 0.2
+    # Measured here at load ~2: spread 7 ms of co-stops (0.1% of 6 s), confined 422 ms (7%); with
+    # five other sessions loading the machine, 53% vs 69% (the host's own work stops both vCPUs).
+    assert confined["costops"]["total_ms"] >= 3 * spread["costops"]["total_ms"], (spread, confined)
+    assert confined["costops"]["share_of_run"] >= 0.02
     for cpu in ("0", "1"):  # what the kernel was charged for dominates what it could explain
         assert confined["per_cpu"][cpu]["invisible_ms"] > confined["per_cpu"][cpu]["total_ms"] / 2
