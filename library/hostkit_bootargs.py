@@ -25,7 +25,8 @@ description:
     or a removed argument is still booted.
   - Every file change is journaled first. Reports the command to regenerate the config (update-grub,
     for grub-debian only) and whether /proc/cmdline differs from the plan (reboot required).
-  - With simulate_reboot (lab sysroots only), rewrites the sysroot's proc/cmdline as a reboot would.
+  - With simulate_reboot (lab sysroots only), rewrites the sysroot's proc/cmdline (and
+    sys/devices/system/cpu/isolated, where the sysroot has it) as a reboot would.
 author: hostkit maintainers (!UNKNOWN)
 attributes:
   check_mode:
@@ -49,7 +50,7 @@ options:
     elements: str
     default: []
   simulate_reboot:
-    description: Lab sysroots only - rewrite the sysroot's C(proc/cmdline) as a reboot would.
+    description: Lab sysroots only - rewrite the sysroot's C(proc/cmdline) and C(sys/devices/system/cpu/isolated) as a reboot would.
     type: bool
     default: false
   run_id:
@@ -144,10 +145,12 @@ from ansible.module_utils.hostkit_boot_loader import (BootConfigError, describe_
                                                       real_path)
 from ansible.module_utils.hostkit_journal import (Journal, JournalError, change_file, file_state,
                                                   journaled_module_options)
-from ansible.module_utils.hostkit_kernel_args import arg_name, cmdline_tokens, format_arg, split_cmdline
+from ansible.module_utils.hostkit_kernel_args import (arg_name, cmdline_tokens, domain_isolated, format_arg,
+                                                      split_cmdline)
 from ansible.module_utils.hostkit_sysroot import is_live, sysroot_path
 
 CMDLINE = "/proc/cmdline"
+ISOLATED = "/sys/devices/system/cpu/isolated"  # what a booted kernel lists as domain-isolated
 NAME_RE = re.compile(r"^[A-Za-z0-9_.-]+$")
 VALUE_RE = re.compile(r"^[A-Za-z0-9_.,:/=-]*$")
 
@@ -182,7 +185,8 @@ def read_host(sysroot, simulate_reboot):
     return {"boot": cfg,
             "states": dict((p, file_state(sysroot_path(sysroot, real_path(cfg, p)))) for p in cfg["files"]),
             "booted": booted,
-            "cmdline": file_state(sysroot_path(sysroot, CMDLINE)) if simulate_reboot else None}
+            "cmdline": file_state(sysroot_path(sysroot, CMDLINE)) if simulate_reboot else None,
+            "isolated": file_state(sysroot_path(sysroot, ISOLATED)) if simulate_reboot else None}
 
 
 def decide(params, want, seen):
@@ -218,6 +222,11 @@ def decide(params, want, seen):
         kept = [t for t in cmdline_tokens(seen["booted"]) if arg_name(t) not in managed]
         new_cmdline = " ".join(kept + [format_arg(k, v) for k, v in sorted(want.items())]) + "\n"
         changes.append({"path": CMDLINE, "before": seen["cmdline"], "content": new_cmdline})
+        isolated = seen.get("isolated") or {"exists": False}
+        if isolated["exists"]:  # the kernel's own list, as the simulated boot would show it
+            listed = domain_isolated(split_cmdline(new_cmdline).get("isolcpus")) + "\n"
+            if listed != isolated.get("content"):
+                changes.append({"path": ISOLATED, "before": isolated, "content": listed})
         result.update(simulated_reboot=True, reboot_required=False, pending_args=[])
     result["changed"] = bool(changes)
     result["files"] = [c["path"] for c in changes]

@@ -172,6 +172,22 @@ def test_audit_compares_the_plan_with_the_next_boot_from_facts():
     assert statuses("ro isolcpus=2-3", None) == ["drift", "pass"]  # no boot configuration to hold it
 
 
+@pytest.mark.parametrize("isolcpus,listed,status", [
+    ("managed_irq,domain,2-3", "2-3", "pass"),  # a static partition: domain-isolated CPUs listed
+    ("2-3", "2-3", "pass"),  # no flag means domain
+    ("managed_irq,2-3", "", "pass"),  # kubelet's partition: the kernel lists none (checked in the VM lab)
+    ("managed_irq,2-3", "2-3", "drift"),  # booted as planned, yet domain isolation: not what was planned
+    ("managed_irq,domain,2-3", "", "drift"),
+])
+def test_isolated_cpus_are_audited_as_the_kernel_lists_them(isolcpus, listed, status):
+    line = f"ro isolcpus={isolcpus}"
+    plan = {"cmdline_set": {"isolcpus": isolcpus}, "cmdline_remove": [], "isolation": True, "isolated": "2-3"}
+    facts = {"kernel": {"cmdline": line, "next_boot_cmdline": line, "boot_loader": {"backend": "grub-debian"}}}
+    findings = check_kernel_args(_View({"/sys/devices/system/cpu/isolated": listed + "\n"}), facts, plan)
+    (iso,) = [f for f in findings if f["check"] == "isolated CPUs"]
+    assert iso["status"] == status, findings
+
+
 def test_sysroot_helpers():
     assert sysroot_path("", "/proc/cmdline") == "/proc/cmdline"
     assert sysroot_path("/", "proc/cmdline") == "/proc/cmdline"

@@ -62,6 +62,16 @@ def split_isolcpus(value):
     return flags or list(ISOLCPUS_DEFAULT_FLAGS), ",".join(parts)
 
 
+def domain_isolated(value):
+    """The CPUs a kernel booted with ``isolcpus=<value>`` lists in /sys/devices/system/cpu/isolated:
+    those isolated from the scheduler domains, i.e. only with the ``domain`` flag (explicit, or
+    implied by no flag). ``managed_irq,<cpus>`` alone (a kubelet node) lists none. Cpulist text."""
+    if value is None:
+        return ""
+    flags, cpus = split_isolcpus(value)
+    return cpus if "domain" in flags else ""
+
+
 def shell_value(raw):
     """The value a POSIX shell assigns for the right-hand side ``raw`` of ``VAR=raw``:
     double quotes, single quotes or a bare word, a trailing ``# comment`` dropped."""

@@ -17,7 +17,7 @@ import re
 import yaml
 
 from hostkit.agent.cpulist import format_cpulist, parse_cpulist, parse_mask
-from hostkit.agent.kernel_args import arg_name, cmdline_words, format_arg
+from hostkit.agent.kernel_args import arg_name, cmdline_words, domain_isolated, format_arg
 from hostkit.agent.sysroot import sysroot_path
 from hostkit.agent.values import same
 from hostkit.tunables import BY_KEY, IRQBALANCE_CONFIGS, role_paths
@@ -160,11 +160,14 @@ def check_kernel_args(view: HostView, facts: dict, plan: dict) -> list[dict]:
         else:
             out.append(finding(name, "pending_reboot", "<absent>", " ".join(booted), "/proc/cmdline",
                                f"the next boot is without it ({source}); still in the running kernel"))
-    if plan["isolation"] and plan["isolated"]:
+    if plan["isolation"] and plan["isolated"] and "isolcpus" in plan["cmdline_set"]:
+        # The kernel lists only domain-isolated CPUs there: none for isolcpus=managed_irq,<cpus>.
+        want = domain_isolated(plan["cmdline_set"]["isolcpus"])
         iso = (view.read("/sys/devices/system/cpu/isolated") or "").strip()
         booted_ok = all(_occurrences(booted_line, a) == [format_arg(a, v)] for a, v in plan["cmdline_set"].items())
-        status = "pass" if same("cpulist", plan["isolated"], iso) else ("drift" if booted_ok else "pending_reboot")
-        out.append(finding("isolated CPUs", status, plan["isolated"], iso or "<none>",
+        matches = same("cpulist", want, iso) if want else not iso
+        status = "pass" if matches else ("drift" if booted_ok else "pending_reboot")
+        out.append(finding("isolated CPUs", status, want or "<none>", iso or "<none>",
                            "/sys/devices/system/cpu/isolated"))
     return out
 
