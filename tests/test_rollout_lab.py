@@ -1,11 +1,11 @@
 """hostkit rollout on the sshd lab: real Ansible over real SSH to four sysroot hosts, real hook
 scripts that record their calls, trees hashed before and after.
 
-The lab hosts roll out with ``isolation: false`` (through ``hostkit_overrides``): the lab's
-simulated reboot rewrites ``proc/cmdline`` but not ``sys/devices/system/cpu/isolated``, so an
-audit after a lab "reboot" into isolcpus finds the isolated CPUs drifted (a real kernel would show
-them); with isolation off no host needs a reboot and every gate can pass. ``--reboot`` is still
-given, so the rollbacks go through ``RollbackRequest(reboot=True)``. Smoke runs are 2 s: their
+The four-host rollouts run with ``isolation: false`` (through ``hostkit_overrides``): no host
+needs a reboot, which keeps them short; ``--reboot`` is still given, so the rollbacks go through
+``RollbackRequest(reboot=True)``. One test rolls a host out with isolation on: the lab's simulated
+reboot rewrites ``proc/cmdline`` and ``sys/devices/system/cpu/isolated`` as the booted kernel
+would, and every gate passes. Smoke runs are 2 s: their
 verdict is INCONCLUSIVE (too few samples), which does not stop a rollout; a host made to miss
 gets an unreachable target (0.001 ms), which a 2 s run already proves MISSED.
 """
@@ -57,12 +57,12 @@ def fleet(lab, tmp_path):
     hook.write_text(HOOK)
     hook.chmod(hook.stat().st_mode | stat.S_IXUSR)
 
-    def inventory(targets: dict[str, float] | None = None):
+    def inventory(targets: dict[str, float] | None = None, isolation: bool = False):
         inv = yaml.safe_load(lab.inventory.read_text())
         inv["all"]["vars"]["hostkit_pre_batch"] = f"{hook} pre {{{{ inventory_hostname }}}}"
         inv["all"]["vars"]["hostkit_post_batch"] = f"{hook} post {{{{ inventory_hostname }}}}"
         for h, v in inv["all"]["children"]["lab"]["hosts"].items():
-            v["hostkit_overrides"] = {"isolation": False,
+            v["hostkit_overrides"] = {"isolation": isolation,
                                       "smoke": {"target_p999_ms": (targets or {}).get(h, 1000.0)}}
         path = tmp_path / "inventory.yml"
         path.write_text(yaml.safe_dump(inv, sort_keys=False))
@@ -90,6 +90,15 @@ def runs_on(inv, hosts) -> dict[str, list[str]]:
 
 def state_file(doc) -> dict:
     return json.loads((runs_dir() / doc["rollout_id"] / "rollout.json").read_text())
+
+
+def test_a_host_rolled_out_into_isolation_reboots_and_passes_every_gate(lab, fleet):
+    inv = fleet(isolation=True)
+    rc, doc, proc = cli_json("rollout", "-i", inv, "--limit", "n1", "--batch", "1", "--reboot", *SMOKE)
+    assert rc == 0, proc.stderr[-3000:]
+    assert doc["status"] == "completed" and doc["hosts"]["n1"]["status"] == "done", doc["hosts"]
+    (root,) = [h.sysroot for h in lab.hosts() if h.name == "n1"]
+    assert "isolcpus=managed_irq," in open(f"{root}/proc/cmdline").read()  # the simulated boot
 
 
 def test_rollout_in_ordered_batches_tunes_every_host(lab, fleet):
