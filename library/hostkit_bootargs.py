@@ -35,11 +35,10 @@ attributes:
   diff_mode:
     description: Returns each changed file's content before and after.
     support: full
+extends_documentation_fragment:
+  - hostkit.tuning.host
+  - hostkit.tuning.host.journal
 options:
-  sysroot:
-    description: Root the paths are under.
-    type: str
-    default: ''
   set:
     description: Arguments to set, name -> value (null for a bare flag such as C(nosoftlockup)).
     type: dict
@@ -53,14 +52,6 @@ options:
     description: Lab sysroots only - rewrite the sysroot's C(proc/cmdline) and C(sys/devices/system/cpu/isolated) as a reboot would.
     type: bool
     default: false
-  run_id:
-    description: Run id; the journal is C(<sysroot>/var/lib/hostkit/journal/<run_id>.json).
-    type: str
-    required: true
-  role:
-    description: Role name recorded in the journal entry.
-    type: str
-    default: ''
 """
 
 EXAMPLES = r"""

@@ -23,11 +23,10 @@ attributes:
   diff_mode:
     description: Returns the file's content before and after.
     support: full
+extends_documentation_fragment:
+  - hostkit.tuning.host
+  - hostkit.tuning.host.journal
 options:
-  sysroot:
-    description: Root the path is under (V('') or V(/) is the real root).
-    type: str
-    default: ''
   path:
     description: Absolute path on the host.
     type: path
@@ -61,14 +60,6 @@ options:
     type: str
     default: skip
     choices: [skip, create]
-  run_id:
-    description: Run id; the journal is C(<sysroot>/var/lib/hostkit/journal/<run_id>.json).
-    type: str
-    required: true
-  role:
-    description: Role name recorded in the journal entry.
-    type: str
-    default: ''
 """
 
 EXAMPLES = r"""

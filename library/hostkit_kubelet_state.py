@@ -22,11 +22,10 @@ attributes:
   diff_mode:
     description: No diff is returned; RV(removed) names each file with its recorded and wanted policy.
     support: none
+extends_documentation_fragment:
+  - hostkit.tuning.host
+  - hostkit.tuning.host.journal
 options:
-  sysroot:
-    description: Root the paths are under.
-    type: str
-    default: ''
   state_dir:
     description: kubelet's state directory.
     type: path
@@ -37,13 +36,7 @@ options:
         will be configured with, for example V({cpu_manager_state: static})."
     type: dict
     required: true
-  run_id:
-    description: Run id; the journal is C(<sysroot>/var/lib/hostkit/journal/<run_id>.json).
-    type: str
-    required: true
   role:
-    description: Role name recorded in the journal entry.
-    type: str
     default: kubelet
 """
 

@@ -25,11 +25,9 @@ attributes:
   diff_mode:
     description: No diff is returned.
     support: none
+extends_documentation_fragment:
+  - hostkit.tuning.host
 options:
-  sysroot:
-    description: Root the host lives under.
-    type: str
-    default: ''
   run_id:
     description: This run.
     type: str

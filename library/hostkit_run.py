@@ -22,11 +22,9 @@ attributes:
   diff_mode:
     description: No diff is returned.
     support: none
+extends_documentation_fragment:
+  - hostkit.tuning.host
 options:
-  sysroot:
-    description: Root the host lives under.
-    type: str
-    default: ''
   argv:
     description: The command, one list item per argument.
     type: list

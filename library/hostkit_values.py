@@ -24,11 +24,10 @@ attributes:
   diff_mode:
     description: Returns C(path = value) lines before and after for the values that change.
     support: full
+extends_documentation_fragment:
+  - hostkit.tuning.host
+  - hostkit.tuning.host.journal
 options:
-  sysroot:
-    description: Root the paths are under.
-    type: str
-    default: ''
   items:
     description:
       - List of C({path, value, kind}); C(kind) is one of V(int), V(str), V(cpulist), V(mask)
@@ -43,14 +42,6 @@ options:
       - Report writes the kernel refuses (EIO, EPERM, EINVAL) in RV(refused) instead of failing.
     type: bool
     default: false
-  run_id:
-    description: Run id; the journal is C(<sysroot>/var/lib/hostkit/journal/<run_id>.json).
-    type: str
-    required: true
-  role:
-    description: Role name recorded in the journal entry.
-    type: str
-    default: ''
 """
 
 EXAMPLES = r"""
