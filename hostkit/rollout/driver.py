@@ -123,13 +123,19 @@ def start(req: RolloutRequest, on_step: OnStep = None) -> RolloutResult:
     return Driver(state, on_step).run()
 
 
-def resume(rollout_id: str, on_step: OnStep = None) -> RolloutResult:
+def _load_idle(rollout_id: str, refused: dict[str, str]) -> dict:
+    """The rollout's state, when no process runs it and its status is not one of ``refused``
+    (status -> why, as bad input)."""
     state = st.load(rollout_id)
-    if state["status"] == "completed":
-        raise BadInput(f"rollout {rollout_id} has finished: nothing to resume")
-    if state["status"] == "aborted":
-        raise BadInput(f"rollout {rollout_id} was aborted: start a new rollout")
+    if state["status"] in refused:
+        raise BadInput(f"rollout {rollout_id} {refused[state['status']]}")
     _check_not_running(state)
+    return state
+
+
+def resume(rollout_id: str, on_step: OnStep = None) -> RolloutResult:
+    state = _load_idle(rollout_id, {"completed": "has finished: nothing to resume",
+                                    "aborted": "was aborted: start a new rollout"})
     req = RolloutRequest.from_dict(state["request"])
     hosts, _ = _prepare(req)
     missing = sorted(set(state["hosts"]) - {h.name for h in hosts})
@@ -145,10 +151,7 @@ def resume(rollout_id: str, on_step: OnStep = None) -> RolloutResult:
 
 
 def abort(rollout_id: str, on_step: OnStep = None) -> RolloutResult:
-    state = st.load(rollout_id)
-    if state["status"] == "aborted":
-        raise BadInput(f"rollout {rollout_id} was already aborted")
-    _check_not_running(state)
+    state = _load_idle(rollout_id, {"aborted": "was already aborted"})
     state["status_before_abort"], state["status"], state["controller"] = state["status"], "aborting", _controller()
     st.save(state)
     return Driver(state, on_step).abort()

@@ -12,6 +12,7 @@ import time
 from pathlib import Path
 
 from hostkit.errors import BadInput
+from hostkit.jsonfile import read_json
 from hostkit.paths import runs_dir
 
 STATE_FILE = "rollout.json"
@@ -57,12 +58,8 @@ def save(state: dict) -> Path:
 
 def load(rollout_id: str) -> dict:
     path = run_dir(rollout_id) / STATE_FILE
-    if not path.is_file():
-        raise BadInput(f"no rollout {rollout_id} under {runs_dir()} (HOSTKIT_STATE_DIR or .hostkit/ of this directory)")
-    try:
-        state = json.loads(path.read_text())
-    except json.JSONDecodeError as exc:
-        raise BadInput(f"{path} is not a rollout state file: {exc}") from None
+    state = read_json(path, f"no rollout {rollout_id} under {runs_dir()} (HOSTKIT_STATE_DIR or .hostkit/ of this "
+                            "directory)")
     if not isinstance(state, dict) or state.get("version") != VERSION:
         raise BadInput(f"{path} is not a version-{VERSION} rollout state file")
     return state

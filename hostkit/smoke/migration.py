@@ -7,10 +7,8 @@ result on each side is compared as one host.
 
 from __future__ import annotations
 
-import json
-from pathlib import Path
-
 from hostkit.errors import BadInput
+from hostkit.jsonfile import read_json
 from hostkit.smoke.report import verdict as slo_word
 
 ROWS = [
@@ -42,13 +40,7 @@ def _gaps(r: dict, get):
 
 
 def load_results(path: str) -> dict[str, dict]:
-    p = Path(path)
-    if not p.is_file():
-        raise BadInput(f"{path}: no such file")
-    try:
-        doc = json.loads(p.read_text())
-    except json.JSONDecodeError as exc:
-        raise BadInput(f"{path} is not JSON: {exc}") from None
+    doc = read_json(path)
     if isinstance(doc, dict) and "deschedule_ms" in doc:
         return {doc.get("host") or "host": doc}
     hosts = doc.get("hosts", doc) if isinstance(doc, dict) else None
