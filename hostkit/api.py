@@ -509,9 +509,13 @@ def smoke_plan(req: SmokeRequest) -> tuple[dict[str, dict], int]:
         # --duration is the smoke test's default request count (a credible p999), not a short one.
         settings[h.name] = {"args": opts.to_agent_args(),
                             "run": f"{opts.duration:g} s" if opts.duration else f"{opts.total_requests:,} requests"}
-    # Lab hosts share this machine: one at a time, or they would measure each other.
-    forks = req.forks or (1 if any(h.vars.get("hostkit_lab") for h in hosts) else len(hosts))
-    return settings, forks
+    return settings, req.forks or measuring_forks(hosts)
+
+
+def measuring_forks(hosts) -> int:
+    """How many hosts a measurement (smoke, gap probe) runs on at once: all of them, but lab hosts
+    one at a time, since they share this machine and would measure each other."""
+    return 1 if any(h.vars.get("hostkit_lab") for h in hosts) else len(hosts)
 
 
 def smoke(req: SmokeRequest, on_event: OnEvent = None) -> SmokeResult:
@@ -554,9 +558,7 @@ def gaps(req: GapsRequest, on_event: OnEvent = None) -> GapsResult:
         doc = run_probe(req.options)
         doc.pop("_costop_ns")
         return GapsResult({"localhost": AgentReply("localhost", "ok", doc=doc)})
-    hosts = load_inventory(req.inventory, req.limit)
-    # Lab hosts share this machine: one at a time, or their spinners would stop each other.
-    forks = 1 if any(h.vars.get("hostkit_lab") for h in hosts) else len(hosts)
+    forks = measuring_forks(load_inventory(req.inventory, req.limit))
     replies, run = call_agent(req.inventory, ["gaps", *req.options.to_agent_args()], req.limit, forks=forks,
                               on_event=on_event)
     return GapsResult(replies, run)

@@ -392,8 +392,7 @@ def run_smoke(opts: SmokeOptions, progress=None, facts: dict | None = None, on_s
             tracer.close()
         session.close()
         gaps = probe.result() if probe is not None else None  # stops the probe
-    result = aggregate(opts, session, supervised, facts, gaps, traced)
-    return result
+    return aggregate(opts, session, supervised, facts, gaps, traced)
 
 
 def _start_trace(cpu: int):
