@@ -201,6 +201,7 @@ class ApplyRequest(FleetPlanRequest):
     revert_on_fail: bool = False  # with verify_smoke: roll back a host that misses its SLO
     reboot: bool = False  # reboot hosts whose kernel arguments changed, wait, re-check /proc/cmdline
     reboot_timeout: int = 900  # seconds a host may take to come back
+    run_id: str | None = None  # default: a new one; a caller that records it before the run starts (rollout)
 
     def __post_init__(self) -> None:
         if self.revert_on_fail and not self.verify_smoke:
@@ -261,7 +262,7 @@ def apply(req: ApplyRequest, on_event: OnEvent = None) -> ApplyResult:
     if req.verify_smoke and not req.reboot and not req.check:
         _refuse_smoke_before_reboot(plans)
     result = _apply_plans(plans, req.inventory, check=req.check, diff=req.diff, tags=req.tags, forks=req.forks,
-                          on_event=on_event, reboot=req.reboot, reboot_timeout=req.reboot_timeout)
+                          on_event=on_event, reboot=req.reboot, reboot_timeout=req.reboot_timeout, run_id=req.run_id)
     if req.verify_smoke and not req.check:
         result.smoke = _verify_smoke(req, result)
     return result
@@ -269,8 +270,8 @@ def apply(req: ApplyRequest, on_event: OnEvent = None) -> ApplyResult:
 
 def _apply_plans(plans: PlanResult, inventory: str, *, check: bool, diff: bool, tags: str | None = None,
                  forks: int | None = None, on_event: OnEvent = None, reboot: bool = False,
-                 reboot_timeout: int = 900) -> ApplyResult:
-    run_id = new_run_id()
+                 reboot_timeout: int = 900, run_id: str | None = None) -> ApplyResult:
+    run_id = run_id or new_run_id()
     hosts: dict[str, HostApply] = {}
     runnable: dict[str, dict] = {}
     for name, p in plans.hosts.items():
