@@ -28,13 +28,6 @@ description:
   - With simulate_reboot (lab sysroots only), rewrites the sysroot's proc/cmdline (and
     sys/devices/system/cpu/isolated, where the sysroot has it) as a reboot would.
 author: hostkit maintainers (!UNKNOWN)
-attributes:
-  check_mode:
-    description: Reports the files it would change and whether a reboot is pending; writes nothing, not even the journal.
-    support: full
-  diff_mode:
-    description: Returns each changed file's content before and after.
-    support: full
 extends_documentation_fragment:
   - hostkit.tuning.host
   - hostkit.tuning.host.journal
@@ -134,8 +127,8 @@ import re
 from ansible.module_utils.basic import AnsibleModule
 from ansible.module_utils.hostkit_boot_loader import (BootConfigError, describe_none, detect, edit, next_boot,
                                                       real_path)
-from ansible.module_utils.hostkit_journal import (Journal, JournalError, change_file, file_state,
-                                                  journaled_module_options)
+from ansible.module_utils.hostkit_journal import (JournalError, ModuleFailure, change_file, file_state,
+                                                  journaled_module_options, run_journaled)
 from ansible.module_utils.hostkit_kernel_args import (arg_name, cmdline_tokens, domain_isolated, format_arg,
                                                       split_cmdline)
 from ansible.module_utils.hostkit_sysroot import is_live, sysroot_path
@@ -146,21 +139,17 @@ NAME_RE = re.compile(r"^[A-Za-z0-9_.-]+$")
 VALUE_RE = re.compile(r"^[A-Za-z0-9_.,:/=-]*$")
 
 
-class Failure(Exception):
-    """The module fails with this message (bad input or host state found before any change)."""
-
-
 def wanted_args(params):
     """The arguments to set as name -> str value (None: a bare flag), checked; params only."""
     want = dict((k, None if v is None else str(v)) for k, v in params["set"].items())
     for k, v in sorted(want.items()):
         if not NAME_RE.match(k) or (v is not None and not VALUE_RE.match(v)):
-            raise Failure("refusing kernel argument %r=%r: only letters, digits and _.,:/=- are allowed" % (k, v))
+            raise ModuleFailure("refusing kernel argument %r=%r: only letters, digits and _.,:/=- are allowed" % (k, v))
     for k in params["remove"]:
         if not NAME_RE.match(k):
-            raise Failure("refusing to remove kernel argument %r: a name is letters, digits and _.- only" % (k,))
+            raise ModuleFailure("refusing to remove kernel argument %r: a name is letters, digits and _.- only" % (k,))
     if params["simulate_reboot"] and is_live(params["sysroot"]):
-        raise Failure("simulate_reboot is for lab sysroots only; on a real host reboot it")
+        raise ModuleFailure("simulate_reboot is for lab sysroots only; on a real host reboot it")
     return want
 
 
@@ -171,7 +160,7 @@ def read_host(sysroot, simulate_reboot):
         with open(sysroot_path(sysroot, CMDLINE)) as f:
             booted = f.read().strip()
     except (IOError, OSError) as exc:
-        raise Failure("cannot read %s under the sysroot %r: %s" % (CMDLINE, sysroot, exc))
+        raise ModuleFailure("cannot read %s under the sysroot %r: %s" % (CMDLINE, sysroot, exc))
     cfg = detect(sysroot)
     return {"boot": cfg,
             "states": dict((p, file_state(sysroot_path(sysroot, real_path(cfg, p)))) for p in cfg["files"]),
@@ -191,7 +180,7 @@ def decide(params, want, seen):
                + [k for k in params["remove"] if k in args])
     if backend == "none":
         if want or pending:  # something to change and nowhere to write it: never "ok"
-            raise Failure("%s: the kernel arguments %s cannot be set here"
+            raise ModuleFailure("%s: the kernel arguments %s cannot be set here"
                           % (describe_none(cfg), ", ".join(sorted(set(want) | set(pending)))))
         return [], dict(changed=False, bootloader=None, commands=[], reboot_required=False, pending_args=[],
                         booted_cmdline=seen["booted"], not_applicable=True, files=[],
@@ -199,7 +188,7 @@ def decide(params, want, seen):
     try:
         new = edit(cfg, want, params["remove"])
     except BootConfigError as exc:
-        raise Failure(str(exc))
+        raise ModuleFailure(str(exc))
     changes = []
     for path in sorted(new, key=lambda p: (cfg["files"] + [p]).index(p)):
         before = seen["states"].get(path) or {"exists": False}
@@ -239,7 +228,7 @@ def do(params, journal, changes):
             change_file(journal, params["role"], c["path"], sysroot_path(params["sysroot"], c["path"]), before,
                         data, mode=mode)
         except JournalError as exc:
-            raise Failure("cannot write the journal %s (stopped before %s): %s" % (exc.path, c["path"], exc.reason))
+            raise ModuleFailure("cannot write the journal %s (stopped before %s): %s" % (exc.path, c["path"], exc.reason))
 
 
 def main():
@@ -251,18 +240,17 @@ def main():
         ),
         supports_check_mode=True,
     )
-    p = module.params
-    try:
+
+    def work(p, journal):
         want = wanted_args(p)
-        journal = Journal(p["sysroot"], p["run_id"])
         changes, result = decide(p, want, read_host(p["sysroot"], p["simulate_reboot"]))
         if module._diff:
             result["diff"] = diff(changes)
         if changes and not module.check_mode:
             do(p, journal, changes)
-    except (Failure, ValueError) as exc:
-        module.fail_json(msg=str(exc))
-    module.exit_json(**result)
+        return result
+
+    run_journaled(module, work)
 
 
 if __name__ == "__main__":

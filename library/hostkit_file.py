@@ -16,13 +16,6 @@ description:
   - Edit mode (O(remove_regex) and/or O(append) instead of O(content)) changes only the matching
     lines of the current content and keeps the file's mode.
 author: hostkit maintainers (!UNKNOWN)
-attributes:
-  check_mode:
-    description: Reports whether the file would change; writes nothing, not even the journal.
-    support: full
-  diff_mode:
-    description: Returns the file's content before and after.
-    support: full
 extends_documentation_fragment:
   - hostkit.tuning.host
   - hostkit.tuning.host.journal
@@ -116,32 +109,24 @@ import subprocess
 import tempfile
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible.module_utils.hostkit_journal import (Journal, JournalError, change_file, file_state,
-                                                  journaled_module_options)
+from ansible.module_utils.hostkit_journal import (Journal, JournalError, ModuleFailure, change_file,
+                                                  file_state, journaled_module_options)
 from ansible.module_utils.hostkit_sysroot import sysroot_path
-
-
-class Failure(Exception):
-    """The module fails with this message (and ``fields`` added to its result)."""
-
-    def __init__(self, msg, **fields):
-        Exception.__init__(self, msg)
-        self.fields = fields
 
 
 def check_params(params):
     """Params only: an absolute path, an octal mode, a regex that compiles."""
     if not os.path.isabs(params["path"]):
-        raise Failure("path must be absolute: %s" % params["path"])
+        raise ModuleFailure("path must be absolute: %s" % params["path"])
     try:
         int(params["mode"], 8)
     except ValueError:
-        raise Failure("mode must be an octal string such as '0644', got %r" % (params["mode"],))
+        raise ModuleFailure("mode must be an octal string such as '0644', got %r" % (params["mode"],))
     if params["remove_regex"]:
         try:
             re.compile(params["remove_regex"], re.MULTILINE)
         except re.error as exc:
-            raise Failure("remove_regex %r does not compile: %s" % (params["remove_regex"], exc))
+            raise ModuleFailure("remove_regex %r does not compile: %s" % (params["remove_regex"], exc))
 
 
 def edited(params, text):
@@ -192,12 +177,12 @@ def validate(params, data):
         try:
             proc = subprocess.run(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, check=False)
         except OSError as exc:
-            raise Failure("cannot run the validate command %s; %s was not installed: %s"
+            raise ModuleFailure("cannot run the validate command %s; %s was not installed: %s"
                           % (params["validate"][0], params["path"], exc))
     finally:
         os.unlink(tmp)
     if proc.returncode != 0:
-        raise Failure("validation of %s failed; the file was not installed: %s"
+        raise ModuleFailure("validation of %s failed; the file was not installed: %s"
                       % (params["path"], (proc.stderr or proc.stdout).decode("utf-8", "replace").strip()[-800:]),
                       validate_rc=proc.returncode)
 
@@ -212,7 +197,7 @@ def do(params, journal, before, change):
                     before, data, mode=change["mode"],
                     after={"exists": data is not None, "mode": params["mode"]})
     except JournalError as exc:
-        raise Failure("cannot write the journal %s (nothing changed): %s" % (exc.path, exc.reason))
+        raise ModuleFailure("cannot write the journal %s (nothing changed): %s" % (exc.path, exc.reason))
 
 
 def main():
@@ -240,7 +225,7 @@ def main():
         change, result = decide(p, before, module._diff)
         if change and not module.check_mode:
             do(p, journal, before, change)
-    except Failure as exc:
+    except ModuleFailure as exc:
         module.fail_json(msg=str(exc), **dict(result, **exc.fields))
     except ValueError as exc:
         module.fail_json(msg=str(exc))

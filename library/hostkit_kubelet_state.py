@@ -16,9 +16,6 @@ description:
   - A state file that does not parse counts as differing (kubelet fails on it too).
 author: hostkit maintainers (!UNKNOWN)
 attributes:
-  check_mode:
-    description: Reports the state files it would remove; removes nothing, writes no journal.
-    support: full
   diff_mode:
     description: No diff is returned; RV(removed) names each file with its recorded and wanted policy.
     support: none
@@ -74,21 +71,17 @@ import json
 import os
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible.module_utils.hostkit_journal import (Journal, JournalError, change_file, file_state,
-                                                  journaled_module_options)
+from ansible.module_utils.hostkit_journal import (JournalError, ModuleFailure, change_file, file_state,
+                                                  journaled_module_options, run_journaled)
 from ansible.module_utils.hostkit_sysroot import sysroot_path
 
 STATE_FILES = ("cpu_manager_state", "memory_manager_state")
 
 
-class Failure(Exception):
-    """The module fails with this message (bad input or host state found before any change)."""
-
-
 def check_policies(policies):
     for name in sorted(policies):
         if name not in STATE_FILES:
-            raise Failure("unknown kubelet state file %r (one of %s)" % (name, ", ".join(STATE_FILES)))
+            raise ModuleFailure("unknown kubelet state file %r (one of %s)" % (name, ", ".join(STATE_FILES)))
 
 
 def recorded_policy(full):
@@ -129,7 +122,7 @@ def do(params, journal, stale):
         try:
             change_file(journal, params["role"], s["path"], full, file_state(full), None)
         except JournalError as exc:
-            raise Failure("cannot write the journal %s (%s not removed): %s" % (exc.path, s["path"], exc.reason))
+            raise ModuleFailure("cannot write the journal %s (%s not removed): %s" % (exc.path, s["path"], exc.reason))
 
 
 def main():
@@ -141,16 +134,15 @@ def main():
         ),
         supports_check_mode=True,
     )
-    p = module.params
-    try:
+
+    def work(p, journal):
         check_policies(p["policies"])
-        journal = Journal(p["sysroot"], p["run_id"])
         stale, result = decide(p, read_host(p["sysroot"], p["state_dir"], p["policies"]))
         if stale and not module.check_mode:
             do(p, journal, stale)
-    except (Failure, ValueError) as exc:
-        module.fail_json(msg=str(exc))
-    module.exit_json(**result)
+        return result
+
+    run_journaled(module, work)
 
 
 if __name__ == "__main__":

@@ -22,11 +22,9 @@ attributes:
     details:
       - The lock is hostkit's own state, not the host's - it is taken and released in check mode too,
         so a check run and an apply never overlap on one host.
-  diff_mode:
-    description: No diff is returned.
-    support: none
 extends_documentation_fragment:
   - hostkit.tuning.host
+  - hostkit.tuning.host.no_diff
 options:
   run_id:
     description: This run.
@@ -102,18 +100,11 @@ import os
 import time
 
 from ansible.module_utils.basic import AnsibleModule
+from ansible.module_utils.hostkit_journal import ModuleFailure
 from ansible.module_utils.hostkit_sysroot import sysroot_path
 
 LOCK = "/var/lib/hostkit/lock"
 UNKNOWN_HOLDER = {"run_id": "unknown", "controller": "unknown", "time": 0}
-
-
-class Failure(Exception):
-    """The module fails with this message; ``fields`` go into its result."""
-
-    def __init__(self, msg, **fields):
-        Exception.__init__(self, msg)
-        self.fields = fields
 
 
 def read_holder(path):
@@ -146,7 +137,7 @@ def read_host(params):
 
 
 def decide(params, seen, now):
-    """Pure: what to do with the lock ('create', 'remove' or None) and the result, or a Failure."""
+    """Pure: what to do with the lock ('create', 'remove' or None) and the result, or a ModuleFailure."""
     holder = seen["holder"]
     if params["state"] == "released":
         if holder is None:
@@ -155,14 +146,14 @@ def decide(params, seen, now):
             return None, dict(changed=False, holder=holder, msg="held by another run; left alone")
         return "remove", dict(changed=False, released=True, holder=holder)
     if seen["free_mb"] < params["min_free_mb"]:
-        raise Failure("only %.1f MiB free for the journal under %s (need %d): refusing before any change"
+        raise ModuleFailure("only %.1f MiB free for the journal under %s (need %d): refusing before any change"
                       % (seen["free_mb"], os.path.dirname(seen["path"]), params["min_free_mb"]),
                       journal_free_mb=seen["free_mb"])
     if holder is not None:
         if holder.get("run_id") == params["run_id"]:
             return None, dict(changed=False, holder=holder)
         age = now - float(holder.get("time") or 0)
-        raise Failure("host locked by hostkit run %s (controller %s, %.0f s ago); nothing changed. If that "
+        raise ModuleFailure("host locked by hostkit run %s (controller %s, %.0f s ago); nothing changed. If that "
                       "run is dead, clear the lock with `hostkit unlock`"
                       % (holder.get("run_id"), holder.get("controller"), age), holder=holder, locked=True)
     return "create", dict(changed=False, acquired=True, lock=seen["path"])
@@ -175,7 +166,7 @@ def do(params, action, path, check_mode):
             os.unlink(path)
         except OSError as exc:  # gone already: released all the same
             if exc.errno != errno.ENOENT:
-                raise Failure("cannot remove the lock %s: %s" % (path, exc))
+                raise ModuleFailure("cannot remove the lock %s: %s" % (path, exc))
         return True
     d = os.path.dirname(path)
     if not os.path.isdir(d):
@@ -185,7 +176,7 @@ def do(params, action, path, check_mode):
     except OSError as exc:
         if exc.errno == errno.EEXIST:
             return False
-        raise Failure("cannot create the lock %s: %s" % (path, exc))
+        raise ModuleFailure("cannot create the lock %s: %s" % (path, exc))
     with os.fdopen(fd, "w") as f:
         json.dump({"run_id": params["run_id"], "controller": params["controller"], "time": time.time(),
                    "check": check_mode}, f)
@@ -215,8 +206,8 @@ def main():
             if action is None or do(p, action, seen["path"], module.check_mode):
                 break
         else:
-            raise Failure("the lock %s keeps changing under this run; nothing changed" % seen["path"])
-    except Failure as exc:
+            raise ModuleFailure("the lock %s keeps changing under this run; nothing changed" % seen["path"])
+    except ModuleFailure as exc:
         module.fail_json(msg=str(exc), **exc.fields)
     module.exit_json(**result)
 

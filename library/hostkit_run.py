@@ -19,11 +19,9 @@ attributes:
   check_mode:
     description: Reports the command as would-run; neither runs nor records it.
     support: full
-  diff_mode:
-    description: No diff is returned.
-    support: none
 extends_documentation_fragment:
   - hostkit.tuning.host
+  - hostkit.tuning.host.no_diff
 options:
   argv:
     description: The command, one list item per argument.

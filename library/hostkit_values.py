@@ -17,21 +17,14 @@ description:
     IRQs) are reported in RV(refused), not failures, when O(tolerate_refused) is set. In a lab
     sysroot, a C(.managed) file beside an IRQ's files stands for that EIO.
 author: hostkit maintainers (!UNKNOWN)
-attributes:
-  check_mode:
-    description: Reports the values it would write; writes nothing, not even the journal.
-    support: full
-  diff_mode:
-    description: Returns C(path = value) lines before and after for the values that change.
-    support: full
 extends_documentation_fragment:
   - hostkit.tuning.host
   - hostkit.tuning.host.journal
 options:
   items:
     description:
-      - List of C({path, value, kind}); C(kind) is one of V(int), V(str), V(cpulist), V(mask)
-        (default V(str)).
+      - List of C({path, value, kind}); C(kind) is one of V(int), V(str), V(cpulist), V(mask),
+        V(choice) (a sysfs choice file such as C(always [madvise] never)) (default V(str)).
       - Optional C(allowed_from) - a file listing the values the kernel accepts (for example
         C(scaling_available_governors)), checked for every item before anything is written.
     type: list
@@ -109,7 +102,7 @@ refused:
   elements: dict
   contains:
     path:
-      description: The file.
+      description: The file whose write the kernel refused.
       type: str
       sample: /proc/irq/57/smp_affinity_list
     error:

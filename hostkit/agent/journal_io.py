@@ -99,6 +99,29 @@ def journaled_module_options(role_default="", **options):
     return spec
 
 
+class ModuleFailure(Exception):
+    """A hostkit module fails with this message (bad input, or host state found before any
+    change); ``fields`` go into its result."""
+
+    def __init__(self, msg, **fields):
+        Exception.__init__(self, msg)
+        self.fields = fields
+
+
+def run_journaled(module, work):
+    """The rest of a journaled module's main(), once AnsibleModule has checked the arguments:
+    ``work(params, journal)`` decides, does the work unless in check mode, and returns the
+    module's result; a ModuleFailure or ValueError fails the task with its message."""
+    params = module.params
+    try:
+        result = work(params, Journal(params["sysroot"], params["run_id"]))
+    except ModuleFailure as exc:
+        module.fail_json(msg=str(exc), **exc.fields)
+    except ValueError as exc:
+        module.fail_json(msg=str(exc))
+    module.exit_json(**result)
+
+
 class JournalError(Exception):
     """The journal entry for a change could not be written (so the change was not made)."""
 

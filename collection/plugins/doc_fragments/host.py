@@ -8,7 +8,8 @@ __metaclass__ = type
 
 class ModuleDocFragment(object):
     """``hostkit.tuning.host``: where the host's files are; ``hostkit.tuning.host.journal``: the
-    run whose journal records each change before it is made."""
+    run whose journal records each change before it is made, and the check and diff modes every
+    journaling module has; ``hostkit.tuning.host.no_diff``: a module that returns no diff."""
 
     DOCUMENTATION = r"""
 options:
@@ -19,6 +20,13 @@ options:
 """
 
     JOURNAL = r"""
+attributes:
+  check_mode:
+    description: Reports what it would change; writes nothing, not even the journal.
+    support: full
+  diff_mode:
+    description: Returns each changed file's content, or each changed value, before and after.
+    support: full
 options:
   run_id:
     description: Run id; the journal is C(<sysroot>/var/lib/hostkit/journal/<run_id>.json).
@@ -28,4 +36,11 @@ options:
     description: Role name recorded in the journal entry.
     type: str
     default: ''
+"""
+
+    NO_DIFF = r"""
+attributes:
+  diff_mode:
+    description: No diff is returned.
+    support: none
 """
