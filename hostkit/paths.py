@@ -7,7 +7,17 @@ Two layouts hold the same files (``scripts/build_collection.py`` makes one from 
 * **collection**: the Ansible collection ``hostkit.tuning`` the wheel carries in
   ``hostkit/collection/ansible_collections/hostkit/tuning/`` - ``playbooks/``, ``roles/``,
   ``plugins/modules/``, ``plugins/module_utils/``. Its modules import hostkit's module_utils by
-  their collection name, so Ansible is given the collection's root (``ANSIBLE_COLLECTIONS_PATH``).
+  their collection name.
+
+:data:`COLLECTION_SOURCES` is the one rule between the two: which checkout path each part of
+the collection is made of. ``scripts/build_collection.py`` copies by it (the wheel, ``ansible-galaxy
+collection build``); a checkout gets a *view* by it (:func:`checkout_collection_view`): the same
+collection as symlinks into the checkout, under ``build/collections/``. Either way the playbooks
+and roles call hostkit's modules by their FQCN (``hostkit.tuning.hostkit_values``), found through
+the collections root hostkit gives Ansible (``ANSIBLE_COLLECTIONS_PATH``,
+:func:`hostkit.ansible.settings.runner_env`). The view's modules are the checkout's own files:
+their ``ansible.module_utils.hostkit_*`` imports resolve through ``module_utils/``
+(``ANSIBLE_MODULE_UTILS``); the built collection has them rewritten to collection names.
 
 ``HOSTKIT_PROJECT_DIR`` overrides the lookup with a directory of either layout.
 """
@@ -24,6 +34,20 @@ PACKAGE_DIR = Path(__file__).resolve().parent
 COLLECTION_NAMESPACE, COLLECTION_NAME = "hostkit", "tuning"
 # The collections root in an installed wheel (a directory holding ansible_collections/).
 INSTALLED_COLLECTIONS = PACKAGE_DIR / "collection"
+# The collection's files and the checkout's they are made of (collection path: checkout path).
+# Besides these, the collection holds what the checkout keeps in COLLECTION_META: galaxy.yml,
+# meta/, README.md, plugins/doc_fragments/, tests/sanity/.
+COLLECTION_SOURCES = {
+    "plugins/modules": "library",
+    "plugins/module_utils": "module_utils",
+    "roles": "roles",
+    "playbooks": "playbooks",
+    "inventories": "inventories",
+    "LICENSE": "LICENSE",
+}
+COLLECTION_META = "collection"
+# A checkout's collection view: a collections root (holding ansible_collections/) in build/.
+CHECKOUT_COLLECTIONS = Path("build") / "collections"
 
 
 @dataclass(frozen=True)
@@ -35,7 +59,9 @@ class Layout:
     roles: Path
     library: Path
     module_utils: Path | None  # checkout: the modules import ansible.module_utils.hostkit_*
-    collections: Path | None  # collection: the root that holds ansible_collections/hostkit/tuning
+    # The root that holds ansible_collections/hostkit/tuning: the collection's own, or where a
+    # checkout's view goes (made by checkout_collection_view).
+    collections: Path
 
     @property
     def playbooks(self) -> Path:
@@ -48,13 +74,47 @@ def layout_of(root: Path) -> Layout | None:
     if not (root / "playbooks").is_dir() or not (root / "roles").is_dir():
         return None
     if (root / "library").is_dir():
-        return Layout("checkout", root, root / "roles", root / "library", root / "module_utils", None)
-    if (root / "plugins" / "modules").is_dir():
-        parts = root.parts
-        collections = (Path(*parts[:-3]) if len(parts) > 3 and parts[-3] == "ansible_collections"
-                       and parts[-2:] == (COLLECTION_NAMESPACE, COLLECTION_NAME) else None)
-        return Layout("collection", root, root / "roles", root / "plugins" / "modules", None, collections)
+        return Layout("checkout", root, root / "roles", root / "library", root / "module_utils",
+                      root / CHECKOUT_COLLECTIONS)
+    parts = root.parts  # a collection is found by its FQCN: .../ansible_collections/hostkit/tuning
+    if ((root / "plugins" / "modules").is_dir() and len(parts) > 3 and parts[-3] == "ansible_collections"
+            and parts[-2:] == (COLLECTION_NAMESPACE, COLLECTION_NAME)):
+        return Layout("collection", root, root / "roles", root / "plugins" / "modules", None, Path(*parts[:-3]))
     return None
+
+
+def collection_dir(collections: Path) -> Path:
+    """``ansible_collections/hostkit/tuning`` under a collections root."""
+    return Path(collections) / "ansible_collections" / COLLECTION_NAMESPACE / COLLECTION_NAME
+
+
+def checkout_collection_view(root: Path) -> Path:
+    """The collection ``hostkit.tuning`` of the checkout ``root`` as symlinks into it
+    (:data:`COLLECTION_SOURCES`, and the entries of ``collection/``), under
+    ``root/build/collections``; made when missing or stale, each link replaced atomically so a
+    concurrent run never sees a half-made view. Returns the collections root. The links name whole
+    directories: a role or module added to the checkout is in the view at once."""
+    root = Path(root).absolute()
+    coll = collection_dir(root / CHECKOUT_COLLECTIONS)
+    links = {name: root / COLLECTION_META / name for name in os.listdir(root / COLLECTION_META)
+             if name != "plugins" and not name.startswith(".")}
+    links.update({f"plugins/{name}": root / COLLECTION_META / "plugins" / name
+                  for name in os.listdir(root / COLLECTION_META / "plugins")})
+    links.update({dest: root / src for dest, src in COLLECTION_SOURCES.items()})
+    try:
+        for dest, target in sorted(links.items()):
+            link = coll / dest
+            rel = os.path.relpath(target, link.parent)
+            if link.is_symlink() and os.readlink(link) == rel:
+                continue
+            link.parent.mkdir(parents=True, exist_ok=True)
+            tmp = link.with_name(f".{link.name}.{os.getpid()}")
+            os.symlink(rel, tmp)
+            os.replace(tmp, link)
+    except OSError as e:
+        raise HostkitError(f"cannot make the collection view of the checkout in {coll}: {e} (hostkit "
+                           f"writes it there to run its playbooks from {root})") from e
+    return root / CHECKOUT_COLLECTIONS
 
 
 def layout() -> Layout:
@@ -66,7 +126,7 @@ def layout() -> Layout:
         if found is None:
             raise HostkitError(f"HOSTKIT_PROJECT_DIR={env}: neither a hostkit checkout (playbooks/, roles/, "
                                f"library/) nor the {COLLECTION_NAMESPACE}.{COLLECTION_NAME} collection "
-                               "(playbooks/, roles/, plugins/modules/)")
+                               "(.../ansible_collections/hostkit/tuning with playbooks/, roles/, plugins/modules/)")
         return found
     installed = INSTALLED_COLLECTIONS / "ansible_collections" / COLLECTION_NAMESPACE / COLLECTION_NAME
     found = layout_of(PACKAGE_DIR.parent) or layout_of(installed)

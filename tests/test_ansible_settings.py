@@ -144,8 +144,9 @@ def test_projects_ansible_cfg_agrees_with_hostkits_layer(operator_env):
     d = c["defaults"]
     env = st.runner_env(REPO, "/tmp/cp", operator=st.OperatorSettings(None))
     assert str(REPO / d["roles_path"]) == env["ANSIBLE_ROLES_PATH"]
-    assert str(REPO / d["library"]) == env["ANSIBLE_LIBRARY"]
+    assert str(REPO / d["collections_path"]) == env["ANSIBLE_COLLECTIONS_PATH"].split(os.pathsep)[0]
     assert str(REPO / d["module_utils"]) == env["ANSIBLE_MODULE_UTILS"]
+    assert "library" not in d and "ANSIBLE_LIBRARY" not in env  # hostkit's modules are called by FQCN
     assert d.getboolean("host_key_checking") and "StrictHostKeyChecking=yes" in env["ANSIBLE_SSH_ARGS"]
     assert d["interpreter_python"] == env["ANSIBLE_PYTHON_INTERPRETER"]
     assert d.getboolean("retry_files_enabled") is False and env["ANSIBLE_RETRY_FILES_ENABLED"] == "False"

@@ -12,8 +12,12 @@ the same operator settings. Values are read with Ansible's own configuration mac
 hostkit then adds, through ansible-runner's environment, only what it needs
 (:func:`runner_env`):
 
-* its roles, modules and module_utils *before* the operator's paths (roles_path, library,
-  module_utils): hostkit's names win, the operator's stay reachable;
+* its collection ``hostkit.tuning`` (the playbooks and roles call its modules by FQCN) and its
+  roles *before* the operator's paths (``collections_path``, ``roles_path``): hostkit's names win
+  (an older ``hostkit.tuning`` the operator installed is not used by hostkit's runs), the
+  operator's collections and roles stay reachable. In a checkout the collection is a view of it
+  (:func:`hostkit.paths.checkout_collection_view`), whose modules' ``ansible.module_utils``
+  imports need ``module_utils/`` before the operator's;
 * its SSH arguments *after* the operator's ``ssh_args``: the operator's ProxyJump, ciphers,
   ``-F`` and the like come first, and OpenSSH takes the first value of an option;
 * ``StrictHostKeyChecking=yes`` unless the operator weakened host-key checking explicitly
@@ -113,7 +117,10 @@ class OperatorSettings:
         return True
 
     def value(self, name: str):
-        return self._manager.get_config_value_and_origin(name)[0]
+        # Defaults such as COLLECTIONS_PATHS' are templates of ANSIBLE_HOME, rendered as
+        # ansible.constants renders them.
+        home = {} if name == "ANSIBLE_HOME" else {"ANSIBLE_HOME": self.value("ANSIBLE_HOME")}
+        return self._manager.get_config_value_and_origin(name, variables=home)[0]
 
     def is_set(self, name: str) -> bool:
         return self._manager.get_config_value_and_origin(name)[1] != "default"
@@ -159,14 +166,17 @@ def _paths(ours: list[Path], settings: OperatorSettings, name: str) -> str:
 def runner_env(root: Path, control_dir: str, *, log_path: str | None = None,
                operator: OperatorSettings | None = None) -> dict[str, str]:
     """ansible-runner's ``envvars``: the operator's settings (``ANSIBLE_CONFIG``) plus hostkit's layer."""
-    from hostkit.paths import layout_of
+    from hostkit.paths import checkout_collection_view, layout_of
 
     s = operator or settings()
     lay = layout_of(root)  # a checkout or the installed collection (hostkit/paths.py)
+    collections = checkout_collection_view(lay.root) if lay.kind == "checkout" else lay.collections
     env = {
+        # Ansible's default collections paths stay too (an operator's callback or connection
+        # plugin may come from ~/.ansible/collections).
+        "ANSIBLE_COLLECTIONS_PATH": os.pathsep.join(dict.fromkeys(
+            [str(collections)] + [str(p) for p in s.value("COLLECTIONS_PATHS") or []])),
         "ANSIBLE_ROLES_PATH": _paths([lay.roles], s, "DEFAULT_ROLES_PATH"),
-        "ANSIBLE_LIBRARY": _paths([lay.library], s, "DEFAULT_MODULE_PATH"),
-        "ANSIBLE_MODULE_UTILS": _paths([lay.module_utils] if lay.module_utils else [], s, "DEFAULT_MODULE_UTILS_PATH"),
         "ANSIBLE_SSH_ARGS": s.ssh_args(),
         # One control-socket directory per run: a master connection from an earlier run
         # (another inventory, another known_hosts) must never skip this run's host-key check.
@@ -175,9 +185,8 @@ def runner_env(root: Path, control_dir: str, *, log_path: str | None = None,
         "ANSIBLE_RETRY_FILES_ENABLED": "False",
         "ANSIBLE_NOCOLOR": "True",
     }
-    if lay.collections is not None:  # the collection's modules import its module_utils by collection name
-        ours_first = [str(lay.collections)] + [str(p) for p in s.value("COLLECTIONS_PATHS") or []]
-        env["ANSIBLE_COLLECTIONS_PATH"] = os.pathsep.join(dict.fromkeys(ours_first))
+    if lay.module_utils is not None:  # a checkout's modules import ansible.module_utils.hostkit_*
+        env["ANSIBLE_MODULE_UTILS"] = _paths([lay.module_utils], s, "DEFAULT_MODULE_UTILS_PATH")
     if s.path is not None:
         env["ANSIBLE_CONFIG"] = str(s.path)
     if not s.ssh_set("pipelining"):
