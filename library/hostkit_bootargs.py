@@ -181,7 +181,7 @@ def decide(params, want, seen):
     if backend == "none":
         if want or pending:  # something to change and nowhere to write it: never "ok"
             raise ModuleFailure("%s: the kernel arguments %s cannot be set here"
-                          % (describe_none(cfg), ", ".join(sorted(set(want) | set(pending)))))
+                                % (describe_none(cfg), ", ".join(sorted(set(want) | set(pending)))))
         return [], dict(changed=False, bootloader=None, commands=[], reboot_required=False, pending_args=[],
                         booted_cmdline=seen["booted"], not_applicable=True, files=[],
                         msg=describe_none(cfg) + ": nothing to set or remove")

@@ -178,13 +178,13 @@ def validate(params, data):
             proc = subprocess.run(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, check=False)
         except OSError as exc:
             raise ModuleFailure("cannot run the validate command %s; %s was not installed: %s"
-                          % (params["validate"][0], params["path"], exc))
+                                % (params["validate"][0], params["path"], exc))
     finally:
         os.unlink(tmp)
     if proc.returncode != 0:
         raise ModuleFailure("validation of %s failed; the file was not installed: %s"
-                      % (params["path"], (proc.stderr or proc.stdout).decode("utf-8", "replace").strip()[-800:]),
-                      validate_rc=proc.returncode)
+                            % (params["path"], (proc.stderr or proc.stdout).decode("utf-8", "replace").strip()[-800:]),
+                            validate_rc=proc.returncode)
 
 
 def do(params, journal, before, change):

@@ -147,15 +147,15 @@ def decide(params, seen, now):
         return "remove", dict(changed=False, released=True, holder=holder)
     if seen["free_mb"] < params["min_free_mb"]:
         raise ModuleFailure("only %.1f MiB free for the journal under %s (need %d): refusing before any change"
-                      % (seen["free_mb"], os.path.dirname(seen["path"]), params["min_free_mb"]),
-                      journal_free_mb=seen["free_mb"])
+                            % (seen["free_mb"], os.path.dirname(seen["path"]), params["min_free_mb"]),
+                            journal_free_mb=seen["free_mb"])
     if holder is not None:
         if holder.get("run_id") == params["run_id"]:
             return None, dict(changed=False, holder=holder)
         age = now - float(holder.get("time") or 0)
         raise ModuleFailure("host locked by hostkit run %s (controller %s, %.0f s ago); nothing changed. If that "
-                      "run is dead, clear the lock with `hostkit unlock`"
-                      % (holder.get("run_id"), holder.get("controller"), age), holder=holder, locked=True)
+                            "run is dead, clear the lock with `hostkit unlock`"
+                            % (holder.get("run_id"), holder.get("controller"), age), holder=holder, locked=True)
     return "create", dict(changed=False, acquired=True, lock=seen["path"])
 
 
