@@ -12,7 +12,7 @@ import yaml
 
 from hostkit.errors import BadInput
 from hostkit.rollout import hooks, state
-from hostkit.rollout.batches import batch_size, plan_batches
+from hostkit.rollout.batches import batch_size, next_wave, plan_batches
 from tests.test_bad_input_unit import assert_one_line_error, closed_port, hostkit, no_host_contacted  # noqa: F401
 
 H = [f"h{i}" for i in range(1, 11)]
@@ -64,6 +64,18 @@ def test_bad_batches_are_bad_input(spec, canary, needle):
 def test_a_host_listed_twice_is_bad_input():
     with pytest.raises(BadInput, match="twice"):
         plan_batches(["a", "b", "a"], "1")
+
+
+@pytest.mark.parametrize("hosts, m, out, expected", [
+    (["a", "b", "c"], None, 0, ["a", "b", "c"]),  # no --max-unavailable: the whole batch
+    (["a", "b", "c"], 2, 0, ["a", "b"]),
+    (["c"], 2, 0, ["c"]),
+    (["a", "b", "c"], 5, 0, ["a", "b", "c"]),
+    (["a", "b", "c"], 2, 1, ["a"]),  # a host left drained counts against the budget
+    (["a", "b", "c"], 2, 2, []),  # no room: the rollout stops
+])
+def test_waves_never_take_more_than_max_unavailable_hosts_out(hosts, m, out, expected):
+    assert next_wave(hosts, m, out) == expected
 
 
 # ----------------------------------------------------------------------------- hooks
@@ -168,6 +180,8 @@ CLI_CASES = [
     ("batch-missing", [], None, ["--batch N"]),
     ("canary-too-many", ["--batch", "1", "--canary", "3"], None, ["--canary 3"]),
     ("max-failures-negative", ["--batch", "1", "--max-failures", "-1"], None, ["--max-failures"]),
+    ("max-unavailable-zero", ["--batch", "2", "--max-unavailable", "0"], None, ["--max-unavailable must be 1"]),
+    ("max-unavailable-text", ["--batch", "2", "--max-unavailable", "two"], None, ["--max-unavailable"]),
     ("hook-timeout-zero", ["--batch", "1", "--hook-timeout", "0"], None, ["--hook-timeout"]),
     ("reboot-timeout", ["--batch", "1", "--reboot-timeout", "5"], None, ["--reboot-timeout"]),
     ("target-zero", ["--batch", "1", "--target-p999-ms", "0"], None, ["--target-p999-ms"]),
@@ -193,6 +207,7 @@ def test_a_rollout_with_bad_input_changes_nothing_and_contacts_no_host(fleet, ca
     (["--abort", "20261130T000000Z-aaaaaa"], ["no rollout"]),
     (["--resume", "R", "--abort", "R"], ["not allowed with argument"]),
     (["--resume", "R", "--batch", "2"], ["drop --batch"]),
+    (["--resume", "R", "--max-unavailable", "1"], ["drop --max-unavailable"]),
     (["--abort", "R", "-i", "inv.yml", "--reboot"], ["drop --inventory, --reboot"]),
     (["--resume", "../x"], ["not a hostkit rollout id"]),
 ])

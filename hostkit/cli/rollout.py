@@ -12,7 +12,9 @@ from hostkit.errors import BadInput
 SUMMARY = "roll the tuning out in batches, gated by audit and smoke SLO; resume or abort"
 DESCRIPTION = """\
 Hosts in batches (the --canary hosts first, then --batch N hosts or P% of the
-fleet at a time, inventory order). Per batch, the hosts in parallel:
+fleet at a time, inventory order); with --max-unavailable M a batch goes out in
+waves of at most M hosts, each wave back in service before the next one starts.
+Per batch (per wave), the hosts in parallel:
   pre-batch hooks -> smoke "before" -> apply (--reboot: where the plan needs it)
   -> audit -> smoke "after" against the SLO -> post-batch hooks.
 A host failing a gate (hook, apply, audit, smoke MISSED or a failed smoke run)
@@ -31,6 +33,7 @@ The state is rewritten atomically after every step: .hostkit/runs/<rollout-id>/r
 EPILOG = """\
 examples:
   hostkit rollout -i inv.yml --batch 25% --canary 1 --reboot
+  hostkit rollout -i inv.yml --batch 50% --max-unavailable 2 --reboot   at most 2 nodes drained at once
   hostkit rollout -i inv.yml --limit gpu_nodes --batch 2 --max-failures 1 --target-p999-ms 0.5
   hostkit rollout --resume 20261130T061500Z-1a2b3c     go on after a stop, crash or Ctrl-C
   hostkit rollout --abort 20261130T061500Z-1a2b3c      roll back what it changed, newest batch first
@@ -38,7 +41,7 @@ examples:
 exit codes: 0 every host rolled out (or aborted cleanly), 1 a gate failed or a host was rolled
 back, 2 bad input (nothing changed), 3 a host's plan was refused by a safety guard"""
 
-NEW_ONLY = ("inventory", "limit", "batch", "canary", "max_failures", "reboot", "target_p999_ms", "smoke_duration",
+NEW_ONLY = ("inventory", "limit", "batch", "canary", "max_failures", "max_unavailable", "reboot", "target_p999_ms", "smoke_duration",
             "profile", "force", "hook_timeout")
 
 
@@ -53,6 +56,10 @@ def add_parser(sub) -> argparse.ArgumentParser:
     ro.add_argument("--max-failures", type=int, default=None, metavar="N",
                     help="failed hosts tolerated (each rolled back alone) before the rollout stops and rolls "
                          "back its batch (default 0: the first failed host stops it)")
+    ro.add_argument("--max-unavailable", type=int, default=None, metavar="M",
+                    help="never more than M hosts out of service at once (from a host's pre-batch hook to "
+                         "its post-batch hooks, a failed host left drained included): a larger batch goes "
+                         "out in waves of M; a stop still rolls back the whole batch (default: a batch)")
     ro.add_argument("--reboot", action="store_true",
                     help="reboot hosts whose kernel arguments changed (and, on a rollback, whose boot "
                          "configuration came back); a pending reboot then fails the audit gate")
@@ -81,7 +88,8 @@ def request(args):
         raise BadInput("a new rollout needs -i INVENTORY (or --resume RUN / --abort RUN)")
     if not args.batch:
         raise BadInput("a new rollout needs --batch N or --batch P%")
-    given = {k: getattr(args, k) for k in ("canary", "max_failures", "reboot_timeout", "hook_timeout")
+    given = {k: getattr(args, k) for k in ("canary", "max_failures", "max_unavailable", "reboot_timeout",
+                                           "hook_timeout")
              if getattr(args, k) is not None}  # the others keep RolloutRequest's defaults
     return RolloutRequest(args.inventory, args.batch, args.limit, reboot=args.reboot,
                           target_p999_ms=args.target_p999_ms, smoke_duration=args.smoke_duration,

@@ -48,3 +48,17 @@ def plan_batches(hosts: list[str], batch: str, canary: int = 0) -> list[list[str
     rest = hosts[canary:]
     out += [rest[i:i + size] for i in range(0, len(rest), size)]
     return out
+
+
+def check_max_unavailable(value: int | None) -> None:
+    if value is not None and value < 1:
+        raise BadInput(f"--max-unavailable must be 1 or more hosts, got {value}")
+
+
+def next_wave(hosts: list[str], max_unavailable: int | None, out: int = 0) -> list[str]:
+    """The next hosts of a batch to take out of service together: all of ``hosts`` (None), or at
+    most ``max_unavailable`` minus the ``out`` hosts of the fleet already out of service (failed and
+    left drained); empty when no host may go out (the rollout must stop)."""
+    if max_unavailable is None:
+        return list(hosts)
+    return list(hosts[:max(0, max_unavailable - out)])

@@ -38,7 +38,7 @@ from hostkit.ansible.run import new_run_id
 from hostkit.errors import EXIT_FAILED, EXIT_OK, EXIT_REFUSED, BadInput, HostkitError, Refused
 from hostkit.rollout import hooks as hookmod
 from hostkit.rollout import state as st
-from hostkit.rollout.batches import plan_batches
+from hostkit.rollout.batches import check_max_unavailable, next_wave, plan_batches
 from hostkit.smoke.options import SmokeOptions
 
 OnStep = Callable[[str], None] | None
@@ -52,6 +52,7 @@ class RolloutRequest:
     limit: str | None = None
     canary: int = 0
     max_failures: int = 0
+    max_unavailable: int | None = None  # hosts out of service at once; None: a whole batch
     reboot: bool = False
     reboot_timeout: int = 900
     target_p999_ms: float | None = None  # None: each host's profile
@@ -65,6 +66,7 @@ class RolloutRequest:
         hookmod.check_timeout(self.hook_timeout)
         if self.max_failures < 0:
             raise BadInput(f"--max-failures must be 0 or more, got {self.max_failures}")
+        check_max_unavailable(self.max_unavailable)
         self.smoke_request("-")  # the smoke options' bounds, checked before anything runs
 
     def smoke_request(self, limit: str) -> api.SmokeRequest:
@@ -115,7 +117,7 @@ def start(req: RolloutRequest, on_step: OnStep = None) -> RolloutResult:
         "request": {**asdict(req), "inventory": os.path.abspath(req.inventory)},
         "controller": _controller(),
         "batches": [{"index": i, "canary": bool(req.canary) and i == 0, "hosts": b, "status": "pending",
-                     "apply_run": None, "started": None, "finished": None} for i, b in enumerate(batches)],
+                     "apply_runs": [], "started": None, "finished": None} for i, b in enumerate(batches)],
         "hosts": {h: _new_host(i) for i, b in enumerate(batches) for h in b},
         "failed_hosts": 0, "failure": None, "events": [],
     }
@@ -143,11 +145,8 @@ def resume(rollout_id: str, on_step: OnStep = None) -> RolloutResult:
         raise BadInput(f"rollout {rollout_id}: {', '.join(missing)} no longer in inventory {req.inventory}")
     state["status"], state["failure"], state["controller"] = "running", None, _controller()
     state.setdefault("resumed", []).append(st.now())
-    for h in state["hosts"].values():
-        if h["status"] != "done":
-            h["status"], h["step"], h["gate"] = "pending", "pending", None
     st.save(state)
-    return Driver(state, on_step).run()
+    return Driver(state, on_step).resume()
 
 
 def abort(rollout_id: str, on_step: OnStep = None) -> RolloutResult:
@@ -240,7 +239,8 @@ class Driver:
         self.host(host)["gate"] = {"gate": gate, "why": why, **({"refused": True} if refused else {})}
 
     def run(self) -> RolloutResult:
-        _, self.hooks = _prepare(self.req)
+        if not self.hooks:
+            _, self.hooks = _prepare(self.req)
         try:
             for b in self.state["batches"]:
                 if b["status"] == "done":
@@ -257,14 +257,44 @@ class Driver:
         self.save()
         return RolloutResult(self.state, self.write_report())
 
+    def out_of_service(self, besides: list[str] = ()) -> list[str]:
+        """Hosts taken out of service (pre-batch hook begun) and not put back (post-batch hooks
+        passed), apart from ``besides``: they count against ``--max-unavailable``."""
+        return [h for h, r in self.state["hosts"].items() if r.get("out") and h not in besides]
+
     def run_batch(self, b: dict) -> bool:
+        """The batch's hosts in waves of at most ``--max-unavailable`` (default: all at once); a wave
+        starts when the previous one is back in service. A stop rolls back the whole batch."""
         i = b["index"]
         todo = [h for h in b["hosts"] if self.host(h)["status"] != "done"]
+        todo.sort(key=lambda h: not self.host(h).get("out"))  # hosts still out (resume) go first
         b["status"], b["started"] = "running", b["started"] or st.now()
+        b.setdefault("apply_runs", [])
         self.event(i, todo, "batch", "started")
-        # 1. pre-batch hooks: nothing has changed on the batch yet
+        passed: list[str] = []  # hosts of earlier waves of this batch, back in service with their tuning
+        while todo:
+            out = self.out_of_service(besides=todo)
+            wave = next_wave(todo, self.req.max_unavailable, len(out))
+            if not wave:
+                return self.stop(b, out[0], "max_unavailable",
+                                 f"{len(out)} host(s) still out of service ({', '.join(out)}) leave no room "
+                                 f"under --max-unavailable {self.req.max_unavailable}")
+            todo = todo[len(wave):]
+            if not self.run_wave(b, wave, passed):
+                return False
+            passed += [h for h in wave if self.host(h)["status"] == "done"]
+        b["status"] = "done"  # within --max-failures, its failed hosts stay rolled back
+        b["finished"] = st.now()
+        self.event(i, b["hosts"], "batch", "done")
+        return True
+
+    def run_wave(self, b: dict, todo: list[str], passed: list[str]) -> bool:
+        i = b["index"]
+        self.event(i, todo, "wave", "started")
+        # 1. pre-batch hooks: nothing has changed on the wave yet
         drained = []
         for h in todo:
+            self.host(h)["out"] = True
             self.set_step([h], "pre_hook")
             drained.append(h)
             bad = self.run_hooks("pre_batch", h, i)
@@ -281,28 +311,29 @@ class Driver:
         # 2. the "before" smoke (evidence, not a gate)
         self.set_step(todo, "smoke_before")
         self.smoke(todo, "before", i)
-        # 3. apply
-        self.set_step(todo, "apply")
+        # 3. apply, its run id in the state before it starts (resume and abort find a cut-off run)
+        run_id = new_run_id()
+        b["apply_runs"].append(run_id)
         for h in todo:
-            self.host(h)["apply_started"] = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
-        self.save()
+            self.host(h)["apply_started"] = st.now()
+            self.host(h)["runs"].append(run_id)
+        self.set_step(todo, "apply")
         try:
             res = api.apply(api.ApplyRequest(self.req.inventory, ",".join(todo), self.req.profile, self.req.force,
-                                             reboot=self.req.reboot, reboot_timeout=self.req.reboot_timeout))
+                                             reboot=self.req.reboot, reboot_timeout=self.req.reboot_timeout,
+                                             run_id=run_id))
         except BadInput as exc:  # a host's facts or plan: raised before the apply changed anything
             for h in todo:
                 self.fail(h, "apply", f"bad input: {exc}")
                 self.host(h)["status"] = "failed"
             self.post_hooks(todo, i, after="an apply that could not start")
             return self.stop(b, todo[0], "apply", f"bad input: {exc}")
-        b["apply_run"] = res.run_id
         failed: list[str] = []
         for h in todo:
             ha = res.hosts.get(h)
             rec = self.host(h)
             rec["apply"] = {"run_id": res.run_id, "status": ha.status if ha else "failed",
                             "changed": ha.changed if ha else 0, "reboot_required": ha.reboot_required if ha else None}
-            rec["runs"].append(res.run_id)
             if ha is None or ha.status not in ("ok", "changed"):
                 why = (f"{ha.status}: " + ("; ".join(ha.refused) or ha.msg or "")) if ha else "no result from the apply"
                 self.fail(h, "apply", why, refused=bool(ha and ha.status == "refused"))
@@ -337,16 +368,14 @@ class Driver:
                     self.fail(h, "smoke", v["why"])
                     failed.append(h)
             self.event(i, live, "smoke_after", "failed" if set(live) & set(failed) else "ok")
-        # gates decided: roll back
+        # gates decided: roll back (a stop: the whole wave; within --max-failures: the failed hosts)
         self.state["failed_hosts"] += len(failed)
         stop = self.state["failed_hosts"] > self.req.max_failures
         back = todo if stop else failed
-        restored = self.roll_back(back, i, b) if back else []
-        for h in failed:
+        restored = self.roll_back(back, i) if back else []
+        for h in back:
             self.host(h)["status"] = "rolled_back" if h in restored else "failed"
-        for h in set(back) - set(failed):
-            self.host(h)["status"] = "rolled_back" if h in restored else "failed"
-            if h not in restored:
+            if h not in failed and h not in restored:
                 self.fail(h, "rollback", (self.host(h)["rollback"] or {}).get("why") or "rollback failed")
         # 6. post-batch hooks: hosts that passed, and hosts put back as they were
         ok = [h for h in todo if h not in back]
@@ -354,16 +383,46 @@ class Driver:
         for h in ok:
             if self.host(h)["gate"] is None:
                 self.host(h)["status"], self.host(h)["step"] = "done", "done"
+        self.event(i, todo, "wave", "done")
         if failed and stop:
+            self.redrain_and_roll_back(passed, i)  # the batch's earlier waves, back in service
             first = failed[0]
             return self.stop(b, first, self.host(first)["gate"]["gate"], self.host(first)["gate"]["why"],
                              refused=bool(self.host(first)["gate"].get("refused")))
         if after:
             return self.stop(b, after[0], "post_hook", self.host(after[0])["gate"]["why"])
-        b["status"] = "done"  # within --max-failures, its failed hosts stay rolled back
-        b["finished"] = st.now()
-        self.event(i, todo, "batch", "done")
         return True
+
+    def redrain_and_roll_back(self, hosts: list[str], batch: int) -> None:
+        """Roll back hosts of the stopped batch that passed in an earlier wave and are back in
+        service: taken out again under ``--max-unavailable`` (pre-batch hooks, rollback, post-batch
+        hooks). A host whose pre-batch hook fails keeps its tuning (its post-batch hooks run)."""
+        todo = list(hosts)
+        while todo:
+            wave = next_wave(todo, self.req.max_unavailable, len(self.out_of_service(besides=todo)))
+            if not wave:
+                for h in todo:
+                    self.host(h)["rollback"] = {"runs": [], "ok": False, "why": "no room under --max-unavailable"}
+                self.event(batch, todo, "rollback", "skipped", "no room under --max-unavailable")
+                return
+            todo = todo[len(wave):]
+            drained = []
+            for h in wave:
+                self.host(h)["out"] = True
+                bad = self.run_hooks("pre_batch", h, batch)
+                if bad:
+                    self.host(h)["rollback"] = {"runs": [], "ok": False, "why": f"kept its tuning: {bad}"}
+                    self.event(batch, [h], "pre_hook", "failed", bad)
+                else:
+                    drained.append(h)
+            restored = self.roll_back(drained, batch) if drained else []
+            for h in drained:
+                self.host(h)["status"] = "rolled_back" if h in restored else "failed"
+                self.host(h)["step"] = "rollback"
+                if h not in restored:
+                    self.fail(h, "rollback", (self.host(h)["rollback"] or {}).get("why") or "rollback failed")
+            self.post_hooks([h for h in wave if h not in drained or h in restored], batch,
+                            after="a rollback of the stopped batch")
 
     def stop(self, b: dict, host: str, gate: str, why: str, refused: bool = False) -> bool:
         b["status"], b["finished"] = "failed", st.now()
@@ -397,7 +456,9 @@ class Driver:
                     self.fail(h, "post_hook", why)
                     self.host(h)["status"] = "failed"
                 self.event(batch, [h], "post_hook", "failed", why)
-            elif self.hooks.get(h, {}).get("post_batch"):
+                continue
+            self.host(h)["out"] = False  # back in service
+            if self.hooks.get(h, {}).get("post_batch"):
                 self.event(batch, [h], "post_hook", "ok", after)
         return bad
 
@@ -439,24 +500,16 @@ class Driver:
         return {h: {r["run_id"]: r.get("rolled_back") for r in res.hosts[h].doc["runs"]}
                 for h in hosts if h in res.hosts and res.hosts[h].ok}
 
-    def runs_to_undo(self, hosts: list[str], only_run: str | None = None) -> dict[str, list[str]]:
-        """Per host, this rollout's apply runs still in force in its journal, newest first. A host
-        cut off during an apply (no run id recorded) counts the runs that started after its apply."""
+    def runs_to_undo(self, hosts: list[str]) -> dict[str, list[str]]:
+        """Per host, this rollout's apply runs still in force in its journal, newest first (a run id
+        is recorded before its apply starts: a run cut off by a killed controller is among them)."""
         journals = self.journaled(hosts)
-        out = {}
-        for h in hosts:
-            rec, runs = self.host(h), journals.get(h, {})
-            mine = set(rec["runs"]) if only_run is None else {only_run}
-            if only_run is None and rec["step"] == "apply" and rec["apply_started"] and \
-                    (not rec["apply"] or rec["apply"]["run_id"] not in rec["runs"]):
-                mine |= {r for r in runs if r >= rec["apply_started"]}
-            out[h] = sorted((r for r in runs if r in mine and runs[r] is None), reverse=True)
-        return out
+        return {h: sorted((r for r in journals[h] if r in set(self.host(h)["runs"]) and journals[h][r] is None),
+                          reverse=True) for h in hosts if h in journals}
 
-    def roll_back(self, hosts: list[str], batch: int, b: dict | None = None,
-                  only_run: str | None = None) -> list[str]:
+    def roll_back(self, hosts: list[str], batch: int) -> list[str]:
         """Roll back this rollout's runs on ``hosts`` (newest first); the hosts restored."""
-        todo = self.runs_to_undo(hosts, only_run=only_run if only_run else (b["apply_run"] if b else None))
+        todo = self.runs_to_undo(hosts)
         by_run: dict[str, list[str]] = {}
         for h, runs in todo.items():
             for r in runs:
@@ -489,10 +542,45 @@ class Driver:
         self.save()
         return sorted(ok)
 
-    # --- abort
+    # --- resume and abort
+    def release_cut_off(self) -> None:
+        """A controller killed during an apply leaves that run's host-side lock: release it (only
+        that run's; the lock of any other run is left alone)."""
+        by_run: dict[str, list[str]] = {}
+        for h, rec in self.state["hosts"].items():
+            if rec["step"] == "apply" and rec["status"] == "running" and rec["runs"]:
+                by_run.setdefault(rec["runs"][-1], []).append(h)
+        for run_id, group in by_run.items():
+            api.unlock(api.UnlockRequest(self.req.inventory, ",".join(group), run_id=run_id))
+            self.event(self.host(group[0])["batch"], group, "unlock", "ok", f"run {run_id} was cut off")
+
+    def resume(self) -> RolloutResult:
+        """Hosts not done with this rollout's runs still in force (cut off mid-batch, or a failed
+        rollback) are rolled back first, so that each host ends with one apply of this rollout;
+        then the loop goes on from the first batch not done."""
+        _, self.hooks = _prepare(self.req)
+        self.release_cut_off()
+        undone = [h for h, r in self.state["hosts"].items() if r["status"] != "done" and r["runs"]]
+        for bi in sorted({self.host(h)["batch"] for h in undone}, reverse=True):
+            group = [h for h in undone if self.host(h)["batch"] == bi]
+            restored = self.roll_back(group, bi)
+            bad = [h for h in group if h not in restored]
+            if bad:
+                self.state["status"] = "failed"
+                self.state["failure"] = {"batch": bi, "host": bad[0], "gate": "rollback",
+                                         "why": "resume: " + (self.host(bad[0])["rollback"] or {}).get("why", "")}
+                self.save()
+                return RolloutResult(self.state, self.write_report())
+        for rec in self.state["hosts"].values():
+            if rec["status"] != "done":
+                rec["status"], rec["step"], rec["gate"] = "pending", "pending", None
+        self.save()
+        return self.run()
+
     def abort(self) -> RolloutResult:
         errors = []
-        touched = [h for h, rec in self.state["hosts"].items() if rec["runs"] or rec["apply_started"]]
+        self.release_cut_off()
+        touched = [h for h, rec in self.state["hosts"].items() if rec["runs"]]
         for b in reversed(self.state["batches"]):
             hosts = [h for h in b["hosts"] if h in touched]
             if not hosts:

@@ -52,7 +52,9 @@ def markdown(state: dict, summary: dict | None = None, written: list[str] | None
              f"* status: **{state['status']}**",
              f"* inventory: `{req['inventory']}`" + (f", limit `{req['limit']}`" if req.get("limit") else ""),
              f"* batches: {len(state['batches'])} (--batch {req['batch']}, --canary {req['canary']}, "
-             f"--max-failures {req['max_failures']}{', --reboot' if req['reboot'] else ''})",
+             f"--max-failures {req['max_failures']}"
+             + (f", --max-unavailable {req['max_unavailable']}" if req.get("max_unavailable") else "")
+             + f"{', --reboot' if req['reboot'] else ''})",
              f"* started {state['created']}, last step {state['updated']}"]
     f = state.get("failure")
     if f:
@@ -61,10 +63,10 @@ def markdown(state: dict, summary: dict | None = None, written: list[str] | None
     if state.get("abort"):
         lines.append(f"* aborted {state['abort']['at']}: "
                      + ("; ".join(state["abort"]["errors"]) or "every apply run of the rollout rolled back"))
-    lines += ["", "## Batches", "", "| # | hosts | status | apply run |", "|---|---|---|---|"]
+    lines += ["", "## Batches", "", "| # | hosts | status | apply runs |", "|---|---|---|---|"]
     for b in state["batches"]:
         lines.append(f"| {b['index'] + 1}{' (canary)' if b['canary'] else ''} | {', '.join(b['hosts'])} | "
-                     f"{b['status']} | {b['apply_run'] or '-'} |")
+                     f"{b['status']} | {', '.join(b.get('apply_runs') or []) or '-'} |")
     lines += ["", "## Hosts", "",
               "| host | batch | status | p999 before (ms) | before | p999 after (ms) | after | target (ms) | audit |",
               "|---|---|---|---|---|---|---|---|---|"]
