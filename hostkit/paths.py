@@ -96,11 +96,14 @@ def checkout_collection_view(root: Path) -> Path:
     directories: a role or module added to the checkout is in the view at once."""
     root = Path(root).absolute()
     coll = collection_dir(root / CHECKOUT_COLLECTIONS)
-    links = {name: root / COLLECTION_META / name for name in os.listdir(root / COLLECTION_META)
-             if name != "plugins" and not name.startswith(".")}
-    links.update({f"plugins/{name}": root / COLLECTION_META / "plugins" / name
-                  for name in os.listdir(root / COLLECTION_META / "plugins")})
-    links.update({dest: root / src for dest, src in COLLECTION_SOURCES.items()})
+    meta = root / COLLECTION_META
+
+    def entries(d: Path) -> list[str]:
+        return sorted(n for n in os.listdir(d) if not n.startswith(".")) if d.is_dir() else []
+
+    links = {name: meta / name for name in entries(meta) if name != "plugins"}
+    links.update({f"plugins/{name}": meta / "plugins" / name for name in entries(meta / "plugins")})
+    links.update({dest: root / src for dest, src in COLLECTION_SOURCES.items() if (root / src).exists()})
     try:
         for dest, target in sorted(links.items()):
             link = coll / dest

@@ -4,9 +4,13 @@
     python scripts/build_collection.py DEST        # writes DEST/ansible_collections/hostkit/tuning/
     python scripts/build_collection.py DEST --tar  # ... and runs `ansible-galaxy collection build` on it
     python scripts/build_collection.py DEST --sanity  # ... and runs `ansible-test sanity` on it (make sanity)
+    python scripts/build_collection.py --view      # the checkout's collection view (build/collections/)
 
 The repository keeps Ansible's project layout (``library/``, ``module_utils/``, ``roles/``,
-``playbooks/``); the collection is made from it, never kept beside it:
+``playbooks/``); the collection is made from it, never kept beside it. Which repository path each
+part of the collection comes from is written once, in ``hostkit/paths.py``
+(``COLLECTION_SOURCES``, ``COLLECTION_META``): this script copies by it, and a checkout's hostkit
+runs give Ansible the same collection as symlinks by it (``checkout_collection_view``):
 
 =================================  ==========================================================
 collection                         repository
@@ -42,13 +46,27 @@ import tomllib
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-NAMESPACE, NAME = "hostkit", "tuning"
+
+
+def _paths_module():
+    """``hostkit/paths.py`` of the tree being built (by file: the wheel's isolated build
+    environment has no hostkit installed; the file imports only ``hostkit.errors``)."""
+    sys.path.insert(0, str(ROOT))
+    try:
+        import hostkit.paths as paths
+    finally:
+        sys.path.remove(str(ROOT))
+    return paths
+
+
+paths = _paths_module()
+NAMESPACE, NAME = paths.COLLECTION_NAMESPACE, paths.COLLECTION_NAME
 COLLECTION_PKG = f"ansible_collections.{NAMESPACE}.{NAME}.plugins.module_utils"
 LEGACY_IMPORT = re.compile(r"^(?P<indent>[ \t]*)from ansible\.module_utils\.(?P<name>hostkit_\w+) import "
                            r"(?:\((?P<group>[^)]*)\)|(?P<names>[^\n]*))", re.M)
-# Directories copied whole (repository name -> collection name); SKIP is never part of the collection.
-TREES = {"roles": "roles", "playbooks": "playbooks", "inventories": "inventories"}
-SKIP = shutil.ignore_patterns("__pycache__", "*.pyc")
+# Collection directories of Python files whose hostkit module_utils imports are rewritten.
+PYTHON_DIRS = ("plugins/modules", "plugins/module_utils")
+SKIP = shutil.ignore_patterns("__pycache__", "*.pyc")  # never part of the collection
 
 
 def rewrite_imports(source: str) -> str:
@@ -76,23 +94,24 @@ def _copy_py(src: Path, dest: Path) -> None:
 def assemble(dest: Path, root: Path = ROOT) -> Path:
     """Write the collection under ``dest/ansible_collections/hostkit/tuning`` (replacing it) and
     return that directory."""
-    coll = dest / "ansible_collections" / NAMESPACE / NAME
+    coll = paths.collection_dir(dest)
     if coll.exists():
         shutil.rmtree(coll)
-    src = root / "collection"
+    src = root / paths.COLLECTION_META
     shutil.copytree(src, coll, ignore=SKIP)
     galaxy = coll / "galaxy.yml"
     text = galaxy.read_text()
     if not re.search(r"^version: .*$", text, re.M):
         raise SystemExit(f"{src / 'galaxy.yml'}: no 'version:' line")
     galaxy.write_text(re.sub(r"^version: .*$", f"version: {version(root)}", text, count=1, flags=re.M))
-    shutil.copy(root / "LICENSE", coll / "LICENSE")
-    for py in sorted((root / "library").glob("*.py")):
-        _copy_py(py, coll / "plugins" / "modules" / py.name)
-    for py in sorted((root / "module_utils").glob("*.py")):
-        _copy_py(py.resolve(), coll / "plugins" / "module_utils" / py.name)
-    for name, target in TREES.items():
-        shutil.copytree(root / name, coll / target, ignore=SKIP, symlinks=False)
+    for target, name in paths.COLLECTION_SOURCES.items():
+        if target in PYTHON_DIRS:  # module_utils links into hostkit/agent/ are copied as their files
+            for py in sorted((root / name).glob("*.py")):
+                _copy_py(py.resolve(), coll / target / py.name)
+        elif (root / name).is_dir():
+            shutil.copytree(root / name, coll / target, ignore=SKIP, symlinks=False)
+        else:
+            shutil.copy(root / name, coll / target)
     return coll
 
 
@@ -163,6 +182,9 @@ class BuildPy(_build_py):  # type: ignore[misc,valid-type]
 
 
 def main(argv: list[str]) -> int:
+    if argv == ["--view"]:
+        print(paths.checkout_collection_view(ROOT))
+        return 0
     args = [a for a in argv if not a.startswith("--")]
     if len(args) != 1:
         print(__doc__.split("\n\n")[1], file=sys.stderr)

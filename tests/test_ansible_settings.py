@@ -96,6 +96,30 @@ def test_operator_settings_come_first_and_hostkit_appends(operator_env):
     assert "ANSIBLE_TIMEOUT" not in env and "ANSIBLE_REMOTE_USER" not in env
 
 
+def test_hostkits_collection_comes_first_and_the_operators_collections_stay(operator_env, tmp_path):
+    """hostkit's playbooks call hostkit.tuning.* by FQCN: its collections root goes first (a
+    checkout's view, or the installed collection's root), then the operator's collections_path, or
+    Ansible's default when they set none (never replaced)."""
+    home, work = operator_env
+    view = str(REPO / "build" / "collections")
+    env = st.runner_env(REPO, "/tmp/cp", operator=st.OperatorSettings(None))
+    assert env["ANSIBLE_COLLECTIONS_PATH"].split(os.pathsep) == [view, str(home / ".ansible/collections"),
+                                                               "/usr/share/ansible/collections"]
+    assert env["ANSIBLE_MODULE_UTILS"] == str(REPO / "module_utils")
+    assert (REPO / "build/collections/ansible_collections/hostkit/tuning/plugins/modules").resolve() == REPO / "library"
+    c = cfg(work / "ansible.cfg", "[defaults]\ncollections_path = theirs:/opt/collections\n")
+    env = st.runner_env(REPO, "/tmp/cp", operator=st.settings())
+    assert env["ANSIBLE_CONFIG"] == str(c)
+    assert env["ANSIBLE_COLLECTIONS_PATH"].split(os.pathsep) == [view, str(work / "theirs"), "/opt/collections"]
+    installed = tmp_path / "site" / "ansible_collections" / "hostkit" / "tuning"
+    for d in ("playbooks", "roles", "plugins/modules"):
+        (installed / d).mkdir(parents=True)
+    env = st.runner_env(installed, "/tmp/cp", operator=st.settings())
+    assert env["ANSIBLE_COLLECTIONS_PATH"].split(os.pathsep) == [str(tmp_path / "site"), str(work / "theirs"),
+                                                               "/opt/collections"]
+    assert "ANSIBLE_MODULE_UTILS" not in env and "ANSIBLE_LIBRARY" not in env
+
+
 @pytest.mark.parametrize("weakening", [
     "[defaults]\nhost_key_checking = False\n",
     "[ssh_connection]\nssh_args = -o StrictHostKeyChecking=accept-new\n",

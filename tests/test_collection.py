@@ -17,6 +17,8 @@ from pathlib import Path
 import pytest
 import yaml
 
+from hostkit import paths
+from hostkit.ansible import settings as st
 from tests.modules.runner import load_module
 
 REPO = Path(__file__).resolve().parent.parent
@@ -40,7 +42,9 @@ def collection(tmp_path_factory) -> Path:
 
 
 def files_of(root: Path) -> dict[str, bytes]:
-    return {str(p.relative_to(root)): p.read_bytes() for p in sorted(root.rglob("*")) if p.is_file()}
+    """Every file under ``root`` by its relative path (through symlinked directories too)."""
+    return {str(Path(d, f).relative_to(root)): Path(d, f).read_bytes()
+            for d, _, names in os.walk(root, followlinks=True) for f in names}
 
 
 def ansible_env(collection: Path) -> dict[str, str]:
@@ -66,6 +70,57 @@ def test_the_collection_is_the_repository_in_collection_layout(collection):
         assert files_of(collection / tree) == {k: v for k, v in files_of(REPO / tree).items()
                                                if "__pycache__" not in k}
     assert (collection / "LICENSE").read_bytes() == (REPO / "LICENSE").read_bytes()
+
+
+def test_the_checkouts_view_is_the_same_collection(collection):
+    """The collection view a checkout's runs give Ansible (symlinks into the checkout) holds the
+    same files as the built collection: the same rule (hostkit.paths.COLLECTION_SOURCES) makes
+    both; only the built one's module_utils imports and galaxy version are rewritten."""
+    view = paths.collection_dir(paths.checkout_collection_view(REPO))
+    assert view.parts[-3:] == ("ansible_collections", "hostkit", "tuning")
+    seen = {k: v for k, v in files_of(view).items() if "__pycache__" not in k and not k.startswith("tests/output")}
+    built = files_of(collection)
+    assert sorted(seen) == sorted(built)
+    for name, content in built.items():
+        if name == "galaxy.yml":
+            continue
+        if name.startswith(build.PYTHON_DIRS):
+            assert build.rewrite_imports(seen[name].decode()).encode() == content, name
+        else:
+            assert seen[name] == content, name
+
+
+def _tasks(node):
+    """Every task of a play, a task list or a block, nested blocks included."""
+    if isinstance(node, list):
+        for item in node:
+            yield from _tasks(item)
+    elif isinstance(node, dict):
+        if "hosts" in node or "import_playbook" in node:  # a play
+            for key in ("pre_tasks", "tasks", "post_tasks", "handlers"):
+                yield from _tasks(node.get(key) or [])
+            return
+        yield node
+        for key in ("block", "rescue", "always"):
+            yield from _tasks(node.get(key) or [])
+
+
+def test_playbooks_and_roles_call_hostkits_modules_by_fqcn():
+    """``hostkit.tuning.<module>``, never the short name: a checkout and the installed collection
+    resolve hostkit's modules the same way (ANSIBLE_COLLECTIONS_PATH, no ANSIBLE_LIBRARY)."""
+    files = sorted([*REPO.glob("playbooks/*.yml"), *REPO.glob("roles/*/tasks/*.yml"),
+                    *REPO.glob("roles/*/handlers/*.yml")])
+    fqcn, short = [], []
+    for f in files:
+        for task in _tasks(yaml.safe_load(f.read_text()) or []):
+            for key in task:
+                if key in MODULES:
+                    short.append(f"{f.relative_to(REPO)}: {key}")
+                elif key.startswith("hostkit.tuning."):
+                    assert key.removeprefix("hostkit.tuning.") in MODULES, f"{f.relative_to(REPO)}: {key}"
+                    fqcn.append(key)
+    assert not short, "call hostkit's modules as hostkit.tuning.<name>: " + ", ".join(short)
+    assert set(fqcn) == set(f"hostkit.tuning.{m}" for m in MODULES)  # each module is used, by FQCN
 
 
 def test_the_import_rewrite_keeps_names_and_changes_only_hostkit_module_utils():
@@ -202,10 +257,12 @@ def test_ansible_test_sanity_is_clean(collection):
 
 # ----------------------------------------------------------------------------- a user's own playbook
 
-def test_a_users_playbook_runs_a_role_of_the_collection_by_its_fqcn(collection, tmp_path):
-    """Only ANSIBLE_COLLECTIONS_PATH: the role is found by its FQCN and its tasks' short module
-    names (hostkit_file, hostkit_values) resolve in the role's own collection, whose modules import
-    their module_utils by collection name."""
+@pytest.mark.parametrize("layout", ["collection", "checkout"])
+def test_a_users_playbook_runs_a_role_of_the_collection_by_its_fqcn(collection, tmp_path, layout):
+    """The role is found by its FQCN and its tasks' module FQCNs (hostkit.tuning.hostkit_file,
+    .hostkit_values) resolve: in the built collection with only ANSIBLE_COLLECTIONS_PATH (its
+    modules import their module_utils by collection name), in the checkout's view with what
+    hostkit's runs give Ansible (hostkit.ansible.settings.runner_env)."""
     sysroot = tmp_path / "host"
     (sysroot / "proc/sys/kernel").mkdir(parents=True)
     (sysroot / "proc/sys/kernel/sched_rt_runtime_us").write_text("950000\n")
@@ -215,8 +272,13 @@ def test_a_users_playbook_runs_a_role_of_the_collection_by_its_fqcn(collection, 
         "vars": {"hostkit_sysroot": str(sysroot), "hostkit_run_id": "user-run-1",
                  "ansible_python_interpreter": sys.executable},
         "roles": [{"role": "hostkit.tuning.rt_runtime", "rt_runtime_us": 900000}]}]))
+    env = ansible_env(collection)
+    if layout == "checkout":
+        ours = st.runner_env(REPO, str(tmp_path / "cp"), operator=st.OperatorSettings(None))
+        env.update({k: ours[k] for k in ("ANSIBLE_COLLECTIONS_PATH", "ANSIBLE_MODULE_UTILS")})
+        assert env["ANSIBLE_COLLECTIONS_PATH"].split(os.pathsep)[0] == str(REPO / paths.CHECKOUT_COLLECTIONS)
     proc = subprocess.run([str(BIN / "ansible-playbook"), "-i", "localhost,", str(playbook)], cwd=tmp_path,
-                          env=ansible_env(collection), capture_output=True, text=True, timeout=300)
+                          env=env, capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-2000:]
     assert (sysroot / "proc/sys/kernel/sched_rt_runtime_us").read_text() == "900000\n"
     assert "kernel.sched_rt_runtime_us = 900000" in (sysroot / "etc/sysctl.d/60-hostkit-rt.conf").read_text()
