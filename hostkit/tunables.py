@@ -71,18 +71,21 @@ BY_KEY: dict[str, Sysctl] = {s.key: s for s in SYSCTLS}
 
 @dataclass(frozen=True)
 class KernelArg:
-    """A boot argument a profile controls under ``kernel_noise:`` (the ``isolcpus`` role writes the
-    plan's ``cmdline_set``). A bool entry (no ``choices``) adds ``arg=value`` when true; an entry with
-    ``choices`` adds ``arg=<the profile's choice>`` (null: left alone). ``cpu_flags``: the
-    ``/proc/cpuinfo`` flags the host must show, else the plan leaves the argument out and says why."""
+    """A boot argument a profile controls under its ``section`` (``kernel_noise:``, ``cpu_power:``; the
+    ``isolcpus`` role writes the plan's ``cmdline_set``). A bool entry adds ``arg=value`` when true; an
+    entry with ``choices`` adds ``arg=<the profile's choice>``, one with ``int_range`` ``arg=<the
+    profile's integer>`` (null: left alone). ``cpu_flags``: the ``/proc/cpuinfo`` flags the host must
+    show, else the plan leaves the argument out and says why."""
 
-    name: str  # the profile key under kernel_noise:
+    name: str  # the profile key under its section
     arg: str  # the argument's name on the kernel command line
-    value: str | None  # what a true profile value writes (None: a bare flag); unused with choices
+    value: str | None  # what a true profile value writes (None: a bare flag); unused with choices/int_range
     doc: str
-    default: bool | str | None = False
+    default: bool | str | int | None = False
     choices: tuple[str, ...] = ()
     cpu_flags: tuple[str, ...] = ()
+    section: str = "kernel_noise"  # the profile section holding its key
+    int_range: tuple[int, int] | None = None  # an integer argument (arg=<the profile's int>; null: left alone)
 
 
 KERNEL_ARGS: tuple[KernelArg, ...] = (
@@ -98,9 +101,131 @@ KERNEL_ARGS: tuple[KernelArg, ...] = (
     KernelArg("transparent_hugepage", "transparent_hugepage", None, "transparent_hugepage=<mode> at boot; null "
               "leaves the kernel's default (khugepaged's scans and compaction stalls are the noise "
               "'never' or 'madvise' avoid)", default=None, choices=("never", "madvise", "always")),
+    # C-states: a latency ceiling (cpu_power.cpu_dma_latency_us, PM_QOS) keeps deep states off at runtime and
+    # is undone by stopping its holder; these boot arguments are for firmware that ignores PM QoS.
+    KernelArg("processor_max_cstate", "processor.max_cstate", None, "processor.max_cstate=<n>: acpi_idle "
+              "never enters a C-state deeper than n (its exit latency is the wake-up latency of an idle "
+              "inference CPU); null leaves the kernel's limit", default=None, section="cpu_power",
+              int_range=(0, 9)),
+    KernelArg("intel_idle_max_cstate", "intel_idle.max_cstate", None, "intel_idle.max_cstate=<n>: intel_idle "
+              "never enters a C-state deeper than n (0 disables intel_idle, acpi_idle takes over); null leaves "
+              "the kernel's limit", default=None, section="cpu_power", int_range=(0, 9)),
+    KernelArg("idle_poll", "idle", "poll", "idle=poll: an idle CPU spins instead of entering any C-state "
+              "(lowest wake-up latency, full power and heat on every CPU, and a spinning SMT sibling slows "
+              "its twin); only when the profile asks", default=False, section="cpu_power"),
 )
 
 KERNEL_ARG_BY_NAME: dict[str, KernelArg] = {k.name: k for k in KERNEL_ARGS}
+
+
+ROLE_KERNEL_VALUES = "kernel_values"
+ROLE_PM_QOS = "pm_qos"
+
+
+@dataclass(frozen=True)
+class SysfsValue:
+    """A runtime kernel value under ``/sys`` a profile controls (key ``key`` under its ``section``),
+    written by the ``kernel_values`` role (now, journaled by ``hostkit_values``, and by its boot-time
+    unit at every boot). ``path`` may hold ``{cpu}`` (one file per online CPU) or ``{node}`` (one per
+    NUMA node with memory); ``offered``: the file beside it listing the values the kernel accepts
+    (a value it does not list is left out of the plan, with the reason). ``partition``: the profile
+    key is a bool and the value is the plan's housekeeping CPUs as a hex mask. Facts read every
+    expanded path into ``facts["sysfs"][key]``; the audit compares the plan with them by ``kind``."""
+
+    key: str
+    section: str
+    path: str
+    kind: str  # hostkit.agent.values.normalise: int, str, mask, choice
+    doc: str
+    default: bool | int | str | None = None
+    choices: tuple[str, ...] = ()
+    min: int | None = None
+    max: int | None = None
+    offered: str | None = None
+    partition: bool = False
+    role: str = ROLE_KERNEL_VALUES
+
+    def paths(self, cpus=(), nodes=()) -> list[str]:
+        """Its files on a host with these online CPUs and NUMA nodes (with memory)."""
+        if "{cpu}" in self.path:
+            return [self.path.format(cpu=c) for c in sorted(cpus)]
+        if "{node}" in self.path:
+            return [self.path.format(node=n) for n in sorted(nodes)]
+        return [self.path]
+
+    def offered_path(self, path: str) -> str | None:
+        """The ``offered`` file beside one expanded ``path``."""
+        return None if not self.offered else path.rsplit("/", 1)[0] + "/" + self.offered
+
+    @property
+    def glob(self) -> str:
+        """Every file of it on any host (capture, adoption)."""
+        return self.path.replace("{cpu}", "[0-9]*").replace("{node}", "[0-9]*")
+
+
+_CPUFREQ = "/sys/devices/system/cpu/cpu{cpu}/cpufreq/"
+_THP = "/sys/kernel/mm/transparent_hugepage/"
+HUGEPAGES_2M = "/sys/devices/system/node/node{node}/hugepages/hugepages-2048kB/nr_hugepages"
+HUGEPAGE_KB = 2048
+
+SYSFS_VALUES: tuple[SysfsValue, ...] = (
+    SysfsValue("energy_performance_preference", "cpu_power", _CPUFREQ + "energy_performance_preference", "str",
+               "energy-performance preference the CPU's own frequency control (intel_pstate, amd-pstate active "
+               "mode) follows; only where the driver offers it; null leaves it",
+               choices=("performance", "balance_performance", "default", "balance_power", "power"),
+               offered="energy_performance_available_preferences"),
+    SysfsValue("workqueue_cpumask", "kernel_noise", "/sys/devices/virtual/workqueue/cpumask", "mask",
+               "unbound workqueues' kernel workers run on the housekeeping CPUs only", default=True, partition=True),
+    SysfsValue("writeback_cpumask", "kernel_noise", "/sys/bus/workqueue/devices/writeback/cpumask", "mask",
+               "page-cache writeback workers (flushing dirty pages) run on the housekeeping CPUs only",
+               default=True, partition=True),
+    SysfsValue("thp_enabled", "memory", _THP + "enabled", "choice",
+               "transparent hugepages at runtime: always, madvise (only regions that ask, e.g. a model "
+               "loader's madvise(MADV_HUGEPAGE)) or never; null leaves it",
+               choices=("always", "madvise", "never")),
+    SysfsValue("thp_defrag", "memory", _THP + "defrag", "choice",
+               "what a transparent hugepage fault does when no huge page is free: defer never stalls the "
+               "faulting thread (kcompactd compacts in the background), always/madvise compact in the fault; "
+               "null leaves it", choices=("always", "defer", "defer+madvise", "madvise", "never")),
+    SysfsValue("ksm_run", "memory", "/sys/kernel/mm/ksm/run", "int",
+               "kernel samepage merging: 0 stops ksmd (merged pages stay merged), 1 runs it, 2 stops it and "
+               "unmerges every page; null leaves it", min=0, max=2),
+    SysfsValue("hugepages_2m_per_node", "memory", HUGEPAGES_2M, "int",
+               "2 MiB hugepages reserved on every NUMA node with memory (inference weights in hugetlbfs, "
+               "node-local); at most the node's memory less 1 GiB and an eighth; null leaves them",
+               min=0, max=1 << 24),
+)
+
+SYSFS_BY_KEY: dict[str, SysfsValue] = {v.key: v for v in SYSFS_VALUES}
+
+
+@dataclass(frozen=True)
+class PmQos:
+    """The CPU latency ceiling (PM QoS): ``path`` held open with the value written by the ``pm_qos``
+    role's boot-time unit (the kernel drops the request when the file is closed), or tuned's
+    ``force_latency`` where hostkit drives tuned. Key ``key`` under ``section``; null: no ceiling."""
+
+    key: str
+    section: str
+    path: str
+    doc: str
+    default: int | None = None
+    min: int = 0
+    max: int = 2000000
+    role: str = ROLE_PM_QOS
+
+
+PM_QOS = PmQos("cpu_dma_latency_us", "cpu_power", "/dev/cpu_dma_latency",
+               "latency ceiling in microseconds every CPU must wake within: cpuidle skips each C-state whose exit "
+               "latency exceeds it (0: stay in C0/poll); null: no ceiling")
+
+
+def profile_sections() -> dict[str, list]:
+    """Profile section -> its entries of KERNEL_ARGS, SYSFS_VALUES and PM_QOS, in table order."""
+    out: dict[str, list] = {}
+    for entry in (*KERNEL_ARGS, PM_QOS, *SYSFS_VALUES):
+        out.setdefault(entry.section, []).append(entry)
+    return out
 
 
 def cpu_flags_asked() -> tuple[str, ...]:
@@ -175,7 +300,19 @@ FILES: tuple[ManagedFile, ...] = (
                 follow_up=TUNED_FOLLOW_UP, scope="/etc/tuned/"),
     ManagedFile("/etc/systemd/system.conf.d/00-tuned.conf", ROLE_TUNED,
                 adopt="/etc/systemd/system.conf.d/00-tuned.conf"),
-    ManagedFile("/boot/grub2/grubenv", "isolcpus", adopt="/boot/grub2/grubenv"),
+    ManagedFile("/boot/grub2/grubenv", "isolcpus", adopt="/boot/grub2/grubenv", reboot=True),
+    # BLS and systemd-boot (hostkit/agent/boot_loader.py): the entries' options lines and what
+    # kernel-install gives new kernels; nothing regenerates them, a restored copy counts at the next boot.
+    ManagedFile("/boot/loader/entries/", "isolcpus", reboot=True),
+    ManagedFile("/boot/efi/loader/entries/", "isolcpus", reboot=True),
+    ManagedFile("/efi/loader/entries/", "isolcpus", reboot=True),
+    ManagedFile("/etc/kernel/cmdline", "isolcpus", reboot=True),
+    # kernel_values (SYSFS_VALUES at every boot) and pm_qos (the held latency ceiling): restored, the
+    # holder must also stop, or the ceiling stays until the next boot.
+    ManagedFile("/etc/systemd/system/hostkit-kernel-values.service", ROLE_KERNEL_VALUES, var="kernel_values_unit",
+                follow_up=("systemctl", "daemon-reload"), scope="/etc/systemd/system/"),
+    ManagedFile("/etc/systemd/system/hostkit-pm-qos.service", ROLE_PM_QOS, var="pm_qos_unit",
+                follow_up=("systemctl", "stop", "hostkit-pm-qos.service")),
 )
 # Sysctl values need no follow-up: rollback writes their journaled runtime value back itself.
 
@@ -193,11 +330,12 @@ def role_paths(hostvars: dict | None = None) -> dict[str, str]:
 
 
 def follow_ups() -> list[tuple[str, list[str], bool]]:
-    """(path prefix, argv, reboot) for rollback: what makes a restored file take effect."""
+    """(path prefix, argv, reboot) for rollback: what makes a restored file take effect (argv empty:
+    nothing to run, the next boot reads it)."""
     out: list[tuple[str, list[str], bool]] = []
     for f in FILES:
         entry = (f.prefix, list(f.follow_up), f.reboot)
-        if f.follow_up and entry not in out:
+        if (f.follow_up or f.reboot) and entry not in out:
             out.append(entry)
     return out
 
@@ -209,8 +347,10 @@ def adopted_patterns() -> list[str]:
 
 
 def adopted_values() -> list[tuple[str, str]]:
-    """(path, kind) of the runtime values `rollback --adopt` records: every tuned sysctl, the cmdline."""
-    return [(s.proc_path, s.kind) for s in tuned_sysctls()] + [("/proc/cmdline", "str")]
+    """(path, kind) of the runtime values `rollback --adopt` records: every tuned sysctl, the cmdline;
+    then (glob, kind) of every SysfsValue (expanded on the host)."""
+    return [(s.proc_path, s.kind) for s in tuned_sysctls()] + [("/proc/cmdline", "str")] \
+        + [(v.glob, v.kind) for v in SYSFS_VALUES]
 
 
 def resolve_follow_up(argv: list[str], read) -> list[str]:

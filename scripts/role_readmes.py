@@ -60,6 +60,16 @@ INTRO = {
              "the next boot is right before tuned runs again. neutralize: the same with profile "
              "`hostkit-neutral` (no plugin sections). `tuned-adm profile NAME` runs as a handler. Rollback "
              "restores the files and runs `tuned-adm profile <previous>`.",
+    "kernel_values": "The plan's `/sys` values (`hostkit/tunables.py` `SYSFS_VALUES`, expanded per CPU and per "
+                     "NUMA node by the planner) in one `hostkit_values` call, compared by kind (hex masks, a "
+                     "choice file's bracketed word), and a oneshot unit writing them at every boot: unbound "
+                     "workqueue and writeback cpumasks on the housekeeping CPUs, `energy_performance_preference` "
+                     "where the cpufreq driver offers it, transparent hugepages `enabled`/`defrag`, KSM `run`, "
+                     "2 MiB hugepages per NUMA node.",
+    "pm_qos": "A PM QoS CPU latency ceiling: `hostkit-pm-qos.service` opens `/dev/cpu_dma_latency`, writes the "
+              "ceiling and holds the file open (the kernel drops the request when it closes), so cpuidle skips "
+              "every C-state whose exit latency exceeds it. Only where the plan's holder is `unit`; where hostkit "
+              "drives tuned, tuned's `force_latency` holds it. Rollback removes the unit and stops the holder.",
     "kubelet": "A KubeletConfiguration drop-in: static CPU manager (`full-pcpus-only`), `single-numa-node` "
                "topology manager, Static memory manager with `reservedMemory` per node, `reservedSystemCPUs` = "
                "housekeeping. When a manager policy changes, its state file is removed before the restart "

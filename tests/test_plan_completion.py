@@ -10,13 +10,13 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from hostkit.agent.cpulist import parse_cpulist
+from hostkit.agent.cpulist import format_mask, parse_cpulist, parse_mask
 from hostkit.agent.kernel_args import split_isolcpus
 from hostkit.errors import BadInput
 from hostkit.facts import gather
 from hostkit.plan import build_plan
 from hostkit.profiles import apply_overrides, load_profile
-from hostkit.tunables import IRQBALANCE_CONFIGS, KERNEL_ARGS
+from hostkit.tunables import HUGEPAGE_KB, IRQBALANCE_CONFIGS, KERNEL_ARGS, SYSFS_BY_KEY, profile_sections
 
 BARE = ["epyc-9634-nps1", "epyc-9654-nps4-smt", "xeon-8480-snc2-ht"]
 
@@ -150,9 +150,11 @@ def test_tsc_reliable_never_without_both_flags_property(facts, name, constant, n
     assert has == (wanted and constant and nonstop and not extra_flags)
 
 
-def test_every_kernel_noise_entry_is_a_profile_key():
+def test_every_table_entry_is_a_profile_key_of_its_section():
     prof = load_profile()
-    assert list(prof["kernel_noise"]) == [k.name for k in KERNEL_ARGS]
+    for section, entries in profile_sections().items():
+        assert list(prof[section]) == [getattr(e, "name", None) or e.key for e in entries], section
+    assert [k.name for k in KERNEL_ARGS if k.section == "kernel_noise"] == list(prof["kernel_noise"])[:5]
 
 
 def test_facts_check_the_tsc_flags_in_proc_cpuinfo(sysroot_copy):
@@ -284,3 +286,169 @@ def test_audit_reads_irqbalance_where_the_facts_found_it_on_the_rhel_layout(sysr
     found = {x["check"]: x for x in run_checks(LocalHost(), str(root), f, p)}
     assert (found["irqbalance banned CPUs"]["status"], found["irqbalance banned CPUs"]["source"]) == \
         ("pass", "/etc/sysconfig/irqbalance")
+
+
+# ----------------------------------------------------------------------------- C-states and frequency
+
+def with_sysfs(f, key, values, offered=None):
+    """Facts as hostkit.facts.power reads them: the files of one SysfsValue and what they offer."""
+    f = copy.deepcopy(f)
+    f.setdefault("sysfs", {})[key] = {"values": dict(values), "offered": offered}
+    return f
+
+
+EPPS = ("default", "performance", "balance_performance", "balance_power", "power")
+
+
+def epp_files(f, offered=EPPS, now="balance_performance"):
+    v = SYSFS_BY_KEY["energy_performance_preference"]
+    cpus = parse_cpulist(f["topology"]["online"])
+    return with_sysfs(f, v.key, {p: now for p in v.paths(cpus)}, sorted(offered) if offered is not None else None)
+
+
+def test_c_state_boot_arguments_only_on_request(facts):
+    p = plan(facts["xeon-8480-snc2-ht"])
+    assert not {"idle", "processor.max_cstate", "intel_idle.max_cstate"} & set(p["cmdline_set"])
+    p = plan(facts["xeon-8480-snc2-ht"], {"cpu_power": {"processor_max_cstate": 1, "intel_idle_max_cstate": 0,
+                                                        "idle_poll": True}})
+    assert (p["cmdline_set"]["processor.max_cstate"], p["cmdline_set"]["intel_idle.max_cstate"],
+            p["cmdline_set"]["idle"]) == ("1", "0", "poll")
+    for shown in ("processor.max_cstate=1: ", "intel_idle.max_cstate=0: ", "idle=poll: "):
+        assert sum(r.startswith(shown) for r in p["reasons"]) == 1, shown
+    with pytest.raises(BadInput, match="cpu_power.processor_max_cstate must be <= 9"):
+        plan(facts["xeon-8480-snc2-ht"], {"cpu_power": {"processor_max_cstate": 10}})
+    with pytest.raises(BadInput, match="cpu_power.idle_poll must be true or false"):
+        plan(facts["xeon-8480-snc2-ht"], {"cpu_power": {"idle_poll": "yes"}})
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(name=st.sampled_from(BARE), poll=st.booleans(), isolation=st.booleans(), kubelet=st.booleans(),
+       cstate=st.one_of(st.none(), st.integers(0, 9)), latency=st.one_of(st.none(), st.integers(0, 1000)))
+def test_idle_poll_never_without_the_profile_asking_property(facts, name, poll, isolation, kubelet, cstate, latency):
+    p = plan(facts[name], {"isolation": isolation, "kubelet": {"enabled": kubelet},
+                           "cpu_power": {"idle_poll": poll, "processor_max_cstate": cstate,
+                                         "cpu_dma_latency_us": latency}})
+    assert (p["cmdline_set"].get("idle") == "poll") == (poll and isolation)
+    assert ("idle" in p["cmdline_set"]) == (poll and isolation)
+
+
+def test_latency_ceiling_held_by_hostkit_s_unit_or_by_tuned_when_driving_it(facts):
+    f = copy.deepcopy(facts["xeon-8480-snc2-ht"])
+    f["cpuidle"] = {"driver": "intel_idle", "latency_ceiling_us": 2000000000, "governor": "menu",
+                    "states": [{"name": "POLL", "latency_us": 0}, {"name": "C1", "latency_us": 1},
+                               {"name": "C1E", "latency_us": 2}, {"name": "C6", "latency_us": 290}]}
+    p = plan(f)
+    assert p["pm_qos"] == {"cpu_dma_latency_us": 3, "holder": "unit"}
+    assert [r for r in p["reasons"] if r.startswith("cpu_dma_latency_us=")] == [
+        "cpu_dma_latency_us=3: every CPU wakes within 3 us, by hostkit-pm-qos.service holding /dev/cpu_dma_latency "
+        "open from boot; cpuidle intel_idle: skips C6 (290 us), keeps POLL, C1, C1E"]
+    f["tuned"] = {"installed": True, "active": True, "running": True, "active_profile": "cpu-partitioning",
+                  "base_profiles": {}}
+    p = plan(f)
+    assert p["pm_qos"] == {"cpu_dma_latency_us": 3, "holder": "tuned"} and p["tuned"]["mode"] == "drive"
+    assert "\n[cpu]\ngovernor=performance\nforce_latency=3\n" in p["tuned"]["conf"]
+    p = plan(f, {"cpu_power": {"cpu_dma_latency_us": None}})
+    assert p["pm_qos"] == {"cpu_dma_latency_us": None, "holder": None} and "force_latency" not in p["tuned"]["conf"]
+
+
+def test_epp_where_the_driver_offers_it(facts):
+    f = facts["xeon-8480-snc2-ht"]
+    p = plan(f)  # the captured intel_pstate host has no EPP files: left out, saying which driver
+    assert not p["sysfs"] or all(i["key"] != "energy_performance_preference" for i in p["sysfs"])
+    assert [r for r in p["reasons"] if r.startswith("energy_performance_preference left out")] == [
+        "energy_performance_preference left out: this host has no /sys/devices/system/cpu/cpuN/cpufreq/"
+        "energy_performance_preference (cpufreq driver: intel_pstate; intel_pstate and amd-pstate in active mode "
+        "offer a preference)"]
+    p = plan(epp_files(f))
+    epp = [i for i in p["sysfs"] if i["key"] == "energy_performance_preference"]
+    assert len(epp) == 224 and {i["value"] for i in epp} == {"performance"}
+    assert epp[5] == {"key": "energy_performance_preference", "kind": "str", "value": "performance",
+                      "path": "/sys/devices/system/cpu/cpu5/cpufreq/energy_performance_preference",
+                      "allowed_from": "/sys/devices/system/cpu/cpu5/cpufreq/energy_performance_available_preferences"}
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(name=st.sampled_from(BARE), wanted=st.sampled_from((None,) + EPPS),
+       offered=st.one_of(st.none(), st.sets(st.sampled_from(EPPS))), files=st.booleans())
+def test_epp_only_where_the_driver_offers_it_property(facts, name, wanted, offered, files):
+    f = epp_files(facts[name], offered) if files else with_sysfs(facts[name], "energy_performance_preference", {})
+    p = plan(f, {"cpu_power": {"energy_performance_preference": wanted}})
+    epp = [i for i in p["sysfs"] if i["key"] == "energy_performance_preference"]
+    offered_it = files and wanted is not None and (offered is None or wanted in offered)
+    assert bool(epp) == offered_it
+    assert all(i["value"] == wanted and i["allowed_from"].endswith("/energy_performance_available_preferences")
+               for i in epp)
+
+
+# ----------------------------------------------------------------------------- workqueues, THP, KSM, hugepages
+
+WQ = "/sys/devices/virtual/workqueue/cpumask"
+WB = "/sys/bus/workqueue/devices/writeback/cpumask"
+
+
+def test_workqueue_and_writeback_masks_on_housekeeping(facts):
+    f = facts["epyc-9634-nps1"]
+    full = format_mask(parse_cpulist(f["topology"]["online"]), f["topology"]["cpus"])
+    f = with_sysfs(with_sysfs(f, "workqueue_cpumask", {WQ: full}), "writeback_cpumask", {WB: full})
+    p = plan(f)
+    masks = {i["path"]: i for i in p["sysfs"] if i["kind"] == "mask"}
+    assert set(masks) == {WQ, WB}
+    assert all(parse_mask(i["value"]) == parse_cpulist(p["housekeeping"]) for i in masks.values())
+    assert sum(r.startswith("workqueue_cpumask=") for r in p["reasons"]) == 1
+    p = plan(f, {"kernel_noise": {"writeback_cpumask": False}})
+    assert [i["path"] for i in p["sysfs"] if i["kind"] == "mask"] == [WQ]
+    # nothing isolated: the kernel's full mask stands; a mask an earlier tuning narrowed is widened again
+    assert not [i for i in plan(f, {"isolation": False})["sysfs"] if i["kind"] == "mask"]
+    narrowed = with_sysfs(f, "workqueue_cpumask", {WQ: "3"})
+    p = plan(narrowed, {"isolation": False})
+    assert [(i["path"], parse_mask(i["value"])) for i in p["sysfs"] if i["kind"] == "mask"] == [
+        (WQ, parse_cpulist(f["topology"]["online"]))]
+
+
+def test_thp_and_ksm_from_the_profile_and_only_offered_choices(facts):
+    f = with_sysfs(facts["epyc-9634-nps1"], "thp_enabled",
+                   {"/sys/kernel/mm/transparent_hugepage/enabled": "[always] madvise never"})
+    f = with_sysfs(f, "thp_defrag", {"/sys/kernel/mm/transparent_hugepage/defrag":
+                                     "always defer defer+madvise [madvise] never"})
+    f = with_sysfs(f, "ksm_run", {"/sys/kernel/mm/ksm/run": "1"})
+    p = plan(f)
+    assert {i["key"]: (i["value"], i["kind"]) for i in p["sysfs"]} == {
+        "thp_enabled": ("madvise", "choice"), "thp_defrag": ("defer", "choice"), "ksm_run": ("0", "int")}
+    p = plan(with_sysfs(f, "thp_defrag", {"/sys/kernel/mm/transparent_hugepage/defrag": "[always] madvise never"}))
+    assert "thp_defrag" not in {i["key"] for i in p["sysfs"]}
+    assert "thp_defrag=defer left out: the kernel offers always, madvise, never" in p["reasons"]
+    p = plan(f, {"memory": {"thp_enabled": None, "thp_defrag": None, "ksm_run": None}})
+    assert not p["sysfs"]
+
+
+def hugepage_facts(f):
+    v = SYSFS_BY_KEY["hugepages_2m_per_node"]
+    nodes = [n["id"] for n in f["topology"]["numa_nodes"] if n["memory_kb"]]
+    return with_sysfs(f, v.key, {p: "0" for p in v.paths(nodes=nodes)})
+
+
+def test_hugepages_per_node_and_the_node_memory_limit(facts):
+    f = hugepage_facts(facts["xeon-8480-snc2-ht"])  # four nodes of 125 GiB
+    p = plan(f, {"memory": {"hugepages_2m_per_node": 8192}})
+    pages = [i for i in p["sysfs"] if i["key"] == "hugepages_2m_per_node"]
+    assert [(i["path"], i["value"]) for i in pages] == [
+        (f"/sys/devices/system/node/node{n}/hugepages/hugepages-2048kB/nr_hugepages", "8192") for n in range(4)]
+    assert any(r.startswith("hugepages_2m_per_node=8192: ") and r.endswith("(16384 MiB per node)")
+               for r in p["reasons"])
+    p = plan(f, {"memory": {"hugepages_2m_per_node": 64000}})
+    assert p["refused"][0].startswith("hugepages_2m_per_node=64000 needs 128000 MiB on NUMA node 0, which has "
+                                      "128000 MiB: at most 112000 MiB (56000 pages) may be hugepages")
+    assert not [i for i in p["sysfs"] if i["key"] == "hugepages_2m_per_node"]
+
+
+@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(name=st.sampled_from(BARE), pages=st.integers(0, 1 << 24))
+def test_hugepages_per_node_never_more_than_the_node_s_memory_property(facts, name, pages):
+    f = hugepage_facts(facts[name])
+    p = plan(f, {"memory": {"hugepages_2m_per_node": pages}})
+    planned = [i for i in p["sysfs"] if i["key"] == "hugepages_2m_per_node"]
+    mem = {n["id"]: n["memory_kb"] for n in f["topology"]["numa_nodes"] if n["memory_kb"]}
+    for i in planned:
+        node = int(i["path"].split("/node/node")[1].split("/")[0])
+        assert int(i["value"]) * HUGEPAGE_KB < mem[node]
+    assert bool(planned) != bool([r for r in p["refused"] if r.startswith("hugepages_2m_per_node")])

@@ -116,6 +116,13 @@ def test_adopted_patterns_and_rollback_follow_ups_are_the_table_s():
         ("/etc/kubernetes/", ["systemctl", "try-restart", "kubelet.service"], False),
         ("/var/lib/kubelet/", ["systemctl", "try-restart", "kubelet.service"], False),
         ("/etc/tuned/", ["tuned-adm", "profile", "{tuned_previous_profile}"], False),
+        # boot configuration nothing regenerates (grubenv, BLS, systemd-boot): the next boot reads it
+        ("/boot/grub2/grubenv", [], True),
+        ("/boot/loader/entries/", [], True),
+        ("/boot/efi/loader/entries/", [], True),
+        ("/efi/loader/entries/", [], True),
+        ("/etc/kernel/cmdline", [], True),
+        ("/etc/systemd/system/hostkit-pm-qos.service", ["systemctl", "stop", "hostkit-pm-qos.service"], False),
     ]
     for f in tunables.FILES:  # every file a role writes is under the prefix of its follow-up, or needs none
         if f.follow_up:

@@ -35,13 +35,16 @@ def adopt(sysroot: str = "/") -> dict:
             journal.record({"kind": "file", "role": "adopt", "path": path, "before": state,
                             "after": {"exists": True}, "created_dirs": []})
     items = []
-    for path, kind in adopted_values():
-        try:
-            with open(sysroot_path(sysroot, path)) as f:
-                value = f.read().rstrip("\n")
-        except OSError:
-            continue
-        items.append({"path": path, "before": value, "after": value, "kind": kind})
+    for pattern, kind in adopted_values():
+        path_list = sorted("/" + os.path.relpath(p, root) for p in glob.glob(sysroot_path(sysroot, pattern))) \
+            if "[" in pattern or "*" in pattern else [pattern]
+        for path in path_list:
+            try:
+                with open(sysroot_path(sysroot, path)) as f:
+                    value = f.read().rstrip("\n")
+            except OSError:
+                continue
+            items.append({"path": path, "before": value, "after": value, "kind": kind})
     if items:
         journal.record({"kind": "values", "role": "adopt", "items": items})
     doc = journal.load()

@@ -20,7 +20,7 @@ import re
 from hostkit.agent.journal import ROLLBACK_SUFFIX, journal_dir, load_runs
 from hostkit.agent.journal_io import atomic_write, file_state, now, record_would_run, state_bytes
 from hostkit.agent.sysroot import is_live, sysroot_path
-from hostkit.agent.values import same
+from hostkit.agent.values import normalise, same
 from hostkit.errors import BadInput
 from hostkit.tunables import follow_ups, resolve_follow_up
 
@@ -82,8 +82,10 @@ def rollback(sysroot: str = "/", run_id: str | None = None, all_runs: bool = Fal
                            "from": current, "to": item["before"]}
                     if not check:
                         try:
+                            # a choice file ("always [madvise] never") takes its bracketed word back
+                            text = normalise(kind, item["before"]) if kind == "choice" else item["before"]
                             with open(full, "w") as f:
-                                f.write(item["before"] + "\n")
+                                f.write(text + "\n")
                         except OSError as exc:
                             if exc.errno in (errno.EIO, errno.EPERM, errno.EINVAL):
                                 act["refused"] = f"the kernel refused the write ({errno.errorcode[exc.errno]})"
@@ -122,7 +124,7 @@ def rollback(sysroot: str = "/", run_id: str | None = None, all_runs: bool = Fal
                         follow_ups.insert(0, disable)  # before the unit file is gone for good
                 for prefix, argv, reboot in FOLLOW_UP:
                     if path.startswith(prefix):
-                        if argv not in follow_ups:
+                        if argv and argv not in follow_ups:  # empty: the next boot reads it
                             follow_ups.append(argv)
                         reboot_required = reboot_required or reboot
     # Directories hostkit created, deepest first, when they are empty again.

@@ -20,14 +20,16 @@ try:
 except ImportError:  # inside an Ansible module
     from ansible.module_utils.hostkit_cpulist import parse_cpulist, parse_mask
 
-KINDS = ("int", "str", "cpulist", "mask")
+KINDS = ("int", "str", "cpulist", "mask", "choice")
 
 
 def normalise(kind, value):
     """``value`` (text read from a file, or a plan's int/str) as a comparable value of ``kind``.
 
     int: the first word as an integer (``"0\\t1"`` from a two-valued sysctl compares by its first);
-    cpulist and mask: a frozenset of CPUs (so ``"0-3"`` equals ``"f"``); str: stripped text.
+    cpulist and mask: a frozenset of CPUs (so ``"0-3"`` equals ``"f"``); str: stripped text;
+    choice: the bracketed word of a sysfs choice file (``"always [madvise] never"`` is ``"madvise"``),
+    which is also what the kernel accepts written back.
     Text that does not parse as its kind stays text: it then equals only the same text.
     """
     if kind not in KINDS:
@@ -42,6 +44,8 @@ def normalise(kind, value):
             return parse_cpulist(text)
         if kind == "mask":
             return parse_mask(text) if text else frozenset()
+        if kind == "choice" and "[" in text:
+            return text.split("[", 1)[1].split("]", 1)[0]
     except ValueError:  # CpulistError is a ValueError
         return text
     return text

@@ -202,6 +202,32 @@ def check_irqs(view: HostView, facts: dict, plan: dict) -> list[dict]:
     irqs = {str(i["irq"]): i for i in facts["irqs"]}
     # With irqbalance kept running (its banned list = the isolated CPUs), irqbalance owns the
     # placement inside the IRQ CPUs: an IRQ it narrowed to some of them is where the plan wants it.
+def check_sysfs(facts: dict, plan: dict) -> list[dict]:
+    """The plan's /sys values (hostkit.tunables.SYSFS_VALUES) against the facts, one finding per key
+    (EPP has a file per CPU), compared by each item's kind."""
+    out, by_key = [], {}
+    for item in plan.get("sysfs") or []:
+        by_key.setdefault(item["key"], []).append(item)
+    for key, items in by_key.items():
+        seen = ((facts.get("sysfs") or {}).get(key) or {}).get("values") or {}
+        wrong = [(i["path"], seen.get(i["path"])) for i in items if not same(i["kind"], i["value"], seen.get(i["path"]))]
+        path, got = wrong[0] if wrong else (items[0]["path"], seen.get(items[0]["path"]))
+        out.append(finding(key, "drift" if wrong else "pass", items[0]["value"],
+                           got if len(wrong) <= 1 else f"{got} ({len(wrong)} of {len(items)} files differ)", path))
+    return out
+
+
+def check_pm_qos(facts: dict, plan: dict) -> list[dict]:
+    """The latency ceiling in force (facts: /dev/cpu_dma_latency) is at most the plan's."""
+    want = (plan.get("pm_qos") or {}).get("cpu_dma_latency_us")
+    if want is None:
+        return []
+    got = (facts.get("cpuidle") or {}).get("latency_ceiling_us")
+    status = "not_applicable" if got is None else ("pass" if got <= want else "drift")
+    return [finding("PM QoS latency ceiling", status, f"<= {want} us", got, "/dev/cpu_dma_latency",
+                    "not readable (needs root)" if got is None else None)]
+
+
     # (Found on a real kernel in the VM lab: irqbalance moves hostkit's pins within 0,2 after boot.)
     shared = plan["irq"].get("irqbalance") == "banned"
     out, tolerated = [], []
@@ -372,3 +398,4 @@ def run_checks(host, sysroot: str, facts: dict, plan: dict, paths: dict[str, str
     return (check_kernel_args(view, facts, plan) + check_sysctls(facts, plan) + check_governor(facts, plan)
             + check_irqs(view, facts, plan) + check_irqbalance(view, plan) + check_containerd(view, plan)
             + check_kubelet(view, plan) + check_bios(plan) + check_cross_layer(view, facts, plan))
+            + check_sysfs(facts, plan) + check_pm_qos(facts, plan)

@@ -14,6 +14,7 @@ from hostkit.facts.cpufreq import read_cpufreq
 from hostkit.facts.dmi import read_memory
 from hostkit.facts.irqs import read_default_affinity, read_irqs, read_nics, read_steal
 from hostkit.facts.kernel import read_kernel
+from hostkit.facts.power import read_cpuidle, read_sysfs_values
 from hostkit.facts.services import read_services
 from hostkit.facts.sysroot import Sysroot
 from hostkit.facts.topology import read_cpuinfo, read_topology
@@ -50,6 +51,8 @@ def gather(sysroot: str = "/") -> dict:
         "services": read_services(sr),
         "memory": read_memory(sr),
         "tuned": read_tuned(sr),
+        "cpuidle": read_cpuidle(sr),
+        "sysfs": read_sysfs_values(sr, online, topo["numa_nodes"]),  # hostkit.tunables.SYSFS_VALUES
     }
 
 

@@ -12,7 +12,7 @@ import os
 from pathlib import Path
 
 from hostkit.facts.sysroot import Sysroot
-from hostkit.tunables import SYSCTLS
+from hostkit.tunables import SYSCTLS, SYSFS_VALUES
 
 PATTERNS = [
     "proc/cpuinfo", "proc/cmdline", "proc/interrupts", "proc/stat",
@@ -36,6 +36,8 @@ PATTERNS = [
     "sys/class/dmi/id/sys_vendor", "sys/class/dmi/id/product_name", "sys/hypervisor/type",
     "sys/bus/pci/devices/*/vendor",  # the hypervisor's devices, where DMI is missing
     "sys/devices/system/clocksource/clocksource0/available_clocksource",
+    *(v.glob.lstrip("/") for v in SYSFS_VALUES),  # cpufreq's are under cpufreq/* above
+    "sys/devices/system/cpu/cpuidle/*", "sys/devices/system/cpu/cpu0/cpuidle/state[0-9]*/*",
 ]
 
 NIC_DEVICE_ATTRS = ("numa_node", "local_cpulist", "local_cpus", "vendor", "device")

@@ -74,6 +74,10 @@ class Plan:
     refused: tuple[str, ...]
     # {"mode": drive|neutralize|ignore, ...}: hostkit.plan.tuned (the tuned role's input)
     tuned: dict = field(default_factory=lambda: {"mode": "ignore"})
+    # [{"key", "path", "value", "kind"[, "allowed_from"]}]: hostkit.tunables.SYSFS_VALUES, expanded for this host
+    sysfs: tuple[dict, ...] = ()
+    # {"cpu_dma_latency_us": int | None, "holder": "unit" | "tuned" | None}: the PM QoS latency ceiling
+    pm_qos: dict = field(default_factory=lambda: {"cpu_dma_latency_us": None, "holder": None})
 
     @property
     def isolated(self) -> frozenset[int]:
@@ -125,6 +129,8 @@ class Plan:
             "bios": copy.deepcopy(self.bios),
             "smoke": copy.deepcopy(self.smoke),
             "tuned": copy.deepcopy(self.tuned),
+            "sysfs": [dict(i) for i in self.sysfs],
+            "pm_qos": dict(self.pm_qos),
             "warnings": list(self.warnings),
             "reasons": list(self.reasons),
             "refused": list(self.refused),

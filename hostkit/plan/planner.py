@@ -17,11 +17,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from hostkit.agent.cpulist import format_cpulist, format_mask, parse_cpulist
+from hostkit.agent.cpulist import format_cpulist, format_mask, parse_cpulist, parse_mask
 from hostkit.errors import BadInput
 from hostkit.plan.model import IrqPlan, NodePartition, Plan
 from hostkit.plan.tuned import plan_tuned
-from hostkit.tunables import KERNEL_ARGS
+from hostkit.tunables import HUGEPAGE_KB, KERNEL_ARGS, PM_QOS, SYSFS_VALUES, SysfsValue
 
 ISOLATION_ARGS = ("isolcpus", "nohz_full", "rcu_nocbs", "irqaffinity")
 # Removed by a profile without isolation as well: left behind, it keeps every host process on the
@@ -85,10 +85,18 @@ def build_plan(facts: dict, profile: dict, pinned: dict | None = None, *, force:
     why, warned = _notes(isolation, facts, profile, sysctl)
     reasons += why
     warnings += warned
+    sysfs, why, sysfs_refused = _sysfs_values(profile, facts, topo, housekeeping,
+                                              isolation and bool(isolated) and not refused)
+    reasons += why
+    refused += sysfs_refused
+    latency = profile["cpu_power"][PM_QOS.key]
     tuned, why, warned = plan_tuned(profile.get("tuned"), facts, online=topo.online, isolated=frozenset(isolated),
-                                    managed=set(cmdline_set) | set(cmdline_remove), sysctl=sysctl, governor=governor)
+                                    managed=set(cmdline_set) | set(cmdline_remove), sysctl=sysctl, governor=governor,
+                                    force_latency=latency)
     reasons += why
     warnings += tuple(warned)
+    pm_qos, why = _pm_qos(latency, facts.get("cpuidle") or {}, tuned["mode"])
+    reasons += why
     return Plan(
         host=host, profile=profile["name"], isolation=isolation, nr_cpus=topo.nr_cpus, online=topo.online,
         housekeeping=frozenset(housekeeping), irq_cpus=frozenset(irq_cpus), nic_irq_cpus=nic_irq_cpus,
@@ -99,7 +107,8 @@ def build_plan(facts: dict, profile: dict, pinned: dict | None = None, *, force:
         irq=_irq_plan(profile, facts, topo, isolation, isolated, irq_cpus, nic_irq_cpus, pinned),
         containerd=dict(profile["containerd"]), kubelet=_kubelet(profile, format_cpulist(housekeeping), topo.nodes),
         bios=_bios(profile, facts["topology"], facts.get("memory") or {}), smoke=dict(profile["smoke"]),
-        warnings=tuple(warnings), reasons=tuple(reasons), refused=tuple(refused), tuned=tuned)
+        warnings=tuple(warnings), reasons=tuple(reasons), refused=tuple(refused), tuned=tuned,
+        sysfs=tuple(sysfs), pm_qos=pm_qos)
 
 
 def _boot_guard(isolation: bool, profile: dict, kernel: dict) -> list[str]:
@@ -200,7 +209,7 @@ def _cmdline(isolation: bool, isolated: set[int], housekeeping: set[int], profil
             reasons.append(f"{SYSTEMD_AFFINITY_ARG}={hk_text}: without domain nothing else keeps host processes "
                            "off the isolated CPUs; systemd starts every service there, and kubelet's CPU manager "
                            "moves each pod onto its own CPUs through its cpuset")
-        noise, why = _kernel_noise(profile["kernel_noise"], facts)
+        noise, why = _kernel_noise(profile, facts)
         cmdline_set.update(noise)
         reasons += why
     for arg in profile["cmdline_extra"]:
@@ -216,17 +225,18 @@ def _cmdline(isolation: bool, isolated: set[int], housekeeping: set[int], profil
     return cmdline_set, list(removed), reasons
 
 
-def _kernel_noise(wanted: dict, facts: dict) -> tuple[dict[str, str | None], list[str]]:
+def _kernel_noise(profile: dict, facts: dict) -> tuple[dict[str, str | None], list[str]]:
     """Why: the periodic work a kernel does on every CPU (ticks in step, lockup detectors, the TSC watchdog)
-    lands on the isolated CPUs too; each argument of hostkit.tunables.KERNEL_ARGS the profile switches on."""
+    lands on the isolated CPUs too, and a deep C-state's exit is the wake-up latency of an idle inference CPU;
+    each argument of hostkit.tunables.KERNEL_ARGS the profile switches on (kernel_noise:, cpu_power:)."""
     args: dict[str, str | None] = {}
     reasons: list[str] = []
     checked = (facts.get("cpu_flags") or {}).get("checked") or {}
     for k in KERNEL_ARGS:
-        value = wanted.get(k.name)
+        value = profile[k.section].get(k.name)
         if value is None or value is False:
             continue
-        text = value if k.choices else k.value
+        text = str(value) if (k.choices or k.int_range) else k.value
         shown = k.arg if text is None else f"{k.arg}={text}"
         missing = [f for f in k.cpu_flags if not checked.get(f)]
         if missing:
@@ -236,6 +246,102 @@ def _kernel_noise(wanted: dict, facts: dict) -> tuple[dict[str, str | None], lis
         args[k.arg] = text
         reasons.append(f"{shown}: {k.doc.split(': ', 1)[-1]}")
     return args, reasons
+
+
+def _sysfs_values(profile: dict, facts: dict, topo: _Topology, housekeeping: set[int],
+                  isolating: bool) -> tuple[list[dict], list[str], list[str]]:
+    """Why: the runtime /sys values of hostkit.tunables.SYSFS_VALUES the profile sets, each written only where
+    the host has the file and the kernel offers the value: unbound workqueue and writeback workers on the
+    housekeeping CPUs, the energy-performance preference, transparent hugepages, KSM, hugepages per node."""
+    items: list[dict] = []
+    reasons: list[str] = []
+    refused: list[str] = []
+    present = facts.get("sysfs") or {}
+    for v in SYSFS_VALUES:
+        wanted = profile[v.section].get(v.key)
+        if wanted is None or wanted is False:
+            continue
+        found = (present.get(v.key) or {}).get("values") or {}
+        if not found:
+            reasons.append(f"{v.key} left out: this host has no {v.path.replace('{cpu}', 'N').replace('{node}', 'N')}"
+                           + _why_absent(v, facts))
+            continue
+        if v.partition:
+            target = housekeeping if isolating else topo.online
+            value = format_mask(target, topo.nr_cpus)
+            if not isolating and all(parse_mask(t) >= topo.online for t in found.values()):
+                continue  # nothing isolated and no earlier tuning narrowed it: the kernel's mask stands
+            why = (f"{v.key}={value} (CPUs {format_cpulist(target)}): {v.doc}" if isolating else
+                   f"{v.key}={value}: every online CPU again (an earlier tuning narrowed it; nothing is isolated)")
+        else:
+            value = str(wanted)
+            offered = _offered(v, present.get(v.key) or {}, found)
+            if offered is not None and value not in offered:
+                reasons.append(f"{v.key}={value} left out: the kernel offers {', '.join(offered) or 'nothing'}")
+                continue
+            why = f"{v.key}={value}: {v.doc.split('; null')[0]}"
+            if v.key == "hugepages_2m_per_node":
+                too_big = _hugepages_too_big(wanted, facts["topology"]["numa_nodes"])
+                if too_big:
+                    refused += too_big
+                    continue
+                why += f" ({wanted * HUGEPAGE_KB // 1024} MiB per node)"
+        for path in found:
+            item = {"key": v.key, "path": path, "value": value, "kind": v.kind}
+            if v.offered_path(path):
+                item["allowed_from"] = v.offered_path(path)
+            items.append(item)
+        reasons.append(why)
+    return items, reasons, refused
+
+
+def _why_absent(v: SysfsValue, facts: dict) -> str:
+    if v.key == "energy_performance_preference":
+        drivers = ", ".join((facts.get("cpufreq") or {}).get("drivers") or {}) or "none"
+        return f" (cpufreq driver: {drivers}; intel_pstate and amd-pstate in active mode offer a preference)"
+    return ""
+
+
+def _offered(v: SysfsValue, fact: dict, found: dict[str, str]) -> list[str] | None:
+    """The values the kernel accepts: a choice file lists them itself (its current one in brackets)."""
+    if v.kind == "choice":
+        return sorted({w.strip("[]") for text in found.values() for w in text.split()})
+    return fact.get("offered")
+
+
+def _hugepages_too_big(pages: int, nodes: list[dict]) -> list[str]:
+    """Why: hugepages are taken from the node's memory for good; the kernel, page cache and every other
+    process of the node keep at least 1 GiB and an eighth of it."""
+    out = []
+    want_kb = pages * HUGEPAGE_KB
+    for n in nodes:
+        mem = n.get("memory_kb")
+        if not mem:
+            continue
+        limit = mem - max(1 << 20, mem // 8)
+        if want_kb > limit:
+            out.append(f"hugepages_2m_per_node={pages} needs {want_kb // 1024} MiB on NUMA node {n['id']}, which has "
+                       f"{mem // 1024} MiB: at most {max(0, limit) // 1024} MiB ({max(0, limit) // HUGEPAGE_KB} pages) "
+                       "may be hugepages (1 GiB and an eighth stay for the kernel and the node's other processes)")
+    return out
+
+
+def _pm_qos(latency: int | None, cpuidle: dict, tuned_mode: str) -> tuple[dict, list[str]]:
+    """Why: an idle CPU in a deep C-state wakes up late, and that exit latency adds to the next inference;
+    the ceiling is held by one owner: tuned (force_latency) where hostkit drives it, else hostkit's unit."""
+    if latency is None:
+        return {PM_QOS.key: None, "holder": None}, []
+    holder = "tuned" if tuned_mode == "drive" else "unit"
+    states = cpuidle.get("states") or []
+    skipped = [f"{s['name']} ({s['latency_us']} us)" for s in states
+               if s.get("latency_us") is not None and s["latency_us"] > latency]
+    kept = [s["name"] for s in states if s.get("latency_us") is not None and s["latency_us"] <= latency]
+    seen = (f"; cpuidle {cpuidle.get('driver')}: skips {', '.join(skipped) or 'none'}, "
+            f"keeps {', '.join(kept) or 'none'}" if states else "; no cpuidle states in the facts")
+    by = ("tuned's force_latency in hostkit's tuned profile (tuned holds /dev/cpu_dma_latency)" if holder == "tuned"
+          else f"hostkit-pm-qos.service holding {PM_QOS.path} open from boot")
+    return ({PM_QOS.key: latency, "holder": holder},
+            [f"{PM_QOS.key}={latency}: every CPU wakes within {latency} us, by {by}{seen}"])
 
 
 def _partition_sysctls(isolating: bool, kubelet_static: bool, profile: dict,

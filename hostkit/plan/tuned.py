@@ -110,7 +110,8 @@ def _mode(asked: str | None, tuned: dict) -> tuple[str, str]:
 
 
 def plan_tuned(asked: str | None, facts: dict, *, online: frozenset[int], isolated: frozenset[int],
-               managed: set[str], sysctl: dict, governor: str | None) -> tuple[dict, list[str], list[str]]:
+               managed: set[str], sysctl: dict, governor: str | None,
+               force_latency: int | None = None) -> tuple[dict, list[str], list[str]]:
     """(the plan's ``tuned`` document, reasons, warnings)."""
     tuned = facts.get("tuned") or {}
     mode, why = _mode(asked, tuned)
@@ -165,8 +166,9 @@ def plan_tuned(asked: str | None, facts: dict, *, online: frozenset[int], isolat
             lines += ["[bootloader]"] + [f"{k}={v}" for k, v in overrides.items()] + [""]
         if sysctl:
             lines += ["[sysctl]"] + [f"{k}={v}" for k, v in sysctl.items()] + [""]
-        if governor:
-            lines += ["[cpu]", f"governor={governor}", ""]
+        if governor or force_latency is not None:  # force_latency: the plan's PM QoS ceiling (us)
+            lines += ["[cpu]"] + ([f"governor={governor}"] if governor else []) \
+                + ([f"force_latency={force_latency}"] if force_latency is not None else []) + [""]
         conf = "\n".join(lines).rstrip("\n") + "\n"
         reasons.append(f"tuned profile {PROFILE}: include={include}"
                        + (f", isolated_cores={iso_text}" if isolated else "")

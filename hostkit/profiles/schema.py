@@ -9,11 +9,29 @@ from __future__ import annotations
 
 from hostkit.agent.cpulist import parse_cpulist
 from hostkit.errors import BadInput, CpulistError
-from hostkit.tunables import KERNEL_ARGS, tuned_sysctls
+from hostkit.tunables import KernelArg, PmQos, SysfsValue, profile_sections, tuned_sysctls
 
 ISOLCPUS_FLAGS = ("domain", "managed_irq", "nohz")
 GOVERNORS = ("performance", "powersave", "schedutil", "ondemand", "conservative", "userspace")
 KERNEL_ARG_CHARS = set("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-.,=:/")
+
+
+def _entry_field(e: KernelArg | SysfsValue | PmQos) -> Field:
+    """The profile field of one entry of hostkit.tunables (a kernel argument, a /sys value, the PM QoS
+    ceiling): a bool switch, one of its choices, or an integer within its bounds."""
+    if isinstance(e, PmQos):
+        return Field("int", e.default, min=e.min, max=e.max, nullable=True, doc=e.doc)
+    if isinstance(e, KernelArg):
+        if e.choices:
+            return Field("str", e.default, choices=e.choices, nullable=True, doc=e.doc)
+        if e.int_range:
+            return Field("int", e.default, min=e.int_range[0], max=e.int_range[1], nullable=True, doc=e.doc)
+        return Field("bool", e.default, doc=e.doc)
+    if e.partition:
+        return Field("bool", e.default, doc=e.doc)
+    if e.choices:
+        return Field("str", e.default, choices=e.choices, nullable=True, doc=e.doc)
+    return Field("int", e.default, min=e.min, max=e.max, nullable=True, doc=e.doc)
 
 
 class Field:
@@ -38,9 +56,10 @@ SCHEMA: dict = {
     # One key per tuned sysctl of hostkit.tunables: its bounds, and its default (null: left alone).
     "sysctl": {s.key: Field(s.kind, s.default, min=s.min, max=s.max, nullable=True, doc=s.doc)
                for s in tuned_sysctls()},
-    # One key per kernel argument of hostkit.tunables.KERNEL_ARGS; written only where the plan isolates CPUs.
-    "kernel_noise": {k.name: (Field("str", k.default, choices=k.choices, nullable=True, doc=k.doc) if k.choices
-                              else Field("bool", k.default, doc=k.doc)) for k in KERNEL_ARGS},
+    # One key per entry of hostkit.tunables (kernel arguments, /sys values, the PM QoS ceiling), by section:
+    # kernel_noise, cpu_power, memory. Kernel arguments are written only where the plan isolates CPUs.
+    **{section: {getattr(e, "name", None) or e.key: _entry_field(e) for e in entries}
+       for section, entries in profile_sections().items()},
     "stalld": Field("str", "ignore", choices=("use", "ignore"),
                     doc="use: where CPUs are isolated and stalld runs, RT throttling is off "
                         "(sched_rt_runtime_us -1) and stalld boosts starved kernel threads; "
