@@ -57,7 +57,6 @@ class Layout:
     kind: str  # "checkout" | "collection"
     root: Path
     roles: Path
-    library: Path
     module_utils: Path | None  # checkout: the modules import ansible.module_utils.hostkit_*
     # The root that holds ansible_collections/hostkit/tuning: the collection's own, or where a
     # checkout's view goes (made by checkout_collection_view).
@@ -74,12 +73,11 @@ def layout_of(root: Path) -> Layout | None:
     if not (root / "playbooks").is_dir() or not (root / "roles").is_dir():
         return None
     if (root / "library").is_dir():
-        return Layout("checkout", root, root / "roles", root / "library", root / "module_utils",
-                      root / CHECKOUT_COLLECTIONS)
+        return Layout("checkout", root, root / "roles", root / "module_utils", root / CHECKOUT_COLLECTIONS)
     parts = root.parts  # a collection is found by its FQCN: .../ansible_collections/hostkit/tuning
     if ((root / "plugins" / "modules").is_dir() and len(parts) > 3 and parts[-3] == "ansible_collections"
             and parts[-2:] == (COLLECTION_NAMESPACE, COLLECTION_NAME)):
-        return Layout("collection", root, root / "roles", root / "plugins" / "modules", None, Path(*parts[:-3]))
+        return Layout("collection", root, root / "roles", None, Path(*parts[:-3]))
     return None
 
 
@@ -112,6 +110,8 @@ def checkout_collection_view(root: Path) -> Path:
                 continue
             link.parent.mkdir(parents=True, exist_ok=True)
             tmp = link.with_name(f".{link.name}.{os.getpid()}")
+            if tmp.is_symlink():  # left by a run of this pid that died here
+                tmp.unlink()
             os.symlink(rel, tmp)
             os.replace(tmp, link)
     except OSError as e:
