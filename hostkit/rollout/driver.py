@@ -1,8 +1,11 @@
 """The rollout loop: batches strictly in order, the hosts of one batch in parallel (one Ansible run
 per step with ``limit``), every step through :mod:`hostkit.api`.
 
-Per batch: pre-batch hooks -> smoke "before" -> apply (``reboot``: the plan's reboot, bounded) ->
-audit -> smoke "after" against the SLO -> post-batch hooks. The gates:
+Per batch, in waves of at most ``max_unavailable`` hosts (default: the whole batch), each wave back
+in service before the next starts: pre-batch hooks -> smoke "before" -> apply (``reboot``: the
+plan's reboot, bounded) -> audit -> smoke "after" against the SLO -> post-batch hooks. A host is
+out of service from its pre-batch hooks until its post-batch hooks pass; hosts left out (a failed
+rollback or post-batch hook) count against ``max_unavailable``. The gates:
 
 * ``pre_hook``: a hook that fails or times out stops the rollout before anything changed on the
   batch (hosts of the batch whose pre-batch hooks already ran get their post-batch hooks, so a
@@ -15,12 +18,15 @@ audit -> smoke "after" against the SLO -> post-batch hooks. The gates:
 
 More failed hosts than ``max_failures`` (default 0: the first one) stop the rollout and roll the
 whole batch back (this rollout's apply run, with ``reboot`` where the boot configuration came
-back), then run its post-batch hooks when the rollback succeeded. Within ``max_failures`` only the
+back), then run its post-batch hooks when the rollback succeeded; hosts of the batch's earlier
+waves, back in service, are taken out again (at most ``max_unavailable`` at a time) for that. Within ``max_failures`` only the
 failed hosts are rolled back and the rollout goes on.
 
-The state is saved after every step (:mod:`hostkit.rollout.state`); ``resume`` goes on from the
-first batch not done, skipping finished hosts; ``abort`` rolls back every apply run of the rollout
-still in the hosts' journals, newest batch first.
+The state is saved after every step (:mod:`hostkit.rollout.state`), an apply's run id before the
+apply starts; ``resume`` releases the lock of a run cut off by a killed controller, rolls back
+what unfinished hosts still carry of the rollout, and goes on from the first batch not done,
+skipping finished hosts; ``abort`` rolls back every apply run of the rollout still in the hosts'
+journals, newest batch first.
 """
 
 from __future__ import annotations
@@ -203,7 +209,7 @@ def _check_not_running(state: dict) -> None:
 
 def _new_host(batch: int) -> dict:
     return {"batch": batch, "status": "pending", "step": "pending", "gate": None, "runs": [],
-            "apply_started": None, "apply": None, "audit": None, "before": None, "after": None, "hooks": [],
+            "apply_started": None, "out": False, "apply": None, "audit": None, "before": None, "after": None, "hooks": [],
             "rollback": None}
 
 
