@@ -1,12 +1,18 @@
 """Shared by the fleet benchmarks (apply_fleet.py, audit_fleet.py): one fresh lab of identical
-hosts per fleet size, the machine's busy CPU time, and the N-host/1-host ratio against a target."""
+hosts per fleet size, the machine's busy CPU time and load, the Ansible runs a command made
+(playbook, span, slowest tasks), and the N-host/1-host ratio against a target."""
 
 from __future__ import annotations
 
+import contextlib
+import json
 import os
+import subprocess
 import sys
 import tempfile
+import time
 from collections.abc import Iterator
+from datetime import datetime
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
@@ -20,18 +26,77 @@ def machine_cpu_seconds() -> float:
     return (sum(fields) - fields[3] - fields[4]) / os.sysconf("SC_CLK_TCK")
 
 
-def fleets(sizes: list[int], fixture: str, port: int, prefix: str) -> Iterator[tuple[int, Lab, dict]]:
-    """(n, lab, env) per size: a lab of n hosts built from ``fixture``, torn down after the caller's
-    step; env points hostkit's state directory into a temporary directory."""
+def load() -> str:
+    """The 1-minute load average: other work on this machine skews every figure."""
+    return open("/proc/loadavg").read().split()[0]
+
+
+@contextlib.contextmanager
+def fleets(sizes: list[int], fixture: str, port: int, prefix: str) -> Iterator[tuple[dict[int, Lab], dict]]:
+    """({n: lab}, env): one lab of n hosts built from ``fixture`` per size, all up at once (size i
+    on port ``port + i``) so that runs of the sizes can alternate under the same load; torn down
+    at the end. env points hostkit's state directory into a temporary directory."""
     with tempfile.TemporaryDirectory() as tmp:
         env = dict(os.environ, HOSTKIT_STATE_DIR=str(Path(tmp) / "state"))
-        for n in sizes:
-            lab = Lab(Path(tmp) / f"lab{n}")
-            lab.up(host_specs=[(f"{prefix}-{i}", fixture) for i in range(1, n + 1)], port=port)
-            try:
-                yield n, lab, env
-            finally:
+        labs: dict[int, Lab] = {}
+        try:
+            for i, n in enumerate(sizes):
+                labs[n] = Lab(Path(tmp) / f"lab{n}")
+                labs[n].up(host_specs=[(f"{prefix}{n}-{k}", fixture) for k in range(1, n + 1)], port=port + i)
+            yield labs, env
+        finally:
+            for lab in labs.values():
                 lab.down()
+
+
+def hostkit(env: dict, *args: str) -> tuple[float, int, dict | None]:
+    """Run ``hostkit ARGS --json`` as a user does: (wall seconds, exit code, the JSON document)."""
+    t = time.perf_counter()
+    proc = subprocess.run([sys.executable, "-m", "hostkit.cli", *args, "--json"], capture_output=True, text=True,
+                          env=env)
+    wall = time.perf_counter() - t
+    try:
+        doc = json.loads(proc.stdout)
+    except ValueError:
+        doc = None
+        print(f"hostkit {' '.join(args)}: exit {proc.returncode}, no JSON: {proc.stderr.strip()[-300:]}")
+    return wall, proc.returncode, doc
+
+
+def median(xs: list[float]) -> float:
+    return sorted(xs)[len(xs) // 2]
+
+
+def ansible_runs(env: dict, since: set[str] | None = None) -> list[dict]:
+    """The Ansible runs in the state directory of ``env`` not in ``since``: playbook, span of its
+    events in seconds, task count and the three slowest tasks (seconds from start to last host)."""
+    runs = Path(env["HOSTKIT_STATE_DIR"]) / "runs"
+    out = []
+    for run in sorted(runs.glob("*")) if runs.is_dir() else []:
+        if since is not None and run.name in since:
+            continue
+        events = sorted((json.loads(p.read_text()) for p in (run / "artifacts/run/job_events").glob("*.json")),
+                        key=lambda e: e["counter"])
+        if not events:
+            continue
+        stamp = [datetime.fromisoformat(e["created"]).timestamp() for e in events]
+        tasks: dict[str, list] = {}
+        for e, t in zip(events, stamp):
+            d = e.get("event_data", {})
+            if e["event"] == "playbook_on_task_start":
+                tasks[d["task_uuid"]] = [d.get("task", ""), t, t]
+            elif d.get("task_uuid") in tasks and e["event"].startswith("runner_on_"):
+                tasks[d["task_uuid"]][2] = max(tasks[d["task_uuid"]][2], t)
+        cmd = json.loads((run / "artifacts/run/command").read_text())["command"]
+        slow = sorted(tasks.values(), key=lambda x: x[1] - x[2])[:3]
+        out.append({"run": run.name, "playbook": cmd[-1], "span": stamp[-1] - stamp[0], "tasks": len(tasks),
+                    "slowest": [(name, end - start) for name, start, end in slow]})
+    return out
+
+
+def run_names(env: dict) -> set[str]:
+    runs = Path(env["HOSTKIT_STATE_DIR"]) / "runs"
+    return {p.name for p in runs.glob("*")} if runs.is_dir() else set()
 
 
 def print_ratio(results: dict[int, float], target: float) -> None:

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import shlex
 import shutil
+import subprocess
 from pathlib import Path
 
 from testinfra.backend.base import CommandResult
@@ -48,6 +49,18 @@ class StrictSshBackend(SshBackend):
     def run_ssh(self, command: str) -> CommandResult:
         cmd, cmd_args = self._build_ssh_command(command)
         out = self.run_local(" ".join(cmd), *cmd_args)
+        out.command = self.encode(command)
+        if out.rc == 255:
+            raise connection_error(self.host.name, out.stderr)
+        return out
+
+    def run_input(self, data: bytes, command: str, *args: str) -> CommandResult:
+        """``run`` with ``data`` on the remote command's stdin (become included), in the same session:
+        how the audit sends the agent to a host that does not hold it yet."""
+        cmd, cmd_args = self._build_ssh_command(self.get_command(command, *args))
+        line = self.encode(self.quote(" ".join(cmd), *cmd_args))
+        proc = subprocess.run(line, shell=True, input=data, capture_output=True, check=False)
+        out = self.result(proc.returncode, line, proc.stdout, proc.stderr)
         out.command = self.encode(command)
         if out.rc == 255:
             raise connection_error(self.host.name, out.stderr)
@@ -90,19 +103,25 @@ def open_testinfra_host(host: InventoryHost, timeout: int = 10, control_dir: str
 def put_file(host: Host, local: str | Path, remote: str, chunk: int = 60000) -> None:
     """Copy a file to ``remote`` (mode 0600) through ``host.run`` alone, so it works over any
     testinfra backend (ssh, local, docker, ansible, ...): base64 in chunks small enough for one
-    command-line argument (Linux caps one at 128 KiB)."""
+    command-line argument (Linux caps one at 128 KiB), into a temporary name renamed at the end
+    (a reader never sees half a file)."""
     import base64
 
     data = base64.b64encode(Path(local).read_bytes()).decode()
     if isinstance(host.backend, LocalBackend) and not host.backend.sudo:
-        shutil.copyfile(local, remote)
-        Path(remote).chmod(0o600)
+        tmp = Path(f"{remote}.part")
+        shutil.copyfile(local, tmp)
+        tmp.chmod(0o600)
+        tmp.replace(remote)
         return
     first = True
     for i in range(0, len(data), chunk) or [0]:
         op = ">" if first else ">>"
-        cmd = host.run(f"umask 077 && printf %%s %s | base64 -d {op} %s", data[i:i + chunk], remote)
+        cmd = host.run(f"umask 077 && printf %%s %s | base64 -d {op} %s", data[i:i + chunk], f"{remote}.part")
         if cmd.rc != 0:
             raise HostkitError(f"copying {Path(local).name} to {remote} failed: {cmd.stderr.strip()[-200:]}")
         first = False
+    cmd = host.run("mv -f %s %s", f"{remote}.part", remote)
+    if cmd.rc != 0:
+        raise HostkitError(f"copying {Path(local).name} to {remote} failed: {cmd.stderr.strip()[-200:]}")
 

@@ -1,8 +1,8 @@
 """Call the host agent (facts, history, rollback, adopt, smoke) on inventory hosts, from the controller.
 
-The agent zipapp (:mod:`hostkit.ansible.agent_zipapp`) is copied to each host by
-``playbooks/agent.yml`` (or the smoke role) and run with the host's python3 against its
-``hostkit_sysroot``. The playbook publishes the call's output as a fact
+``playbooks/agent.yml`` runs the agent zipapp (:mod:`hostkit.ansible.agent_zipapp`) a host keeps
+in its cache (copied there once per agent version) with the host's python3 against its
+``hostkit_sysroot``; the smoke role copies it for each run. The playbook publishes the call's output as a fact
 (:data:`AGENT_OUTPUT`, :data:`SMOKE_OUTPUT`); its one-line JSON comes back per host.
 """
 
@@ -60,6 +60,7 @@ def call_agent(inventory: str, args: list[str], limit: str | None = None, *, for
     extravars = {**(extravars or {}), "hostkit_agent": str(artifact)}
     if playbook == "agent.yml":
         extravars["hostkit_agent_args"] = list(args)
+        extravars["hostkit_agent_command"] = agent_zipapp.agent_command(artifact)
     result = run_playbook(playbook, inventory, limit=limit, forks=forks or max(5, len(hosts)),
                           extravars=extravars, on_event=on_event)
     return {h.name: host_reply(h.name, result.hosts.get(h.name), result, output) for h in hosts}, result

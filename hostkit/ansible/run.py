@@ -125,10 +125,17 @@ def summarize_error(msg) -> str:
 
 
 def close_masters(control_dir: str) -> None:
-    """Stop the run's SSH master connections and remove their directory: nothing outlives a run."""
-    for sock in Path(control_dir).glob("*"):
-        subprocess.run(["ssh", "-O", "exit", "-o", f"ControlPath={sock}", "hostkit-run"],
-                       capture_output=True, timeout=10, check=False)
+    """Stop the run's SSH master connections and remove their directory: nothing outlives a run.
+    All at once: one after another, a fleet's masters cost a fleet's worth of ssh startups."""
+    procs = [subprocess.Popen(["ssh", "-O", "exit", "-o", f"ControlPath={sock}", "hostkit-run"],
+                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+             for sock in Path(control_dir).glob("*")]
+    for proc in procs:
+        try:
+            proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
     shutil.rmtree(control_dir, ignore_errors=True)
 
 

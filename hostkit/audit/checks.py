@@ -47,11 +47,14 @@ def audited_files(paths: dict[str, str]) -> list[str]:
 
 
 _MARK = "@@hostkit-audit@@"
-_FETCH = (
-    'for f in "$@"; do if [ -f "$f" ]; then printf "\\n%s %s P\\n" "$M" "$f"; cat "$f"; '
-    'else printf "\\n%s %s A\\n" "$M" "$f"; fi; done; '
-    'printf "\\n%s managed\\n" "$M"; ls -d "$R"/proc/irq/*/.managed 2>/dev/null; '
-    'printf "\\n%s containerd\\n" "$M"; command -v containerd || true'
+# sh: "$M" marks sections, "$R" is the sysroot, "$C" the containerd config, "$@" the files to read.
+FETCH_SCRIPT = (
+    'for f in "$@"; do if [ -f "$f" ]; then printf "\n%s %s P\n" "$M" "$f"; cat "$f"; '
+    'else printf "\n%s %s A\n" "$M" "$f"; fi; done; '
+    'printf "\n%s managed\n" "$M"; ls -d "$R"/proc/irq/*/.managed 2>/dev/null; '
+    'printf "\n%s containerd\n" "$M"; if command -v containerd && [ -f "$C" ]; then '
+    'printf "\n%s dump\n" "$M"; containerd --config "$C" config dump 2>/dev/null; '
+    'printf "\n%s dump-rc %s\n" "$M" "$?"; fi; true'
 )
 
 
@@ -59,8 +62,10 @@ class HostView:
     """Files of one host under its sysroot, read through a testinfra Host (one SSH connection).
 
     ``paths``: where the host's roles write the files an inventory may move (:func:`role_paths`).
-    ``prefetch`` reads every audited file, the lab's managed-IRQ markers and whether containerd
-    is installed in a single remote command; ``read`` falls back to testinfra's file module."""
+    :meth:`fetch` (``sh -c FETCH_SCRIPT`` with :meth:`fetch_args`) prints every audited file, the
+    lab's managed-IRQ markers, whether containerd is installed and its ``config dump`` in one
+    remote command (each command over SSH costs a session; the audit appends it to the agent's
+    facts call); :meth:`load` parses that output; ``read`` falls back to testinfra's file module."""
 
     def __init__(self, host, sysroot: str, paths: dict[str, str] | None = None) -> None:
         self.host = host
@@ -69,15 +74,25 @@ class HostView:
         self._cache: dict[str, str | None] = {}
         self.managed_irqs: set[str] = set()
         self.has_containerd: bool | None = None
+        self.containerd_dump: str | None = None  # `containerd config dump` of the config, when it ran and passed
 
     def path(self, p: str) -> str:
         return sysroot_path(self.root, p)
 
-    def prefetch(self, paths: list[str] | None = None) -> None:
-        full = [self.path(p) for p in (paths or audited_files(self.paths))]
-        cmd = self.host.run("M=%s R=%s sh -c %s _ " + " ".join(["%s"] * len(full)),
-                            _MARK, self.root or "/", _FETCH, *full)
+    def fetch_args(self) -> list[str]:
+        """``M R C files...``: the positional arguments of :data:`FETCH_SCRIPT`."""
+        return [_MARK, self.root or "/", self.path(self.paths["containerd_config"]),
+                *(self.path(p) for p in audited_files(self.paths))]
+
+    def prefetch(self) -> None:
+        """Read everything in one remote command (the audit batches it with the facts call instead)."""
+        self.load(self.host.run("sh -c %s hostkit-fetch " + " ".join(["%s"] * len(self.fetch_args())),
+                                'M=$1 R=$2 C=$3; shift 3; ' + FETCH_SCRIPT, *self.fetch_args()).stdout)
+
+    def load(self, stdout: str) -> None:
+        """Parse :data:`FETCH_SCRIPT`'s output."""
         section, buf = None, []
+        dump_rc = None
 
         def flush():
             if section is None:
@@ -91,15 +106,19 @@ class HostView:
                 self.managed_irqs = {line.rstrip("/").split("/")[-2] for line in buf if line.endswith(".managed")}
             elif kind == "containerd":
                 self.has_containerd = any(line.strip() for line in buf)
+            elif kind == "dump":
+                self.containerd_dump = text
 
-        for line in cmd.stdout.split("\n"):
+        for line in stdout.split("\n"):
             if line.startswith(_MARK + " "):
                 if buf and buf[-1] == "":
                     buf.pop()  # the newline printf put before the marker
                 flush()
                 rest = line[len(_MARK) + 1:]
-                if rest in ("managed", "containerd"):
+                if rest in ("managed", "containerd", "dump"):
                     section, buf = (rest, rest), []
+                elif rest.startswith("dump-rc "):
+                    section, buf, dump_rc = None, [], rest.split()[-1]
                 else:
                     name, state = rest.rsplit(" ", 1)
                     section, buf = ("file", name), (["<absent>"] if state == "A" else [])
@@ -107,6 +126,8 @@ class HostView:
             if section is not None and not (section[0] == "file" and buf == ["<absent>"]):
                 buf.append(line)
         flush()
+        if dump_rc != "0":
+            self.containerd_dump = None
         for p in self._cache:
             if self._cache[p] is not None and not self._cache[p].endswith("\n"):
                 self._cache[p] += "\n"
@@ -291,12 +312,10 @@ def check_containerd(view: HostView, plan: dict) -> list[dict]:
     if not plan["containerd"]["enabled"]:
         return []
     path = view.paths["containerd_config"]
-    if not view.has_containerd or view.read(path) is None:
-        text = view.read(path)
-        source = path
+    if view.has_containerd and view.containerd_dump is not None and view.read(path) is not None:
+        text, source = view.containerd_dump, f"containerd config dump ({path})"
     else:
-        cmd = view.host.run("containerd --config %s config dump", view.path(path))
-        text, source = (cmd.stdout, f"containerd config dump ({path})") if cmd.rc == 0 else (view.read(path), path)
+        text, source = view.read(path), path
     if text is None:
         return [finding("containerd SystemdCgroup", "drift", "true", "<no config.toml>", path)]
     want = plan["containerd"]["systemd_cgroup"]
@@ -391,10 +410,13 @@ def check_cross_layer(view: HostView, facts: dict, plan: dict) -> list[dict]:
     return out
 
 
-def run_checks(host, sysroot: str, facts: dict, plan: dict, paths: dict[str, str] | None = None) -> list[dict]:
-    """Every check of one host; ``paths``: :func:`role_paths` of its inventory variables (default: the roles')."""
-    view = HostView(host, sysroot, paths)
-    view.prefetch()
+def run_checks(host, sysroot: str, facts: dict, plan: dict, paths: dict[str, str] | None = None,
+               view: HostView | None = None) -> list[dict]:
+    """Every check of one host; ``paths``: :func:`role_paths` of its inventory variables (default: the roles');
+    ``view``: the host's files already read (:meth:`HostView.load`), else they are read now."""
+    if view is None:
+        view = HostView(host, sysroot, paths)
+        view.prefetch()
     return (check_kernel_args(view, facts, plan) + check_sysctls(facts, plan) + check_governor(facts, plan)
             + check_irqs(view, facts, plan) + check_irqbalance(view, plan) + check_containerd(view, plan)
             + check_kubelet(view, plan) + check_bios(plan) + check_cross_layer(view, facts, plan))

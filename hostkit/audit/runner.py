@@ -2,9 +2,10 @@
 
 Per host (:data:`STEPS`): connect with testinfra as Ansible would (:mod:`hostkit.ssh`: the same
 user, port, key, ``ssh_args``/ProxyJump, ``~/.ssh/config``, ssh-agent, become, or
-``ansible_connection: local``; host keys checked strictly), ship the agent zipapp over that
-connection and read live facts with it, compute the plan exactly as apply does (profile,
-overrides), then run the checks of :mod:`hostkit.audit.checks`. :func:`audit_host` does the
+``ansible_connection: local``; host keys checked strictly), read live facts with the agent zipapp
+the host keeps (sent once per agent version) and every file the checks need in one remote
+command, compute the plan exactly as apply does (profile, overrides), then run the checks of
+:mod:`hostkit.audit.checks`. :func:`audit_host` does the
 same on any testinfra ``Host`` (the pytest plugin's ``hostkit_audit`` fixture uses it with
 testinfra's own ``host`` fixture).
 """
@@ -13,24 +14,23 @@ from __future__ import annotations
 
 import json
 import logging
-import os
 import sys
 import tempfile
-import threading
 import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
 
 from hostkit.ansible import agent_zipapp
 from hostkit.ansible.inventory import InventoryHost, load_inventory
 from hostkit.ansible.run import current_options
 from hostkit.ansible.settings import host_connection, settings
-from hostkit.audit.checks import run_checks
+from hostkit.audit.checks import FETCH_SCRIPT, HostView, run_checks
 from hostkit.errors import BadInput, HostkitError
 from hostkit.paths import state_dir
 from hostkit.plan import make_plan
 from hostkit.profiles import for_host
-from hostkit.ssh import close_masters, open_testinfra_host, put_file
+from hostkit.ssh import StrictSshBackend, close_masters, open_testinfra_host, put_file
 from hostkit.tunables import role_paths
 
 STATUSES = ("pass", "drift", "pending_reboot", "tolerated", "not_applicable")
@@ -116,31 +116,46 @@ def audit_host(host, name: str, sysroot: str, prepared, *, force: bool = False, 
                python: str | None = None, paths: dict | None = None, step=None) -> dict:
     """Audit one host through a testinfra ``Host`` (any backend): the agent's facts, the plan
     (``prepared``: :func:`hostkit.profiles.for_host`'s profile and pins), the checks.
-    Returns ``{"status", "profile", "counts", "findings", "seconds"}`` or ``{"status", "error"}``."""
+    Returns ``{"status", "profile", "counts", "findings", "seconds"}`` or ``{"status", "error"}``.
+
+    One remote command reads everything: the host's cached agent (:mod:`hostkit.ansible.agent_zipapp`)
+    prints the facts, then every file the checks read follows (:class:`HostView`). A host without
+    this agent version gets it once (over the ssh backend on the same command's stdin, over any
+    other by :func:`hostkit.ssh.put_file`)."""
     step = step or (lambda *a: None)
     start = time.monotonic()
     artifact = artifact or str(agent_zipapp.build(state_dir() / "agent"))
-    # A private name per audit and host: lab hosts (and shared /tmp) must not overwrite each other's copy.
-    remote = f"/tmp/.hostkit-agent-{os.getpid()}-{threading.get_ident()}.pyz"
+    view = HostView(host, sysroot or "/", paths or role_paths())  # where its roles write
+    fetch = view.fetch_args()
+    args = [python or "/usr/bin/python3", sysroot or "/", *fetch]
+    body = ('p=$1 s=$2; shift 2; "$p" "$f" facts --sysroot "$s"; printf "\\n%s facts-rc %s\\n" "$1" "$?"; '
+            'M=$1 R=$2 C=$3; shift 3; ' + FETCH_SCRIPT)
+    command = "sh -c %s hostkit-audit " + " ".join(["%s"] * len(args))
     step("facts")
-    put_file(host, artifact, remote)
+    cmd = host.run(command, agent_zipapp.locate_script(artifact) + body, *args)
+    if cmd.rc == agent_zipapp.CACHE_MISS:
+        if isinstance(host.backend, StrictSshBackend):
+            cmd = host.backend.run_input(Path(artifact).read_bytes(), command,
+                                         agent_zipapp.locate_script(artifact, upload=True) + body, *args)
+        else:
+            put_file(host, artifact, cmd.stdout.strip().splitlines()[-1])
+            cmd = host.run(command, agent_zipapp.locate_script(artifact) + body, *args)
+    out, mark, rest = cmd.stdout.partition(f"\n{fetch[0]} facts-rc ")
+    rc, _, fetched = rest.partition("\n")
+    if not mark or rc.strip() != "0":
+        return {"status": "failed", "error": (out + cmd.stderr).strip()[-300:] or f"exit {cmd.rc}"}
     try:
-        cmd = host.run("%s %s facts --sysroot %s", python or "/usr/bin/python3", remote, sysroot or "/")
-    finally:
-        host.run("rm -f %s", remote)
-    if cmd.rc != 0:
-        return {"status": "failed", "error": (cmd.stdout + cmd.stderr).strip()[-300:]}
-    try:
-        facts = json.loads(cmd.stdout)
+        facts = json.loads(out)
     except ValueError:
-        return {"status": "failed", "error": f"the agent printed no JSON: {(cmd.stdout + cmd.stderr).strip()[-300:]}"}
+        return {"status": "failed", "error": f"the agent printed no JSON: {(out + cmd.stderr).strip()[-300:]}"}
+    view.load(fetched)
     step("plan")
     profile, pinned = prepared
     plan = make_plan(facts, profile, pinned, force=force, host=name)
     if plan["refused"]:
         return {"status": "refused", "error": "; ".join(plan["refused"]), "findings": []}
     step("checks")
-    findings = run_checks(host, sysroot or "/", facts, plan, paths or role_paths())  # where its roles write
+    findings = run_checks(host, sysroot or "/", facts, plan, view.paths, view=view)
     counts = {s: sum(1 for f in findings if f["status"] == s) for s in STATUSES}
     status = "drift" if counts["drift"] else ("pending_reboot" if counts["pending_reboot"] else "pass")
     return {"status": status, "profile": plan["profile"], "counts": counts, "findings": findings,
