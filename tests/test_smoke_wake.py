@@ -169,14 +169,21 @@ def test_min_batch_wait_does_not_wait_for_a_batch_that_cannot_fill(queue):
 
 def test_spin_budget_follows_the_waits_it_sees():
     spin = Spin(64_000)
-    assert spin.run(lambda: True) is True and spin.hits == 1  # caught at once: a short wait
+    word = memoryview(bytearray(4)).cast("I")
+    assert spin.until_changed(word, 0, 1) is True and spin.hits == 1  # already changed: caught at once
+    word[0] = 7
+    assert spin.until_at_least(word, 0, 7) > 0 and spin.hits == 2  # returns when it saw it
     for _ in range(10):
-        assert spin.run(lambda: False) is False
+        assert spin.until_changed(word, 0, 7) is False and spin.until_at_least(word, 0, 8) == 0
         spin.learn(10 ** 9)  # then blocked for a second: spinning was wasted
-    assert spin.budget_ns == 1_000 and spin.misses == 10  # down to the floor, not to nothing
-    for _ in range(20):
-        spin.learn(20_000)  # waits of 20 us: a spin of about 40 us would have caught them
-    assert 35_000 <= spin.budget_ns <= 42_000
+    assert spin.budget_ns == 1_000 and spin.misses == 20  # down to the floor, not to nothing
+    for _ in range(40):
+        spin.learn(20_000)  # steady waits of 20 us: about twice that catches them
+    assert 38_000 <= spin.budget_ns <= 44_000
+    for _ in range(40):  # waits of 2 to 20 us: the spread keeps the budget above the longest
+        spin.learn(2_000)
+        spin.learn(20_000)
+    assert 30_000 <= spin.budget_ns <= 64_000
     for _ in range(40):
         spin.learn(60_000)
     assert spin.budget_ns == 64_000  # never beyond the bound

@@ -20,11 +20,25 @@ import struct
 import time
 from array import array
 
-from hostkit.smoke.queue import (DONE, ERROR, FREE, NEVER, READY, FlockAllocator, PartitionAllocator,
-                                 SharedInferenceQueue)
+from hostkit.smoke.queue import (DONE, ERROR, FREE, NEVER, READY, SLOT_META, FlockAllocator, PartitionAllocator,
+                                 SharedInferenceQueue, TOKEN_MASK, announcements_matter, doorbell_token)
 
 # done_s: when the inference ended (monotonic clock, seconds): ties slow inferences to probe events.
 FIELDS = ("rpc_ms", "service_rpc_ms", "queue_wait_ms", "infer_wall_ms", "infer_cpu_ms", "client_ms", "done_s")
+# What a client records per answered request, as it comes (integers, monotonic ns): when the answer
+# was seen, when the request was due and submitted, and the worker's claim, done, wall and CPU
+# times. ``samples`` turns them into FIELDS once the run is over, off the clock.
+RAW = ("seen", "due", "submit", "claim", "done", "wall", "cpu")
+
+
+def samples(raw: array) -> array:
+    """RAW records (``array("q")``) as FIELDS records (``array("d")``, ms; done_s in seconds)."""
+    out = array("d")
+    for k in range(0, len(raw), len(RAW)):
+        seen, due, submit, claim, done, wall, cpu = raw[k:k + len(RAW)]
+        out.extend(((seen - due) / 1e6, (seen - submit) / 1e6, (claim - submit) / 1e6, wall / 1e6, cpu / 1e6,
+                    (seen - done) / 1e6, done / 1e9))
+    return out
 
 
 def client_main(cfg: dict, client_id: int, conn) -> None:
@@ -36,34 +50,24 @@ def client_main(cfg: dict, client_id: int, conn) -> None:
             os.sched_setaffinity(0, set(cfg["client_cpus"]))
         except OSError:
             pass
-    samples = array("d")
+    raw = array("q")
     errors: list[str] = []
     stats: dict = {}
-    _preload()
     conn.send({"ready": True})
     conn.recv()  # "go": every client starts together, none measures another's start-up
     cpu0 = time.process_time()
     try:
         if cfg["transport"] == "shm":
-            _run_shm(cfg, client_id, samples, errors, stats)
+            _run_shm(cfg, client_id, raw, errors, stats)
         else:
-            _run_socket(cfg, client_id, samples, errors)
+            _run_socket(cfg, client_id, raw, errors)
     except Exception as exc:
         errors.append(f"client {client_id} failed: {exc!r}")
         raise
     finally:
         stats["cpu_s"] = time.process_time() - cpu0
-        conn.send({"client": client_id, "samples": samples.tobytes(), "errors": errors[:50],
+        conn.send({"client": client_id, "samples": samples(raw).tobytes(), "errors": errors[:50],
                    "error_count": len(errors), "stats": stats})
-
-
-def _preload() -> None:
-    """Import now what the run will import (numpy, for the tensors): not on the clock, where 16
-    clients importing numpy on one CPU cost more than their first thousand requests."""
-    try:
-        import numpy  # noqa: F401
-    except ImportError:
-        pass
 
 
 def _quota(cfg: dict, client_id: int) -> int | None:
@@ -77,156 +81,192 @@ WAIT_BLOCK_S = 0.1  # the longest a blocked client waits before it looks at the 
 TIMER_SLACK_NS = 100_000  # open loop: block until this long before a request is due, then spin to it
 
 
-def _run_shm(cfg, client_id, samples, errors, stats) -> None:
+def _payload(count: int) -> memoryview:
+    """The request tensor every client writes: ``count`` float32 evenly from 0 to 1 (numpy's
+    ``linspace(0, 1, count)``), as a float32 view."""
+    return memoryview(array("f", (k / max(1, count - 1) for k in range(count))))
+
+
+def _run_shm(cfg, client_id, raw, errors, stats) -> None:
+    """Every request passes through ``submit`` and ``collect``: what they need is bound to local
+    names once, slot offsets are precomputed, shared words are read and stored through one-item
+    views, and nothing is allocated per request but the record it appends."""
     from hostkit.smoke.wake import Bell, Spin
 
     q = SharedInferenceQueue.attach(cfg["queue"])
     alloc = (PartitionAllocator(q, client_id, cfg["clients"]) if cfg["allocator"] == "partition"
              else FlockAllocator(q, cfg["lockfile"]))
-    tensor_count = q.tensor_size // 4
+    nslots, tensor_count = q.nslots, q.tensor_size // 4
     pid = os.getpid()
     party = client_id + 1
     quota = _quota(cfg, client_id)
     deadline = time.monotonic() + cfg["duration"] if cfg.get("duration") else None
     timeout_ns = int(cfg["request_timeout_s"] * 1e9)
     batch = cfg["client_batch"]
-    idle = cfg["idle"]
+    adaptive = cfg["idle"] == "adaptive"
     poll_sleep = cfg["poll_sleep_us"] / 1e6
     interval_ns = int(1e9 * cfg["clients"] / cfg["rate"]) if cfg.get("rate") else None
     fds = cfg.get("wake_fds") or {}
-    me = Bell(q.party_flag(party), fds["clients"][client_id]) if idle == "adaptive" else None
+    me = Bell(q.party_flag(party), fds["clients"][client_id]) if adaptive else None
     worker = Bell(q.party_flag(0), fds["worker"]) if me else None
+    doorbell, bell = q.party_word(0, "doorbell"), doorbell_token(party, 0)
     spin = Spin(int(cfg["spin_us"] * 1000))
-    announce = q.announce
-    state, set_state, result, now_ns, try_slot = q.state, q.set_state, q.result, time.monotonic_ns, alloc.try_slot
+    states, step = q.state_words()
+    stop = q.header_word("stop")
+    buf, now_ns, try_slot = q.shm.buf, time.monotonic_ns, alloc.try_slot
+    pack_meta, meta_at = SLOT_META.whole.pack_into, [q.off_meta + i * SLOT_META.size for i in range(nslots)]
+    unpack_result, result_at = q.RESULT.unpack_from, [q.result_offset(i) for i in range(nslots)]
+    pack_announce, announce_at = q.ANNOUNCE.pack_into, q.announce_offset(party)
+    announce = announcements_matter(cfg)
+    extend = raw.extend
+    payload = _payload(tensor_count)
+    tensors: list = [None] * nslots  # slot -> its tensor area as a float32 view, made once
+    submitted = [0] * nslots  # slot -> when its request was submitted, and when it was due (ns)
+    due_at = [0] * nslots
+    pending: list[int] = []  # slots with a request out, in the order they were submitted
     next_due = now_ns()
     seq = 0
-    pending: dict[int, tuple[int, int]] = {}  # slot -> (submit_ns, due_ns)
-    payload = None
-    tensors: dict = {}  # slot -> the shared ndarray view, made once
+    caught = -1  # the slot whose answer the last spin caught
+    learn = False  # whether that wait is one to learn from (a sampled hit), once its record is made
 
     def finished() -> bool:
-        if q.stop_requested():
+        if stop[0]:
             return True
         if quota is not None and seq >= quota:
             return True
         return deadline is not None and time.monotonic() >= deadline
 
     def submit(due: int) -> bool:
-        nonlocal seq, payload
+        nonlocal seq
         i = try_slot()  # the common case, without acquire's deadline arithmetic
         if i is None:
             i = alloc.acquire(timeout=cfg["request_timeout_s"])
         if i is None:
             errors.append("no free slot within the request timeout")
             return False
-        t = tensors.get(i)
+        t = tensors[i]
         if t is None:
-            t = tensors[i] = q.tensor(i, count=tensor_count)
-        if payload is None:
-            try:
-                import numpy as np
-
-                payload = np.linspace(0, 1, tensor_count, dtype=np.float32)
-            except ImportError:  # no numpy on this host: the same bytes, written as bytes
-                payload = struct.pack(f"<{tensor_count}f", *(k / tensor_count for k in range(tensor_count)))
-        t[:] = payload  # the request tensor, written in place into the shared ndarray slot
-        if isinstance(t, memoryview):
-            struct.pack_into("<f", t, 0, seq)
-        else:
-            t[0] = seq
+            t = tensors[i] = q.tensor_floats(i, tensor_count)
+        t[:] = payload  # the request tensor, written in place where the worker reads it as an ndarray
+        t[0] = seq
         now = now_ns()
-        q.submit_meta(i, seq, now, pid, tensor_count * 4, client_id)
-        set_state(i, READY)
+        pack_meta(buf, meta_at[i], seq, now, 0, 0, 0, 0, pid, tensor_count * 4, client_id, 0)  # q.submit_meta
+        states[i * step] = READY
         if worker is not None:
-            worker.ring()
-        pending[i] = (now, due)
+            doorbell[0] = bell | seq & TOKEN_MASK  # doorbell_token(party, seq): what a spinning worker watches
+            worker.ring()  # and what wakes a blocked one
+        submitted[i] = now
+        due_at[i] = due
+        pending.append(i)
         seq += 1
         return True
 
-    def poll() -> int:
-        """Collect what is DONE (or failed); returns how many requests left ``pending``."""
-        now = now_ns()
-        gone = 0
-        for i in list(pending):
-            st = state(i)
-            submit_ns, due = pending[i]
+    def collect(seen: int = 0) -> int:
+        """Record what is DONE (and what failed); returns how many requests left ``pending``.
+        ``seen``: when the oldest one was seen DONE (by ``wait``), else now."""
+        nonlocal caught
+        gone = k = 0
+        while k < len(pending):
+            i = pending[k]
+            st = states[i * step]
             if st == DONE:
-                seen = now_ns()
-                claim, done_ns, wall, cpu = result(i)
-                samples.extend(((seen - due) / 1e6, (seen - submit_ns) / 1e6, (claim - submit_ns) / 1e6,
-                                wall / 1e6, cpu / 1e6, (seen - done_ns) / 1e6, done_ns / 1e9))
-                set_state(i, FREE)  # the allocator's release, inlined: this is every request's path
-                del pending[i]
-                gone += 1
+                extend((seen if seen and i == caught else now_ns(), due_at[i], submitted[i]))  # RAW
+                result = unpack_result(buf, result_at[i])
+                extend(result)
+                states[i * step] = FREE  # the allocator's release, inlined: this is every request's path
+                if i == caught:
+                    if learn:
+                        spin.caught(result[1])  # waited until the answer was done
+                    caught = -1
             elif st == ERROR:
                 errors.append(f"slot {i}: the worker reported an error")
                 alloc.release(i)
-                del pending[i]
-                gone += 1
-            elif now - submit_ns > timeout_ns:
-                errors.append(f"slot {i}: no answer within {cfg['request_timeout_s']} s (worker not answering)")
-                del pending[i]  # left to the orchestrator to reclaim
-                gone += 1
+                if i == caught:
+                    caught = -1
+            else:
+                k += 1
+                continue
+            del pending[k]
+            gone += 1
         return gone
 
-    def answered() -> bool:
-        return any(state(i) >= DONE for i in pending)  # DONE or ERROR
+    def expire() -> None:
+        """Give up on requests unanswered for the request timeout (left to the orchestrator to reclaim)."""
+        now = now_ns()
+        while pending and now - submitted[pending[0]] > timeout_ns:
+            errors.append(f"slot {pending.pop(0)}: no answer within {cfg['request_timeout_s']} s "
+                          "(worker not answering)")
 
-    def wait(until_ns: int | None = None) -> None:
-        """Until a pending request is answered (or ``until_ns``, or the oldest request's timeout)."""
-        if idle != "adaptive":  # the seed's clients: poll, sleep a little, poll again
+    def answered() -> bool:
+        return any(states[i * step] >= DONE for i in pending)  # DONE or ERROR
+
+    def wait(until_ns: int | None = None) -> int:
+        """Until a pending request is answered (or ``until_ns``, or the oldest request's timeout);
+        returns when the spin saw the oldest one answered (monotonic ns), else 0."""
+        nonlocal caught, learn
+        if not adaptive:  # the seed's clients: poll, sleep a little, poll again
             if poll_sleep:
                 time.sleep(poll_sleep)
-            return
-        if pending and spin.run(answered):
-            return
-        limit = min(s for s, _ in pending.values()) + timeout_ns if pending else now_ns() + int(WAIT_BLOCK_S * 1e9)
+            expire()
+            return 0
+        # the oldest request is, nearly always, the first answered: its state is the word to watch
+        if pending:
+            seen = spin.until_at_least(states, pending[0] * step, DONE)
+            if seen:
+                caught, learn = pending[0], spin.learns_this_hit()
+                return seen
+        limit = submitted[pending[0]] + timeout_ns if pending else now_ns() + int(WAIT_BLOCK_S * 1e9)
         if until_ns is not None:
             limit = min(limit, until_ns)
-        me.sleep(lambda: answered() or q.stop_requested(), min(WAIT_BLOCK_S, max(0, limit - now_ns()) / 1e9))
-        if pending:  # how long the spin would have had to last
-            waited = now_ns() - spin.started_ns
-            if answered() or waited > spin.max_ns:
-                spin.learn(waited)
+        me.sleep(lambda: answered() or stop[0], min(WAIT_BLOCK_S, max(0, limit - now_ns()) / 1e9))
+        if pending:  # how long the spin would have had to last: until the answer was done (not woken)
+            if states[pending[0] * step] == DONE:
+                spin.learn(unpack_result(buf, result_at[pending[0]])[1] - spin.started_ns)
+            elif now_ns() - spin.started_ns > spin.max_ns:
+                spin.learn(now_ns() - spin.started_ns)
+        expire()
+        return 0
 
     while not finished():
         if interval_ns is None:  # closed loop: a batch, then wait for all of it
             n = batch if quota is None else min(batch, quota - seq)
             for k in range(n):
                 now = now_ns()
-                announce(party, now, n - k)  # submitting these now
+                if announce:
+                    pack_announce(buf, announce_at, n - k, now)  # q.announce: submitting these now
                 if not submit(now):
                     break
-                if k and idle == "adaptive":
-                    poll()  # answers that came back while we were submitting: seen now, not after the batch
-            announce(party, NEVER, 0)  # nothing more until this batch is back
-            while pending and not q.stop_requested():
-                if not poll():
-                    wait()
+                if k and adaptive:
+                    collect()  # answers that came back while we were submitting: seen now, not after the batch
+            if announce:
+                pack_announce(buf, announce_at, 0, NEVER)  # nothing more until this batch is back
+            seen = 0
+            while pending and not stop[0]:
+                if not collect(seen):
+                    seen = wait()
         else:  # open loop: requests due on a fixed schedule, whatever came back
             now = now_ns()
             while now >= next_due and not finished():
                 submit(next_due)
                 next_due += interval_ns
-            announce(party, next_due, 1)
-            poll()
-            if idle != "adaptive":
+            q.announce(party, next_due, 1)
+            collect()
+            if not adaptive:
                 wait()
             elif next_due - now_ns() > TIMER_SLACK_NS:
                 wait(next_due - TIMER_SLACK_NS)
         if len(errors) > 100:
             break
-    announce(party, NEVER, 0)
+    q.announce(party, NEVER, 0)
     end = now_ns() + timeout_ns
-    while pending and now_ns() < end and not q.stop_requested():
-        if not poll():
+    while pending and now_ns() < end and not stop[0]:
+        if not collect():
             wait()
     stats.update({"spin": spin.stats(), "sleeps": me.sleeps if me else 0, "rings_sent": worker.rings if worker else 0})
     q.close()
 
 
-def _run_socket(cfg, client_id, samples, errors) -> None:
+def _run_socket(cfg, client_id, raw, errors) -> None:
     sock = socket.create_connection(("127.0.0.1", cfg["port"]))
     sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
     sock.settimeout(cfg["request_timeout_s"])
@@ -251,10 +291,8 @@ def _run_socket(cfg, client_id, samples, errors) -> None:
             except (OSError, TypeError, struct.error):
                 errors.append(f"no answer within {cfg['request_timeout_s']} s (worker not answering)")
                 return
-            seen = time.monotonic_ns()
-            samples.extend(((seen - submit) / 1e6, (seen - submit) / 1e6, (reply["claim_ns"] - submit) / 1e6,
-                            reply["wall_ns"] / 1e6, reply["cpu_ns"] / 1e6, (seen - reply["done_ns"]) / 1e6,
-                            reply["done_ns"] / 1e9))
+            raw.extend((time.monotonic_ns(), submit, submit, reply["claim_ns"], reply["done_ns"], reply["wall_ns"],
+                        reply["cpu_ns"]))  # RAW
     sock.close()
 
 

@@ -7,6 +7,10 @@ announces itself asleep and blocks in ``select`` on its eventfd. The other side,
 (a READY request, a DONE result), looks at the sleeping word and writes the eventfd only when it
 is set: a party that is awake costs its peers no system call.
 
+A spin reads one word (``Spin``): the worker the *doorbell* on its own line, where every client
+stores a fresh token after it publishes a request (queue.doorbell_token), then it scans the slots
+once; a client the state of its oldest request out.
+
 Lost wake-ups are the classic hazard (the store-then-load pattern of Dekker's algorithm): the
 sleeper stores ``sleeping=1`` then loads the states; the publisher stores a state then loads
 ``sleeping``. x86 may let each load pass the other's store (store buffers), so both sides put a
@@ -26,12 +30,13 @@ import time
 from multiprocessing import reduction
 
 _fence = threading.Lock()
+_acquire, _release = _fence.acquire, _fence.release
 
 
 def fence() -> None:
     """A full memory barrier (see the module docstring)."""
-    _fence.acquire()
-    _fence.release()
+    _acquire()
+    _release()
 
 
 class InheritedFd:
@@ -90,7 +95,8 @@ class Bell:
 
     # -- the waking side (after publishing what the sleeper waits for)
     def ring(self) -> bool:
-        fence()
+        _acquire()  # fence(), inlined: every request and every answer passes here
+        _release()
         if self.flag[0]:
             self.flag[0] = 0  # one ring is enough: later publishers see it awake
             os.eventfd_write(self.fd, 1)
@@ -106,46 +112,89 @@ class Bell:
             pass
 
 
+SPIN_CHUNK = 32  # probes between two clock reads while spinning (~1 us)
+LEARN_EVERY = 8  # hits per hit learned from (a sample: learning costs a clock read and some arithmetic)
+
+
 class Spin:
-    """A bounded spin whose budget follows the waits it sees (``learn``): about twice the recent
-    typical wait when that is within ``max_ns`` (spinning would have caught it), halved after a
-    wait longer than ``max_ns`` (spinning is wasted CPU), never below a floor of 1 us. Counts spins
-    that caught the event (hits) and those that ran out (misses)."""
+    """A bounded spin on one word whose budget follows the waits it sees (``learn``): twice the
+    recent typical wait plus four times its recent spread (as TCP sets a retransmission timeout),
+    plus 1 us, when waits are within ``max_ns`` (spinning catches them); halved after a wait longer
+    than ``max_ns`` (spinning is wasted CPU); never below a floor of 1 us nor above ``max_ns``.
+    Counts spins that caught the event (hits) and those that ran out (misses).
+
+    The probe is one indexed load of a shared word (``until_changed``, ``until_at_least``); the
+    loop reads the clock once per ``SPIN_CHUNK`` probes. A hit returns at once, without a clock
+    read: the caller learns the wait later, off the hot path, from when the event really happened
+    (a request's submit time, an answer's done time), also after blocking, where the time it woke
+    up would include the wake-up's own latency."""
 
     def __init__(self, max_ns: int) -> None:
         self.max_ns = max(0, int(max_ns))
         self.floor_ns = min(self.max_ns, 1_000)
         self.budget_ns = self.max_ns
         self.typical_ns = self.max_ns / 4  # moving average of the waits within max_ns
+        self.spread_ns = 0.0  # moving average of their distance from typical_ns
         self.started_ns = 0
         self.hits = 0
         self.misses = 0
         self.spun_ns = 0
+        self._chunk = range(SPIN_CHUNK)
 
-    def run(self, probe):
-        """Call ``probe()`` until it returns something true or the budget is spent; returns its last
-        result. After a miss the caller blocks, then tells ``learn`` how long the whole wait took."""
-        now = time.monotonic_ns
+    def until_changed(self, words, i: int, value: int) -> bool:
+        """Spin until ``words[i] != value`` (True) or the budget is spent (False). Either way the
+        caller then tells ``learn`` how long the wait took from ``started_ns``."""
+        now, chunk = time.monotonic_ns, self._chunk
         start = self.started_ns = now()
         deadline = start + self.budget_ns
         while True:
-            got = probe()
+            for _ in chunk:
+                if words[i] != value:
+                    self.hits += 1
+                    return True
             t = now()
-            if got or t >= deadline:
-                break
-        self.spun_ns += t - start
-        if got:
-            self.hits += 1
-            self.learn(t - start)
-        else:
-            self.misses += 1
-        return got
+            if t >= deadline:
+                self.misses += 1
+                self.spun_ns += t - start
+                return False
+
+    def until_at_least(self, words, i: int, value: int) -> int:
+        """Spin until ``words[i] >= value`` or the budget is spent; as ``until_changed``, but returns
+        the time it saw the word reach ``value`` (monotonic ns: when a client saw its answer), 0 when
+        the budget ran out."""
+        now, chunk = time.monotonic_ns, self._chunk
+        start = self.started_ns = now()
+        deadline = start + self.budget_ns
+        while True:
+            for _ in chunk:
+                if words[i] >= value:
+                    self.hits += 1
+                    return now()
+            t = now()
+            if t >= deadline:
+                self.misses += 1
+                self.spun_ns += t - start
+                return 0
+
+    def learns_this_hit(self) -> bool:
+        """Whether the caller should tell ``caught`` about the last hit (one in LEARN_EVERY)."""
+        return not self.hits % LEARN_EVERY
+
+    def caught(self, event_ns: int) -> None:
+        """A hit's wait (a sampled one, see ``learns_this_hit``), learned once the caller has done
+        what the event was for."""
+        wait = max(0, event_ns - self.started_ns)
+        self.spun_ns += wait * LEARN_EVERY  # standing for the hits not learned from
+        self.learn(wait)
 
     def learn(self, wait_ns: int) -> None:
         """How long a wait lasted, from the start of its spin to the event (or a timeout)."""
         if wait_ns <= self.max_ns:
-            self.typical_ns += (wait_ns - self.typical_ns) / 8
-            self.budget_ns = int(min(self.max_ns, max(self.floor_ns, 2 * self.typical_ns + 1_000)))
+            error = wait_ns - self.typical_ns
+            self.typical_ns += error / 8
+            self.spread_ns += (abs(error) - self.spread_ns) / 4
+            self.budget_ns = int(min(self.max_ns, max(self.floor_ns,
+                                                      2 * self.typical_ns + 4 * self.spread_ns + 1_000)))
         else:
             self.budget_ns = max(self.floor_ns, self.budget_ns // 2)
 

@@ -19,7 +19,8 @@ import socket
 import struct
 import time
 
-from hostkit.smoke.queue import DONE, ERROR, PROCESSING, READY, SharedInferenceQueue
+from hostkit.smoke.queue import (DONE, ERROR, PROCESSING, READY, PartitionAllocator, SharedInferenceQueue,
+                                 announcements_matter, find_in)
 
 FIFO_PRIORITY = 50
 
@@ -89,8 +90,6 @@ def worker_main(cfg: dict, conn) -> None:
 
     from hostkit.smoke.model import OnnxModel, SyntheticModel
 
-    from hostkit.smoke.client import _preload
-
     _preload()  # numpy, for the tensor views, before we say we are ready
     model = OnnxModel(cfg["model"]) if cfg.get("model") else SyntheticModel(cfg["infer_ms"])
     info["model"] = model.describe()
@@ -117,6 +116,14 @@ def worker_main(cfg: dict, conn) -> None:
         _serve_socket(server, model, cfg, info, stats, conn)
     stats["cpu_s"] = round(time.process_time() - cpu0, 4)
     conn.send({"done": True, **stats})
+
+
+def _preload() -> None:
+    """Import now what the run will import (numpy, for the tensor views): not on the clock."""
+    try:
+        import numpy  # noqa: F401
+    except ImportError:
+        pass
 
 
 def _infer(model, tensor):
@@ -150,6 +157,7 @@ class _Fifo:
 
 
 IDLE_BLOCK_S = 0.1  # the longest a blocked worker waits before it looks at the stop flag and its parent
+SCAN_ALL = 16  # batches between two scans of the whole queue while the slots below ``top`` keep it busy
 NEVER_NS = 1 << 62
 
 
@@ -159,35 +167,63 @@ def _serve_shm(q: SharedInferenceQueue, model, cfg: dict, info: dict, stats: dic
     Idle modes: ``sleep`` is the seed's loop (0.5 ms idle sleep; wait the whole min-batch wait for
     ``min_batch``; SCHED_FIFO on for each batch, off after it); ``spin`` is the same without the
     idle sleep (busy polling; FIFO still off between batches, or a spinning FIFO task would starve
-    its CPU); ``adaptive`` spins for a bounded, adaptive time after the last request, then blocks
-    on its eventfd until a client rings (FIFO stays on while it spins and goes off before it
-    blocks), and waits for ``min_batch`` only while what it holds and what the clients have
-    announced within the wait can make it.
+    its CPU); ``adaptive`` spins for a bounded, adaptive time on the doorbell word (queue.PARTY)
+    after the last request, then blocks on its eventfd until a client rings (FIFO stays on while
+    it spins and goes off before it blocks), and waits for ``min_batch`` only while what it holds
+    and what the clients have announced within the wait can make it.
+
+    Every request passes through this loop: what it needs is bound to local names once, slot
+    offsets are precomputed, and shared words are read and stored through one-item views.
     """
     from hostkit.smoke.wake import Bell, Spin
 
-    max_batch, min_batch = cfg["max_batch"], cfg["min_batch"]
+    max_batch, min_batch, nslots = cfg["max_batch"], cfg["min_batch"], q.nslots
     min_wait_ns = int(cfg["min_batch_wait_ms"] * 1e6)
     idle = cfg["idle"]
+    adaptive = idle == "adaptive"
     idle_sleep = cfg["idle_sleep_ms"] / 1000.0
     fifo = _Fifo(info["fifo_available"])
-    fifo_per_batch = fixed_wait = idle != "adaptive"  # the seed's loop: FIFO per batch, fixed min-batch wait
+    fifo_per_batch = fixed_wait = not adaptive  # the seed's loop: FIFO per batch, fixed min-batch wait
+    may_fill = announcements_matter(cfg)  # else no announcement can ever make min_batch: never wait
     tensor_count = q.tensor_size // 4
-    tensors = [q.tensor(i, count=tensor_count) for i in range(q.nslots)]  # views made once, no copies
+    tensors = [q.tensor(i, count=tensor_count) for i in range(nslots)]  # views made once, no copies
     pack_out = struct.Struct("<d").pack_into
-    buf, off_resp, resp_size = q.shm.buf, q.off_resp, q.resp_size
-    find, set_state, set_result, client_of = q.find_from, q.set_state, q.set_result, q.client_of
-    now_ns, coming_by = time.monotonic_ns, q.coming_by
+    pack_result = q.RESULT.pack_into
+    buf = q.shm.buf
+    resp_at = [q.off_resp + i * q.resp_size for i in range(nslots)]
+    result_at = [q.result_offset(i) for i in range(nslots)]
+    unpack_submitted, submitted_at = q.SUBMITTED.unpack_from, [q.submitted_offset(i) for i in range(nslots)]
+    states, step = q.state_words()
+    stop, completed_word = q.header_word("stop"), q.header_word("completed")
+    coming_by, now_ns, thread_ns = q.coming_by, time.monotonic_ns, time.thread_time_ns
+    # The scan reads the slots below ``top`` (one past the highest slot ever claimed: clients reuse
+    # their first free slots, see PartitionAllocator) and the whole queue when that finds nothing
+    # and at every SCAN_ALL-th batch: a slot above ``top`` is claimed within SCAN_ALL batches and
+    # raises ``top``.
+    read_all, top = q.state_bytes, 0
+    read_top = read_all
     fds = cfg.get("wake_fds") or {}
-    me = Bell(q.party_flag(0), fds["worker"]) if idle == "adaptive" else None
-    clients = [Bell(q.party_flag(k + 1), fd) for k, fd in enumerate(fds.get("clients", []))] if me else []
+    me = Bell(q.party_flag(0), fds["worker"]) if adaptive else None
+    doorbell = q.party_word(0, "doorbell")
+    bells = [Bell(q.party_flag(k + 1), fd) for k, fd in enumerate(fds.get("clients", []))] if me else []
+    owners = PartitionAllocator.owners(nslots, q.nclients) if cfg.get("allocator", "partition") == "partition" \
+        else None  # flock: the client is read from the slot's metadata
     spin = Spin(int(cfg["spin_us"] * 1000))
     block_s = cfg.get("idle_block_s", IDLE_BLOCK_S)
     parent = os.getppid()
     missed = completed = batches = fifo_batches = 0
     cursor = 0
-    while not q.stop_requested():
-        claimed = find(READY, cursor, max_batch)
+    waited = 0  # 1: the spin caught this batch (a sampled hit); 2: a ring woke us for it (learned once answered)
+    while not stop[0]:
+        rung = doorbell[0]  # read before the scan: a request the scan misses changes it afterwards
+        whole = not top or not batches % SCAN_ALL
+        claimed = find_in((read_all if whole else read_top)(), READY, cursor, max_batch)
+        if not claimed and not whole:
+            claimed = find_in(read_all(), READY, cursor, max_batch)
+            whole = True
+        if whole and claimed and max(claimed) >= top:
+            top = max(claimed) + 1
+            read_top = q.state_reader(top)
         if not claimed:
             if idle == "sleep":
                 fifo.leave()
@@ -195,48 +231,64 @@ def _serve_shm(q: SharedInferenceQueue, model, cfg: dict, info: dict, stats: dic
                 continue
             if idle == "spin":
                 continue
-            claimed = spin.run(lambda: find(READY, cursor, max_batch))
-            if not claimed:
-                fifo.leave()
-                woken = me.sleep(lambda: q.any_in(READY) or q.stop_requested(), block_s)
-                spin.learn(now_ns() - spin.started_ns if woken else NEVER_NS)
-                if not woken:
-                    if os.getppid() != parent:
-                        break  # the orchestrator is gone: nobody will collect or stop us
-                    if q.any_in(READY) and not me.rung_within(0.001):
-                        missed += 1  # a request published while we slept, and no ring came
+            if spin.until_changed(doorbell, 0, rung):
+                waited = 1 if spin.learns_this_hit() else 0
                 continue
+            fifo.leave()
+            if me.sleep(lambda: q.any_in(READY) or stop[0], block_s):
+                waited = 2
+            else:
+                spin.learn(NEVER_NS)
+                if os.getppid() != parent:
+                    break  # the orchestrator is gone: nobody will collect or stop us
+                if q.any_in(READY) and not me.rung_within(0.001):
+                    missed += 1  # a request published while we slept, and no ring came
+            continue
         for i in claimed:
-            set_state(i, PROCESSING)  # ours now: the next scans skip it
-        if len(claimed) < min_batch and min_wait_ns and \
-                (fixed_wait or len(claimed) + coming_by(now_ns() + min_wait_ns) >= min_batch):
-            claimed += _more(q, len(claimed), cursor, max_batch, min_batch, now_ns() + min_wait_ns, fixed_wait)
-        cursor = (claimed[-1] + 1) % q.nslots
+            states[i * step] = PROCESSING  # ours now: the next scans skip it
+        n = len(claimed)
+        if n < min_batch and min_wait_ns and (fixed_wait or may_fill and
+                                              n + coming_by(now_ns() + min_wait_ns) >= min_batch):
+            claimed += _more(q, n, cursor, max_batch, min_batch, now_ns() + min_wait_ns, fixed_wait)
+            n = len(claimed)
+        cursor = claimed[-1] + 1  # (nslots: find_in wraps to 0)
         claim = now_ns()
-        fifo.enter()
+        if not fifo.on:
+            fifo.enter()
         if fifo.on:
             fifo_batches += 1
         for i in claimed:
             try:
-                out, wall, cpu, done = _infer(model, tensors[i])
-                pack_out(buf, off_resp + i * resp_size, out)
-                set_result(i, claim, done, wall, cpu)
-                set_state(i, DONE)
+                t0 = now_ns()  # _infer, inlined: the CPU-time reads inside the wall-clock reads
+                c0 = thread_ns()
+                out = model(tensors[i])
+                c1 = thread_ns()
+                t1 = now_ns()
+                pack_out(buf, resp_at[i], out)
+                pack_result(buf, result_at[i], claim, t1, t1 - t0, c1 - c0)
+                states[i * step] = DONE
             except Exception:  # a model error is the request's ERROR, not the worker's death
-                set_state(i, ERROR)
-            if clients:
-                clients[client_of(i)].ring()
+                states[i * step] = ERROR
+            if bells:
+                bells[owners[i] if owners is not None else q.client_of(i)].ring()
         if fifo_per_batch:
             fifo.leave()
-        completed += len(claimed)
-        q.set_completed(completed)
+        completed += n
+        completed_word[0] = completed
         batches += 1
+        if waited:  # the wait, from the spin's start until the first of these was submitted
+            submitted = unpack_submitted(buf, submitted_at[claimed[0]])[0]
+            if waited == 1:
+                spin.caught(submitted)
+            else:  # not until we woke: the wake-up's latency is not the clients' pace
+                spin.learn(submitted - spin.started_ns)
+            waited = 0
     fifo.leave()
     stats.update(inferences=completed, batches=batches, fifo_batches=fifo_batches)
     stats["fifo_ms"] = round(fifo.total_ns / 1e6, 3)
     stats["spin"] = spin.stats()
     stats["sleeps"] = me.sleeps if me else 0
-    stats["rings_sent"] = sum(b.rings for b in clients)
+    stats["rings_sent"] = sum(b.rings for b in bells)
     stats["missed_wakeups"] = missed
 
 
