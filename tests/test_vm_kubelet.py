@@ -22,7 +22,7 @@ import pytest
 
 from hostkit.agent.cpulist import parse_cpulist
 from tests.labutil import cli, cli_json
-from tests.vmutil import REBOOT_TIMEOUT, device_irqs, inventory_for, read, ssh, start_vm_lab
+from tests.vmutil import REBOOT_TIMEOUT, device_irqs, inventory_for, read, ssh, vm_lab_fixture
 
 pytestmark = pytest.mark.vm
 
@@ -30,13 +30,7 @@ HOST = "numa2"
 TAGS = "isolcpus,irq_affinity,cpu_governor,numa_sysctl,rt_runtime"
 
 
-@pytest.fixture(scope="module")
-def lab(tmp_path_factory):
-    lab = start_vm_lab(tmp_path_factory.mktemp("vm-kubelet") / "lab", [(HOST, "numa2")])
-    try:
-        yield lab
-    finally:
-        lab.down()
+lab = vm_lab_fixture("vm-kubelet", [(HOST, "numa2")])
 
 
 @pytest.fixture(scope="module")

@@ -22,7 +22,7 @@ import pytest
 
 from hostkit.agent.cpulist import parse_cpulist
 from tests.labutil import cli, cli_json
-from tests.vmutil import SYSCTL_PATHS, REBOOT_TIMEOUT, device_irqs, etc_boot_hashes, inventory_for, read, ssh, start_vm_lab
+from tests.vmutil import SYSCTL_PATHS, REBOOT_TIMEOUT, device_irqs, etc_boot_hashes, inventory_for, read, ssh, vm_lab_fixture
 
 pytestmark = pytest.mark.vm
 
@@ -35,13 +35,7 @@ SEED_SYSCTL = "/etc/sysctl.d/50-seed-rt-runtime.conf"
 RT_SMOKE = ["--duration", "8", "--infer-ms", "1", "--clients", "1", "--busy-poll", "--json"]
 
 
-@pytest.fixture(scope="module")
-def lab(tmp_path_factory):
-    lab = start_vm_lab(tmp_path_factory.mktemp("vm-numa2") / "lab", [(HOST, "numa2")])
-    try:
-        yield lab
-    finally:
-        lab.down()
+lab = vm_lab_fixture("vm-numa2", [(HOST, "numa2")])
 
 
 @pytest.fixture(scope="module")

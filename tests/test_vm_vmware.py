@@ -20,7 +20,7 @@ import pytest
 
 from hostkit.lab.lab import _wait_port
 from tests.labutil import cli, cli_json
-from tests.vmutil import SYSCTL_PATHS, etc_boot_hashes, read, ssh, start_vm_lab
+from tests.vmutil import SYSCTL_PATHS, etc_boot_hashes, read, ssh, vm_lab_fixture
 
 pytestmark = pytest.mark.vm
 
@@ -28,14 +28,7 @@ VM = "vmw"
 BM = "bm"
 
 
-@pytest.fixture(scope="module")
-def lab(tmp_path_factory):
-    lab = start_vm_lab(tmp_path_factory.mktemp("vm-vmware") / "lab", [(VM, "vmware-like")],
-                       hosts=[(BM, "epyc-9634-nps1")])
-    try:
-        yield lab
-    finally:
-        lab.down()
+lab = vm_lab_fixture("vm-vmware", [(VM, "vmware-like")], hosts=[(BM, "epyc-9634-nps1")])
 
 
 def live_sysctls(lab) -> dict[str, str]:

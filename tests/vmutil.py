@@ -36,6 +36,21 @@ def start_vm_lab(directory: Path, vms: list[tuple[str, str]], port: int = VM_POR
     return lab
 
 
+def vm_lab_fixture(name: str, vms: list[tuple[str, str]], hosts: list[tuple[str, str]] | None = None):
+    """A module-scoped ``lab`` fixture: the module's guests (and sysroot hosts), started once and
+    stopped after its last test. In a test module: ``lab = vm_lab_fixture("vm-gaps", [(VM, "small")])``."""
+
+    @pytest.fixture(scope="module")
+    def lab(tmp_path_factory):
+        started = start_vm_lab(tmp_path_factory.mktemp(name) / "lab", vms, hosts=hosts)
+        try:
+            yield started
+        finally:
+            started.down()
+
+    return lab
+
+
 def ssh(lab: Lab, host: str, command: str, check: bool = True, timeout: int = 300) -> str:
     proc = subprocess.run(["ssh", "-F", str(lab.ssh_config), host, command], capture_output=True, text=True,
                           timeout=timeout)
