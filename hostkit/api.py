@@ -554,10 +554,9 @@ class GapsResult(Result):
 
 def gaps(req: GapsRequest, on_event: OnEvent = None) -> GapsResult:
     if req.inventory is None:
-        from hostkit.smoke.gaps import run_probe
+        from hostkit.smoke.gaps import public, run_probe
 
-        doc = run_probe(req.options)
-        doc.pop("_costop_ns")
+        doc = public(run_probe(req.options))
         return GapsResult({"localhost": AgentReply("localhost", "ok", doc=doc)})
     forks = measuring_forks(load_inventory(req.inventory, req.limit))
     replies, run = call_agent(req.inventory, ["gaps", *req.options.to_agent_args()], req.limit, forks=forks,

@@ -57,10 +57,9 @@ def main(argv: list[str] | None = None) -> int:
             doc = run_smoke(SmokeOptions.from_args(args), facts=gather(sysroot))
             doc.pop("_deschedule_raw", None)
         elif args.cmd == "gaps":
-            from hostkit.smoke.gaps import run_probe
+            from hostkit.smoke.gaps import public, run_probe
 
-            doc = run_probe(GapOptions.from_args(args))
-            doc.pop("_costop_ns")
+            doc = public(run_probe(GapOptions.from_args(args)))
         elif args.cmd == "history":
             from hostkit.agent.journal import history
             from hostkit.facts.sysroot import Sysroot

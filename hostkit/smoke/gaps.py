@@ -209,8 +209,13 @@ def summarise(results: list[dict], opts: GapOptions, start_ns: int) -> dict:
             "events": [{"at_ms": _ms(s - start_ns), "ms": _ms(e - s), "cpus": sorted(c)}
                        for s, e, c in costops[:MAX_EVENTS]],
         },
-        "_costop_ns": [(s, e) for s, e, _ in costops],  # for attribution on this host; not reported
+        "_costop_ns": [(s, e) for s, e, _ in costops],  # for attribution on this host; public() drops it
     }
+
+
+def public(doc: dict) -> dict:
+    """The probe's report without the intervals kept for attribution on the host."""
+    return {k: v for k, v in doc.items() if not k.startswith("_")}
 
 
 def costop_intervals(gaps: list[tuple[int, int, int]]) -> list[tuple[int, int, frozenset[int]]]:
@@ -255,6 +260,44 @@ def attribute(events: list[tuple[int, int, int]], costops: list[tuple[int, int]]
     return {"events": len(events), "explained": explained,
             "share": round(explained / len(events), 4) if events else 0.0,
             "costop_ms": round(overlap_total / 1e6, 3), "excess_ms": round(excess_total / 1e6, 3)}
+
+
+TAIL_MIN = 20  # the tail: the slowest 1% of inferences, and at least this many
+
+
+def tail_attribution(doc: dict, walls_ms: list[float], cpus_ms: list[float], dones_s: list[float]) -> dict:
+    """What the hypervisor did to the slowest inferences (the slowest 1%, at least TAIL_MIN).
+
+    A guest without steal-time accounting charges a stopped vCPU's time to whatever task it ran:
+    the worker's CPU time grows, while its computation (a fixed amount of work per inference) needs
+    the same. Each slow inference's time beyond the median CPU time (the computation, as the kernel
+    charges a typical one) splits into *invisible* time (CPU time beyond that median: its vCPU was
+    stopped, or the computation itself ran slower) and *deschedule* (wall - CPU time: waits the guest
+    kernel saw). Which of the two made the invisible time, the spinners tell: ``vcpu_stopped`` is
+    the share of their charged CPU time during which they were in fact stopped (their invisible
+    gaps), measured on every vCPU over the same run (the worker's own whenever the worker idled).
+    Slower computation (caches, SMT, frequency) does not stop a spinner; where steal time is
+    accounted (this kind of cloud VM) a stopped vCPU is not charged at all. Also
+    :func:`attribute`'s figures: co-stops (>= 2 vCPUs at once) under the same inferences."""
+    n = len(walls_ms)
+    if not n:
+        return {"events": 0}
+    ordered = sorted(walls_ms)
+    median, cut = ordered[n // 2], ordered[max(0, n - max(TAIL_MIN, n // 100))]
+    compute = sorted(cpus_ms)[n // 2]
+    tail = [(w, c, int(d * 1e9)) for w, c, d in zip(walls_ms, cpus_ms, dones_s) if w >= cut]
+    excess = sum(max(0.0, w - compute) for w, _, _ in tail)
+    invisible = sum(min(max(0.0, w - compute), max(0.0, c - compute)) for w, c, _ in tail)
+    charged = sum(p["probe_cpu_s"] for p in doc["per_cpu"].values()) * 1000
+    stopped = sum(p["invisible_ms"] for p in doc["per_cpu"].values())
+    return {"wall_ms_at_least": round(cut, 3), "median_wall_ms": round(median, 3),
+            "p999_wall_ms": round(ordered[min(n - 1, (999 * n) // 1000)], 3),
+            **attribute([(e - int(w * 1e6), e, int((w - median) * 1e6)) for w, _, e in tail], doc["_costop_ns"]),
+            "hypervisor": {"compute_ms": round(compute, 3), "excess_ms": round(excess, 3),
+                           "invisible_ms": round(invisible, 3),
+                           "deschedule_ms": round(sum(max(0.0, w - c) for w, c, _ in tail), 3),
+                           "invisible_share": round(invisible / excess, 4) if excess > 0 else 0.0,
+                           "vcpu_stopped": round(min(1.0, stopped / charged), 4) if charged > 0 else 0.0}}
 
 
 def text_summary(doc: dict) -> str:

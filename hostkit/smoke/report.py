@@ -74,6 +74,11 @@ def text_summary(r: dict) -> str:
             lines.append(f"  slowest inferences (wall >= {t['wall_ms_at_least']} ms): {t['explained']} of "
                          f"{t['events']} had at least half their time beyond the median ({t['median_wall_ms']} ms) "
                          f"in co-stops ({t['share']:.0%})")
+            if t.get("hypervisor"):
+                h = t["hypervisor"]
+                lines.append(f"  their {h['excess_ms']:.1f} ms beyond the median computation ({h['compute_ms']} ms "
+                             f"CPU): {h['invisible_share']:.0%} charged as CPU time, {h['deschedule_ms']:.1f} ms "
+                             f"descheduled; spinners stopped invisibly {h['vcpu_stopped']:.0%} of their CPU time")
     if r.get("sched_trace"):
         t = r["sched_trace"]
         if "error" in t:

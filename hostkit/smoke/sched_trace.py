@@ -35,12 +35,30 @@ def prio_class(prio: int) -> str:
     return "rt" if prio < 100 else "cfs"
 
 
+def tracefs_mounts() -> list[str]:
+    """Where tracefs is mounted, from /proc/self/mountinfo (readable by any user)."""
+    found = []
+    try:
+        with open("/proc/self/mountinfo") as f:
+            for line in f:
+                head, _, tail = line.partition(" - ")
+                if tail.split(" ", 1)[0] == "tracefs":
+                    found.append(head.split()[4].replace("\\040", " "))
+    except OSError:
+        pass
+    return found
+
+
 class SchedTrace:
     """A tracefs instance recording sched_switch on one CPU, from :meth:`start` to :meth:`stop`."""
 
     def __init__(self, cpu: int, name: str | None = None) -> None:
         root = next((r for r in TRACEFS_ROOTS if os.path.isdir(os.path.join(r, "instances"))), None)
         if root is None:
+            mounted = tracefs_mounts()
+            if mounted:  # there, but this user may not look inside (its root is mode 0700)
+                raise TraceUnavailable(f"tracefs at {mounted[0]} is not accessible to this user (uid "
+                                       f"{os.geteuid()}): per-event attribution needs root")
             raise TraceUnavailable("tracefs is not mounted (mount -t tracefs nodev /sys/kernel/tracing)")
         self.cpu = cpu
         self.dir = os.path.join(root, "instances", name or f"hostkit-smoke-{os.getpid()}")

@@ -455,28 +455,15 @@ def _merge(results: dict[int, dict]) -> tuple[dict[str, list[float]], list[str],
     return cols, errors, error_count
 
 
-TAIL_MIN = 20  # the tail attributed to co-stops: the slowest 1% of inferences, and at least this many
-
-
 def _gaps_with_attribution(gaps: dict, cols: dict[str, list[float]]) -> dict:
-    """The probe's report, and how many of the slowest inferences (by wall time: a vCPU stopped
-    under the guest makes an inference slow, not descheduled, when the guest has no steal time; the
-    slowest 1%, at least TAIL_MIN of them) had at least half their time beyond the median covered
-    by co-stops."""
-    from hostkit.smoke.gaps import attribute
+    """The probe's report, with what stopped vCPUs did to the slowest inferences
+    (hostkit.smoke.gaps.tail_attribution)."""
+    from hostkit.smoke.gaps import public, tail_attribution
 
-    costops = gaps.pop("_costop_ns", None)
-    if costops is None:
+    if "_costop_ns" not in gaps:
         return gaps  # the probe failed: its error is the report
-    walls, done = cols["infer_wall_ms"], cols["done_s"]
-    n = len(walls)
-    if n:
-        ordered = sorted(walls)
-        median, cut = ordered[n // 2], ordered[max(0, n - max(TAIL_MIN, n // 100))]
-        tail = [(int(d * 1e9 - w * 1e6), int(d * 1e9), int((w - median) * 1e6)) for w, d in zip(walls, done) if w >= cut]
-        gaps["tail_attribution"] = {"wall_ms_at_least": round(cut, 3), "median_wall_ms": round(median, 3),
-                                    **attribute(tail, costops)}
-    return gaps
+    attribution = tail_attribution(gaps, cols["infer_wall_ms"], cols["infer_cpu_ms"], cols["done_s"])
+    return {**public(gaps), "tail_attribution": attribution} if attribution.get("events") else public(gaps)
 
 
 def _probes(before: dict, after: dict, runnable: set[str]) -> dict:
