@@ -202,27 +202,6 @@ def check_sysctls(facts: dict, plan: dict) -> list[dict]:
     return out
 
 
-def check_governor(facts: dict, plan: dict) -> list[dict]:
-    if not plan["governor"]:
-        return [finding("cpufreq governor", "not_applicable", None, None, "/sys/devices/system/cpu/cpu*/cpufreq",
-                        "no cpufreq on this host, or the profile leaves the governor alone")]
-    wrong = {g: c for g, c in facts["cpufreq"]["governors"].items() if g != plan["governor"]}
-    if not wrong:
-        return [finding("cpufreq governor", "pass", plan["governor"], plan["governor"],
-                        "/sys/devices/system/cpu/cpu*/cpufreq/scaling_governor")]
-    actual = "; ".join(f"{g} on CPUs {c}" for g, c in wrong.items())
-    first = min(parse_cpulist(next(iter(wrong.values()))))
-    return [finding("cpufreq governor", "drift", f"{plan['governor']} on CPUs {plan['governor_cpus']}", actual,
-                    f"/sys/devices/system/cpu/cpu{first}/cpufreq/scaling_governor")]
-
-
-def check_irqs(view: HostView, facts: dict, plan: dict) -> list[dict]:
-    if not plan["irq"]["affinity"]:
-        return [finding("IRQ affinity", "not_applicable", None, None, "/proc/irq/*/smp_affinity_list",
-                        "the profile leaves IRQs to irqbalance")]
-    irqs = {str(i["irq"]): i for i in facts["irqs"]}
-    # With irqbalance kept running (its banned list = the isolated CPUs), irqbalance owns the
-    # placement inside the IRQ CPUs: an IRQ it narrowed to some of them is where the plan wants it.
 def check_sysfs(facts: dict, plan: dict) -> list[dict]:
     """The plan's /sys values (hostkit.tunables.SYSFS_VALUES) against the facts, one finding per key
     (EPP has a file per CPU), compared by each item's kind."""
@@ -249,6 +228,27 @@ def check_pm_qos(facts: dict, plan: dict) -> list[dict]:
                     "not readable (needs root)" if got is None else None)]
 
 
+def check_governor(facts: dict, plan: dict) -> list[dict]:
+    if not plan["governor"]:
+        return [finding("cpufreq governor", "not_applicable", None, None, "/sys/devices/system/cpu/cpu*/cpufreq",
+                        "no cpufreq on this host, or the profile leaves the governor alone")]
+    wrong = {g: c for g, c in facts["cpufreq"]["governors"].items() if g != plan["governor"]}
+    if not wrong:
+        return [finding("cpufreq governor", "pass", plan["governor"], plan["governor"],
+                        "/sys/devices/system/cpu/cpu*/cpufreq/scaling_governor")]
+    actual = "; ".join(f"{g} on CPUs {c}" for g, c in wrong.items())
+    first = min(parse_cpulist(next(iter(wrong.values()))))
+    return [finding("cpufreq governor", "drift", f"{plan['governor']} on CPUs {plan['governor_cpus']}", actual,
+                    f"/sys/devices/system/cpu/cpu{first}/cpufreq/scaling_governor")]
+
+
+def check_irqs(view: HostView, facts: dict, plan: dict) -> list[dict]:
+    if not plan["irq"]["affinity"]:
+        return [finding("IRQ affinity", "not_applicable", None, None, "/proc/irq/*/smp_affinity_list",
+                        "the profile leaves IRQs to irqbalance")]
+    irqs = {str(i["irq"]): i for i in facts["irqs"]}
+    # With irqbalance kept running (its banned list = the isolated CPUs), irqbalance owns the
+    # placement inside the IRQ CPUs: an IRQ it narrowed to some of them is where the plan wants it.
     # (Found on a real kernel in the VM lab: irqbalance moves hostkit's pins within 0,2 after boot.)
     shared = plan["irq"].get("irqbalance") == "banned"
     out, tolerated = [], []
@@ -418,6 +418,6 @@ def run_checks(host, sysroot: str, facts: dict, plan: dict, paths: dict[str, str
         view = HostView(host, sysroot, paths)
         view.prefetch()
     return (check_kernel_args(view, facts, plan) + check_sysctls(facts, plan) + check_governor(facts, plan)
+            + check_sysfs(facts, plan) + check_pm_qos(facts, plan)
             + check_irqs(view, facts, plan) + check_irqbalance(view, plan) + check_containerd(view, plan)
             + check_kubelet(view, plan) + check_bios(plan) + check_cross_layer(view, facts, plan))
-            + check_sysfs(facts, plan) + check_pm_qos(facts, plan)
