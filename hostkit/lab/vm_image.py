@@ -38,8 +38,11 @@ SUITE = "bookworm"
 PACKAGES = (
     "systemd-sysv", "udev", "kmod", "openssh-server", "python3", "linux-image-amd64",
     "grub-pc-bin", "grub2-common", "irqbalance", "iproute2", "procps", "rt-tests", "numactl",
-    "util-linux", "e2fsprogs", "dbus",
+    "util-linux", "e2fsprogs", "dbus", "tuned",
 )
+# Installed for the tuned coexistence test (tests/test_vm_tuned.py) but disabled: a guest runs tuned
+# only when a test enables it (`systemctl enable --now tuned`), so every other guest is tuned-free.
+DISABLED_UNITS = ("tuned.service",)
 DISK_SIZE = "3G"
 # Periodic jobs that would wake up in a lab guest (and reach for a network it does not have):
 # masked, so what runs in the guest is the kernel, sshd, irqbalance and what hostkit starts.
@@ -137,7 +140,8 @@ def cache_dir() -> Path:
 def image_key() -> str:
     recipe = json.dumps({"suite": SUITE, "packages": sorted(PACKAGES), "recipe": RECIPE_VERSION,
                          "files": [SEED_SCRIPT, SEED_UNIT, FIRSTBOOT_UNIT, SSHD_DROPIN, NETWORK, RESCUE_CFG],
-                         "size": DISK_SIZE, "masked": MASKED_UNITS}, sort_keys=True)
+                         "size": DISK_SIZE, "masked": MASKED_UNITS,
+                         "disabled": DISABLED_UNITS}, sort_keys=True)
     return hashlib.sha256(recipe.encode()).hexdigest()[:16]
 
 
@@ -299,6 +303,8 @@ class Image:
                                     f"initrd /boot/{initrd}\nboot\n")
         for unit in ("systemd-networkd.service", "hostkit-seed.service", "hostkit-firstboot.service"):
             _run(["chroot", str(root), "systemctl", "enable", unit], f"systemctl enable {unit} in the image")
+        for unit in DISABLED_UNITS:  # enabled by the package's postinst (dh_installsystemd)
+            _run(["chroot", str(root), "systemctl", "disable", unit], f"systemctl disable {unit} in the image")
         for unit in MASKED_UNITS:
             (root / "etc/systemd/system" / unit).unlink(missing_ok=True)
             (root / "etc/systemd/system" / unit).symlink_to("/dev/null")
