@@ -19,9 +19,14 @@ from hostkit.plan import build_plan
 from hostkit.plan.tuned import bootcmdline_text, cpulist2hex, effective_cmdline, filter_cmdline
 from hostkit.profiles import apply_overrides, load_profile
 from hostkit.tunables import TUNED_FOLLOW_UP, resolve_follow_up
-from tests.tuned_util import install_tuned
+from tests.tuned_util import install_debian_tuned, install_tuned
 
 RHEL8 = "boot-rhel8-tuned"
+DEBIAN12 = "boot-debian12"
+# tuned 2.20 (Debian) cpu-partitioning with isolated_cores=no_balance_cores=2-7 of 8 CPUs: network-latency's
+# cmdline_network_latency, then cmdline_cpu_part with ${cmd_isolcpus} = " isolcpus=2-7".
+DEBIAN_BOOT_CMDLINE = ("skew_tick=1 nohz=on isolcpus=2-7 nohz_full=2-7 rcu_nocbs=2-7 tuned.non_isolcpus=00000003 "
+                       "intel_pstate=disable nosoftlockup")
 FIXTURE_BOOT_CMDLINE = ("skew_tick=1 tsc=reliable rcupdate.rcu_normal_after_boot=1 nohz=on isolcpus=2-7 "
                         "nohz_full=2-7 rcu_nocbs=2-7 tuned.non_isolcpus=00000003 intel_pstate=disable nosoftlockup")
 
@@ -110,11 +115,10 @@ def test_filter_and_merge_cmdline_options_as_tuned_s_bootloader_plugin():
     assert effective_cmdline({"a": "x=1 y", "b": "+z", "c": "-y", "d": ""}) == "x=1 z"
 
 
-def test_bootcmdline_is_edited_in_place_as_tuned_does():
-    current = 'TUNED_BOOT_CMDLINE="a b"\nTUNED_BOOT_INITRD_ADD="/boot/tuned-initrd.img"\n'
-    assert bootcmdline_text(current, {"TUNED_BOOT_CMDLINE": "c", "TUNED_BOOT_INITRD_ADD": "/boot/tuned-initrd.img"}) \
+def test_bootcmdline_lines_are_written_as_tuned_does():
+    assert bootcmdline_text({"TUNED_BOOT_CMDLINE": "c", "TUNED_BOOT_INITRD_ADD": "/boot/tuned-initrd.img"}) \
         == 'TUNED_BOOT_CMDLINE="c"\nTUNED_BOOT_INITRD_ADD="/boot/tuned-initrd.img"\n'
-    assert bootcmdline_text(None, {"TUNED_BOOT_CMDLINE": "", "TUNED_BOOT_INITRD_ADD": ""}) \
+    assert bootcmdline_text({"TUNED_BOOT_CMDLINE": "", "TUNED_BOOT_INITRD_ADD": ""}) \
         == 'TUNED_BOOT_CMDLINE=""\nTUNED_BOOT_INITRD_ADD=""\n'
 
 
@@ -221,3 +225,40 @@ def test_a_malformed_profile_is_named_not_fatal(sysroot_copy):
     assert len(t["missing_profiles"]) == 1 and t["missing_profiles"][0].startswith(
         "network-latency (/usr/lib/tuned/network-latency/tuned.conf: File contains no section headers.")
     assert [p["name"] for p in t["profiles"]] == ["cpu-partitioning"]
+
+
+def test_debian_grub_with_tuned_next_boot_expands_tuned_params_and_apply_takes_hostkit_s_names_out(sysroot_copy):
+    """Debian's tuned 2.20 on GRUB: tuned appends `\\$tuned_params` to GRUB_CMDLINE_LINUX_DEFAULT in
+    /etc/default/grub and 00_tuned sets it from /etc/tuned/bootcmdline; the next boot is computed
+    with it, and the boot-loader edit takes hostkit's arguments out of TUNED_BOOT_CMDLINE there
+    (comment header kept) so each appears once."""
+    from hostkit.agent import boot_loader
+
+    root = sysroot_copy(DEBIAN12)
+    install_debian_tuned(root, "isolated_cores=2-7\nno_balance_cores=2-7\n", DEBIAN_BOOT_CMDLINE)
+    thp = root / "sys/kernel/mm/transparent_hugepage/enabled"  # as tuned's network-latency left it
+    thp.parent.mkdir(parents=True, exist_ok=True)
+    thp.write_text("always madvise [never]\n")
+    facts = gather(str(root))
+    assert facts["kernel"]["boot_loader"]["backend"] == "grub-debian"
+    assert "/etc/tuned/bootcmdline" in facts["kernel"]["boot_loader"]["files"]
+    assert facts["kernel"]["next_boot_cmdline"].split()[2:] == ["ro", "quiet"] + DEBIAN_BOOT_CMDLINE.split()
+    t = facts["tuned"]
+    assert (t["active"], t["active_profile"], t["isolated_cores"]) == (True, "cpu-partitioning", "2-7")
+
+    p = plan(facts)
+    assert p["tuned"]["mode"] == "drive"
+    # network-latency's [vm] transparent_hugepages=never (seen undoing hostkit's THP in a real guest)
+    assert "[vm]\ntransparent_hugepages=madvise\n" in p["tuned"]["conf"]
+    want = dict(p["cmdline_set"])
+    cfg = boot_loader.detect(str(root))
+    new = boot_loader.edit(cfg, want, p.get("cmdline_remove") or ())
+    text = new["/etc/tuned/bootcmdline"]
+    assert text.startswith("# This file specifies additional parameters")  # the package's header kept
+    kept = boot_loader.tuned_boot_cmdline(text).split()
+    assert kept == [w for w in DEBIAN_BOOT_CMDLINE.split() if arg_name(w) not in want]
+    after = dict(cfg, texts={**cfg["texts"], **{k: v for k, v in new.items() if v is not None}})
+    words = cmdline_words(boot_loader.next_boot(after)[0])
+    assert [w for w in words if arg_name(w) == "isolcpus"] == [f"isolcpus={want['isolcpus']}"]
+    # what tuned's bootloader plugin will write for hostkit's profile is what the next boot already reads
+    assert p["tuned"]["boot_cmdline"].split() == kept

@@ -7,7 +7,11 @@ One reader per format, each computing the command line the way the boot loader d
 * ``grub-debian`` (Debian, Ubuntu): ``/etc/default/grub``, then every
   ``/etc/default/grub.d/*.cfg`` in name order, sourced as shell by ``update-grub``
   (``grub-mkconfig``); the default entry boots with
-  ``root=... ro ${GRUB_CMDLINE_LINUX} ${GRUB_CMDLINE_LINUX_DEFAULT}`` (``10_linux``).
+  ``root=... ro ${GRUB_CMDLINE_LINUX} ${GRUB_CMDLINE_LINUX_DEFAULT}`` (``10_linux``). With tuned's
+  ``/etc/grub.d/00_tuned`` (Debian's tuned package), ``$tuned_params`` in those values is what GRUB
+  expands at boot from the ``set tuned_params="$TUNED_BOOT_CMDLINE"`` that ``00_tuned`` writes from
+  ``/etc/tuned/bootcmdline`` (tuned's bootloader plugin patches the same line into ``grub.cfg``);
+  another tool's value of a managed argument is taken out of ``TUNED_BOOT_CMDLINE`` there.
 * ``bls`` (RHEL, Rocky, Alma, Fedora with GRUB): Boot Loader Specification entries
   ``/boot/loader/entries/*.conf`` read by GRUB's ``blscfg``; their ``options`` lines may name
   GRUB environment variables (EL8: ``$kernelopts`` and tuned's ``$tuned_params``) expanded
@@ -59,6 +63,11 @@ OTHER_BOOT_FILES = ("/boot/grub/grub.cfg", "/boot/grub2/grub.cfg", "/boot/extlin
                     "/boot/syslinux/syslinux.cfg", "/etc/zipl.conf", "/boot/efi/EFI/Linux", "/efi/EFI/Linux")
 GRUB_VARS = ("GRUB_CMDLINE_LINUX", "GRUB_CMDLINE_LINUX_DEFAULT")
 GRUBENV_HEADER = "# GRUB Environment Block\n"
+# tuned on Debian GRUB (tuned/consts.py GRUB2_TUNED_TEMPLATE_PATH, BOOT_CMDLINE_FILE, GRUB2_TUNED_VAR).
+TUNED_GRUB_SCRIPT = "/etc/grub.d/00_tuned"
+TUNED_BOOTCMDLINE = "/etc/tuned/bootcmdline"
+TUNED_VAR = "tuned_params"
+_TUNED_LINE = re.compile(r"^(\s*TUNED_BOOT_CMDLINE=)(.*)$", re.MULTILINE)
 
 DROPIN_HEADER = ("# Managed by hostkit: kernel arguments for latency-critical inference.\n"
                  "# Remove with `hostkit rollback`; edits here are overwritten by `hostkit apply`.\n")
@@ -130,6 +139,8 @@ def detect(sysroot):
             return _loaded(sysroot, "systemd-boot", files, esp, found)
     if grub is not None:
         files = [GRUB] + ["%s/%s" % (GRUB_D, n) for n in _listdir(sysroot, GRUB_D, ".cfg")]
+        if _exists(sysroot, TUNED_GRUB_SCRIPT) and _exists(sysroot, TUNED_BOOTCMDLINE):
+            files.append(TUNED_BOOTCMDLINE)
         return _loaded(sysroot, "grub-debian", files, None, found)
     for p in OTHER_BOOT_FILES + tuple(bls):
         if _exists(sysroot, p):
@@ -176,9 +187,20 @@ def describe_none(cfg):
 
 _ASSIGN = re.compile(r"^\s*(?:export\s+)?([A-Za-z_][A-Za-z0-9_]*)=(.*)$")
 _VAR = re.compile(r"\$(?:\{([A-Za-z_][A-Za-z0-9_]*)\}|([A-Za-z_][A-Za-z0-9_]*))")
+# ${NAME:+word} / ${NAME:-word} (tuned's GRUB_CMDLINE_LINUX_DEFAULT="${GRUB_CMDLINE_LINUX_DEFAULT:+...}")
+_ALT = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(:?)([-+])([^{}]*)\}")
+
+
+def _alt(m, env):
+    value = env.get(m.group(1))
+    is_set = value is not None and (value != "" or not m.group(2))
+    if m.group(3) == "+":
+        return _expand(m.group(4), env) if is_set else ""
+    return value if is_set else _expand(m.group(4), env)
 
 
 def _expand(text, env):
+    text = _ALT.sub(lambda m: _alt(m, env), text)
     return _VAR.sub(lambda m: env.get(m.group(1) or m.group(2), ""), text)
 
 
@@ -245,12 +267,24 @@ def grub_order(paths):
     return ([GRUB] if GRUB in paths else []) + rest
 
 
+def tuned_boot_cmdline(text):
+    """``TUNED_BOOT_CMDLINE`` of ``/etc/tuned/bootcmdline`` (sourced as shell by ``00_tuned``)."""
+    found = _TUNED_LINE.findall(text or "")
+    try:
+        return shell_word(found[-1][1].strip(), {}) if found else ""
+    except ValueError:
+        return found[-1][1].strip().strip("\"'")
+
+
 def _grub_next_boot(texts, booted):
     eff = grub_effective([texts[p] for p in grub_order(list(texts))])
     # root= and BOOT_IMAGE= come from grub-mkconfig's probe of the disks: taken from the booted line.
     prefix = [w for w in cmdline_words(booted or "") if arg_name(w) in ("BOOT_IMAGE", "root")]
-    return " ".join(prefix + ["ro"] + cmdline_words(eff["GRUB_CMDLINE_LINUX"])
-                    + cmdline_words(eff["GRUB_CMDLINE_LINUX_DEFAULT"]))
+    words = cmdline_words(eff["GRUB_CMDLINE_LINUX"]) + cmdline_words(eff["GRUB_CMDLINE_LINUX_DEFAULT"])
+    # GRUB expands $tuned_params at boot (set by 00_tuned's line in grub.cfg; unset without 00_tuned).
+    tuned = cmdline_words(tuned_boot_cmdline(texts.get(TUNED_BOOTCMDLINE)))
+    words = [t for w in words for t in (tuned if w in ("$" + TUNED_VAR, "${%s}" % TUNED_VAR) else [w])]
+    return " ".join(prefix + ["ro"] + words)
 
 
 def dropin_text(want):
@@ -266,6 +300,15 @@ def _grub_edit(texts, want, managed):
         edited = remove_grub_args(texts[p], managed)
         if edited != texts[p]:
             new[p] = edited
+    if TUNED_BOOTCMDLINE in texts:
+        # tuned's $tuned_params: hostkit's arguments win, the same names are taken out of it (the
+        # line rewritten as tuned's add_modify_option_in_file writes it).
+        text = texts[TUNED_BOOTCMDLINE]
+        words = cmdline_words(tuned_boot_cmdline(text))
+        kept = edit_words(words, {}, set(managed))
+        if kept != words:
+            value = " ".join(kept).replace("\\", "\\\\")
+            new[TUNED_BOOTCMDLINE] = _TUNED_LINE.sub(lambda m: m.group(1) + '"%s"' % value, text)
     if want:
         if texts.get(DROPIN) != dropin_text(want):
             new[DROPIN] = dropin_text(want)

@@ -92,7 +92,8 @@ def build_plan(facts: dict, profile: dict, pinned: dict | None = None, *, force:
     latency = profile["cpu_power"][PM_QOS.key]
     tuned, why, warned = plan_tuned(profile.get("tuned"), facts, online=topo.online, isolated=frozenset(isolated),
                                     managed=set(cmdline_set) | set(cmdline_remove), sysctl=sysctl, governor=governor,
-                                    force_latency=latency)
+                                    force_latency=latency,
+                                    thp=next((s["value"] for s in sysfs if s["key"] == "thp_enabled"), None))
     reasons += why
     warnings += tuple(warned)
     pm_qos, why = _pm_qos(latency, facts.get("cpuidle") or {}, tuned["mode"])

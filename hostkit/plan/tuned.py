@@ -77,19 +77,11 @@ def effective_cmdline(options: dict[str, str]) -> str:
     return cmdline.strip()
 
 
-def bootcmdline_text(current: str | None, values: dict[str, str]) -> str:
-    """``/etc/tuned/bootcmdline`` as commands.add_modify_option_in_file leaves it: each ``NAME="v"``
-    line replaced in place, a missing one appended."""
-    data = current or ""
-    for name, value in values.items():
-        if re.search(r"\b" + name + r"\s*=.*$", data, flags=re.MULTILINE) is None:
-            if data and not data.endswith("\n"):
-                data += "\n"
-            data += '%s="%s"\n' % (name, value)
-        else:
-            data = re.sub(r"\b(" + name + r"\s*=).*$", lambda m: m.group(1) + '"' + value.replace("\\", "\\\\") + '"',
-                          data, flags=re.MULTILINE)
-    return data
+def bootcmdline_text(values: dict[str, str]) -> str:
+    """The ``NAME="value"`` lines of ``/etc/tuned/bootcmdline`` as commands.add_modify_option_in_file
+    writes them. The tuned role replaces the file's lines of these names with them and keeps the
+    rest (the package's comment header): tuned's own in-place edit, its lines being the last."""
+    return "".join('%s="%s"\n' % (name, value.replace("\\", "\\\\")) for name, value in values.items())
 
 
 def _mode(asked: str | None, tuned: dict) -> tuple[str, str]:
@@ -111,7 +103,7 @@ def _mode(asked: str | None, tuned: dict) -> tuple[str, str]:
 
 def plan_tuned(asked: str | None, facts: dict, *, online: frozenset[int], isolated: frozenset[int],
                managed: set[str], sysctl: dict, governor: str | None,
-               force_latency: int | None = None) -> tuple[dict, list[str], list[str]]:
+               force_latency: int | None = None, thp: str | None = None) -> tuple[dict, list[str], list[str]]:
     """(the plan's ``tuned`` document, reasons, warnings)."""
     tuned = facts.get("tuned") or {}
     mode, why = _mode(asked, tuned)
@@ -169,6 +161,8 @@ def plan_tuned(asked: str | None, facts: dict, *, online: frozenset[int], isolat
         if governor or force_latency is not None:  # force_latency: the plan's PM QoS ceiling (us)
             lines += ["[cpu]"] + ([f"governor={governor}"] if governor else []) \
                 + ([f"force_latency={force_latency}"] if force_latency is not None else []) + [""]
+        if thp:  # network-latency's [vm] transparent_hugepages=never would undo the plan's THP value
+            lines += ["[vm]", f"transparent_hugepages={thp}", ""]
         conf = "\n".join(lines).rstrip("\n") + "\n"
         reasons.append(f"tuned profile {PROFILE}: include={include}"
                        + (f", isolated_cores={iso_text}" if isolated else "")
@@ -185,12 +179,5 @@ def plan_tuned(asked: str | None, facts: dict, *, online: frozenset[int], isolat
                         f"{boot_values['TUNED_BOOT_CMDLINE'] or '(nothing)'}; none of hostkit's arguments either way")
     out.update({"profile": name, "profile_dir": f"{user_dir.rstrip('/')}/{name}", "conf": conf,
                 "boot_cmdline": boot_values["TUNED_BOOT_CMDLINE"],
-                "bootcmdline": bootcmdline_text(_current_bootcmdline(tuned), boot_values)})
+                "bootcmdline": bootcmdline_text(boot_values)})
     return out, reasons, warnings
-
-
-def _current_bootcmdline(tuned: dict) -> str | None:
-    values = tuned.get("bootcmdline")
-    if values is None:
-        return None
-    return "".join(f'{k}="{v}"\n' for k, v in values.items())
