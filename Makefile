@@ -32,6 +32,7 @@ $(STAMP): pyproject.toml
 	@test -x $(PY) || python3 -m venv $(VENV)
 	@$(PIP) install -q --upgrade pip
 	@$(PIP) install -q -e '.[test]' --config-settings editable_mode=compat
+	@$(PY) scripts/build_collection.py --view >/dev/null  # build/collections: ansible.cfg's collection view of the checkout
 	@touch $(STAMP)
 
 demo: setup

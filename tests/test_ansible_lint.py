@@ -8,6 +8,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+from hostkit.paths import checkout_collection_view
+
 REPO = Path(__file__).resolve().parent.parent
 
 
@@ -15,6 +17,9 @@ def test_ansible_lint_production_profile_passes():
     lint = Path(sys.executable).parent / "ansible-lint"
     assert lint.exists() or shutil.which("ansible-lint"), "ansible-lint is a test dependency (pip install -e .[test])"
     env = dict(os.environ, PATH=f"{Path(sys.executable).parent}:{os.environ.get('PATH', '')}", NO_COLOR="1")
+    # ansible.cfg's collections_path names the checkout's collection view, which hostkit makes at
+    # run time: a fresh clone has none until then, and the FQCN module names would not resolve.
+    checkout_collection_view(REPO)
     proc = subprocess.run([str(lint) if lint.exists() else "ansible-lint", "roles/", "playbooks/"],
                           cwd=REPO, capture_output=True, text=True, env=env, timeout=600)
     assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr[-4000:]
