@@ -23,14 +23,15 @@ def command(sub, name: str, help: str, description: str | None = None, epilog: s
     return sub.add_parser(name, help=help, description=description, epilog=epilog, **kw)
 
 
-def reboot_args(p: argparse.ArgumentParser, what: str) -> None:
-    """--reboot/--reboot-timeout, the same on apply and rollback."""
+def reboot_args(p: argparse.ArgumentParser, what: str, *, pending: str = "without it a pending reboot is reported",
+                timeout_default: int | None = 900,
+                lost: str = "a host that does not come back is failed, the others go on") -> None:
+    """--reboot/--reboot-timeout, the same on apply, rollback and rollout (whose default timeout is
+    None, so that a value given with --resume can be told apart; it means 900 there too)."""
     p.add_argument("--reboot", action="store_true",
-                   help=f"reboot hosts whose {what}, wait for SSH (bounded), re-check /proc/cmdline; "
-                        "without it a pending reboot is reported")
-    p.add_argument("--reboot-timeout", type=int, default=900, metavar="S",
-                   help="seconds a rebooting host may take to answer again (default 900); a host that does "
-                        "not come back is failed, the others go on")
+                   help=f"reboot hosts whose {what}, wait for SSH (bounded), re-check /proc/cmdline; {pending}")
+    p.add_argument("--reboot-timeout", type=int, default=timeout_default, metavar="S",
+                   help=f"seconds a rebooting host may take to answer again (default 900); {lost}")
 
 
 def plan_args(p: argparse.ArgumentParser, profile_help: str | None = None,

@@ -6,7 +6,7 @@ from __future__ import annotations
 import argparse
 
 from hostkit.cli import output
-from hostkit.cli.args import ansible_output_args, command, plan_args
+from hostkit.cli.args import ansible_output_args, command, plan_args, reboot_args
 from hostkit.errors import BadInput
 
 SUMMARY = "roll the tuning out in batches, gated by audit and smoke SLO; resume or abort"
@@ -41,8 +41,25 @@ examples:
 exit codes: 0 every host rolled out (or aborted cleanly), 1 a gate failed or a host was rolled
 back, 2 bad input (nothing changed), 3 a host's plan was refused by a safety guard"""
 
-NEW_ONLY = ("inventory", "limit", "batch", "canary", "max_failures", "max_unavailable", "reboot", "target_p999_ms", "smoke_duration",
-            "profile", "force", "hook_timeout")
+# A new rollout's settings with a value: flag, type, metavar, help. Each defaults to None, so that
+# one not given keeps RolloutRequest's default and one given with --resume/--abort is refused.
+SETTINGS = (
+    ("--canary", int, "K", "the first K hosts (inventory order) form the first batch (default 0)"),
+    ("--max-failures", int, "N", "failed hosts tolerated (each rolled back alone) before the rollout stops and "
+                                 "rolls back its batch (default 0: the first failed host stops it)"),
+    ("--max-unavailable", int, "M", "never more than M hosts out of service at once (from a host's pre-batch hook "
+                                    "to its post-batch hooks, a failed host left drained included): a larger batch "
+                                    "goes out in waves of M; a stop still rolls back the whole batch (default: a "
+                                    "batch)"),
+    ("--target-p999-ms", float, "MS", "the smoke gate's p999 target for every host (default: each host's profile)"),
+    ("--smoke-duration", float, "S", "seconds per smoke run (default: the smoke test's default run, a credible "
+                                     "p999; a short run is INCONCLUSIVE, which does not stop the rollout)"),
+    ("--hook-timeout", float, "S", "seconds each hook command may run before it is killed and fails (default 600)"),
+)
+
+SETTING_NAMES = tuple(flag[2:].replace("-", "_") for flag, *_ in SETTINGS)
+# What only a new rollout takes: --resume and --abort refuse these.
+NEW_ONLY = ("inventory", "limit", "batch", "reboot", "profile", "force") + SETTING_NAMES
 
 
 def add_parser(sub) -> argparse.ArgumentParser:
@@ -51,27 +68,12 @@ def add_parser(sub) -> argparse.ArgumentParser:
     ro.add_argument("--limit", metavar="PATTERN", help="only hosts matching this Ansible pattern")
     ro.add_argument("--batch", metavar="N|P%", help="hosts per batch after the canaries: N, or P%% of the fleet "
                                                      "(rounded up)")
-    ro.add_argument("--canary", type=int, default=None, metavar="K",
-                    help="the first K hosts (inventory order) form the first batch (default 0)")
-    ro.add_argument("--max-failures", type=int, default=None, metavar="N",
-                    help="failed hosts tolerated (each rolled back alone) before the rollout stops and rolls "
-                         "back its batch (default 0: the first failed host stops it)")
-    ro.add_argument("--max-unavailable", type=int, default=None, metavar="M",
-                    help="never more than M hosts out of service at once (from a host's pre-batch hook to "
-                         "its post-batch hooks, a failed host left drained included): a larger batch goes "
-                         "out in waves of M; a stop still rolls back the whole batch (default: a batch)")
-    ro.add_argument("--reboot", action="store_true",
-                    help="reboot hosts whose kernel arguments changed (and, on a rollback, whose boot "
-                         "configuration came back); a pending reboot then fails the audit gate")
-    ro.add_argument("--reboot-timeout", type=int, default=None, metavar="S",
-                    help="seconds a rebooting host may take to answer again (default 900)")
-    ro.add_argument("--target-p999-ms", type=float, default=None, metavar="MS",
-                    help="the smoke gate's p999 target for every host (default: each host's profile)")
-    ro.add_argument("--smoke-duration", type=float, default=None, metavar="S",
-                    help="seconds per smoke run (default: the smoke test's default run, a credible p999; a "
-                         "short run is INCONCLUSIVE, which does not stop the rollout)")
-    ro.add_argument("--hook-timeout", type=float, default=None, metavar="S",
-                    help="seconds each hook command may run before it is killed and fails (default 600)")
+    for flag, kind, metavar, text in SETTINGS:
+        ro.add_argument(flag, type=kind, default=None, metavar=metavar, help=text)
+    reboot_args(ro, "kernel arguments changed (and, on a rollback, whose boot configuration came back)",
+                pending="a reboot still pending after it fails the audit gate (without --reboot it is only "
+                        "reported)", timeout_default=None,
+                lost="a host that does not come back fails its gate")
     plan_args(ro)
     which = ro.add_mutually_exclusive_group()
     which.add_argument("--resume", metavar="RUN", help="go on with this rollout: finished hosts are not redone")
@@ -88,12 +90,10 @@ def request(args):
         raise BadInput("a new rollout needs -i INVENTORY (or --resume RUN / --abort RUN)")
     if not args.batch:
         raise BadInput("a new rollout needs --batch N or --batch P%")
-    given = {k: getattr(args, k) for k in ("canary", "max_failures", "max_unavailable", "reboot_timeout",
-                                           "hook_timeout")
+    given = {k: getattr(args, k) for k in SETTING_NAMES + ("reboot_timeout",)
              if getattr(args, k) is not None}  # the others keep RolloutRequest's defaults
-    return RolloutRequest(args.inventory, args.batch, args.limit, reboot=args.reboot,
-                          target_p999_ms=args.target_p999_ms, smoke_duration=args.smoke_duration,
-                          profile=args.profile, force=args.force, **given)
+    return RolloutRequest(args.inventory, args.batch, args.limit, reboot=args.reboot, profile=args.profile,
+                          force=args.force, **given)
 
 
 def run(args) -> int:
