@@ -29,7 +29,7 @@ import pytest
 
 from hostkit.agent.kernel_args import arg_name, cmdline_words, format_arg
 from tests.labutil import cli, cli_json
-from tests.vmutil import REBOOT_TIMEOUT, etc_boot_hashes, inventory_for, read, ssh, start_vm_lab
+from tests.vmutil import REBOOT_TIMEOUT, etc_boot_hashes, inventory_for, read, ssh, vm_lab_fixture
 
 pytestmark = pytest.mark.vm
 
@@ -77,13 +77,7 @@ def tuned_state(lab) -> dict:
             "cmdline": read(lab, HOST, "/proc/cmdline")}
 
 
-@pytest.fixture(scope="module")
-def lab(tmp_path_factory):
-    lab = start_vm_lab(tmp_path_factory.mktemp("vm-tuned") / "lab", [(HOST, "small")])
-    try:
-        yield lab
-    finally:
-        lab.down()
+lab = vm_lab_fixture("vm-tuned", [(HOST, "small")])
 
 
 @pytest.fixture(scope="module")
@@ -159,10 +153,12 @@ def test_after_apply_the_live_command_line_has_each_planned_argument_once(applie
 
 
 def test_tuned_runs_with_hostkit_s_profile(lab, applied):
-    assert applied["service"] == "active"
-    assert applied["active"] == "Current active profile: hostkit"
+    state = {k: applied[k] for k in ("service", "active", "cmdline")}
+    assert applied["service"] == "active", state
+    assert applied["active"] == "Current active profile: hostkit", state
     # tuned's own view of the boot: its bootloader plugin wrote hostkit's profile's arguments.
-    assert "isolcpus" not in read(lab, HOST, "/etc/tuned/bootcmdline").split("TUNED_BOOT_CMDLINE=")[-1]
+    bootcmdline = read(lab, HOST, "/etc/tuned/bootcmdline")
+    assert "isolcpus" not in bootcmdline.split("TUNED_BOOT_CMDLINE=")[-1], bootcmdline
 
 
 def test_the_audit_finds_no_drift(inventory, applied):
