@@ -20,7 +20,7 @@ import pytest
 
 from hostkit.lab.lab import _wait_port
 from tests.labutil import cli, cli_json
-from tests.vmutil import SYSCTL_PATHS, etc_boot_hashes, read, ssh, vm_lab_fixture
+from tests.vmutil import BOOT_TIMEOUT, SYSCTL_PATHS, etc_boot_hashes, read, ssh, vm_lab_fixture
 
 pytestmark = pytest.mark.vm
 
@@ -71,7 +71,7 @@ def vmware_applied(lab, original):
     deadline = time.monotonic() + 120
     while _wait_port(guest.address, guest.port, 1.0, banner_timeout=2.0) and time.monotonic() < deadline:
         time.sleep(1)  # until the old sshd is gone
-    lab.wait_ssh(guest, timeout=900)
+    lab.wait_ssh(guest, timeout=BOOT_TIMEOUT)
     return {"apply": doc, "plan": plan}
 
 

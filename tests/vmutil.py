@@ -16,8 +16,11 @@ from hostkit.lab.vm_image import missing_tools
 
 # Guests listen on their own port, apart from the sshd lab's (2322) and a developer's (2222).
 VM_PORT = int(os.environ.get("HOSTKIT_TEST_VM_PORT", "2522"))
-# Boots are TCG here (KVM does not run guests on this machine kind): minutes, not seconds.
-REBOOT_TIMEOUT = int(os.environ.get("HOSTKIT_TEST_REBOOT_TIMEOUT", "900"))
+# Boots are TCG here (KVM does not run guests on this machine kind): minutes, not seconds, and
+# more when make test runs two VM lanes beside the lab suite (a 4-vCPU guest booting beside two
+# 2-vCPU guests on 2 cores missed hostkit's 600 s default): the tests wait up to 20 minutes.
+REBOOT_TIMEOUT = int(os.environ.get("HOSTKIT_TEST_REBOOT_TIMEOUT", "1200"))
+BOOT_TIMEOUT = float(os.environ.get("HOSTKIT_TEST_BOOT_TIMEOUT", "1200"))
 
 
 def require_vm_tools() -> None:
@@ -32,7 +35,8 @@ def start_vm_lab(directory: Path, vms: list[tuple[str, str]], port: int = VM_POR
                  hosts: list[tuple[str, str]] | None = None) -> Lab:
     require_vm_tools()
     lab = Lab(directory)
-    lab.up(host_specs=hosts or [], vm_specs=vms, port=port, say=lambda m: print("vm lab:", m, flush=True))
+    lab.up(host_specs=hosts or [], vm_specs=vms, port=port, say=lambda m: print("vm lab:", m, flush=True),
+           boot_timeout=BOOT_TIMEOUT)
     return lab
 
 
