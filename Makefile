@@ -47,7 +47,7 @@ demo: setup
 # (from .hostkit/test-vm-*.log); any of the three failing fails the run. The VM tests that judge
 # latency compare figures measured in the same guest within one run, or state a skip with the
 # measured figure when this host's load stops the guest (test_vm_gaps).
-VM_LANE_B := tests/test_vm_rollout.py tests/test_vm_tuned.py
+VM_LANE_B := tests/test_vm_rollout.py tests/test_vm_tuned.py tests/test_vm_vmware.py
 test: setup
 	$(PY) -m pytest -m 'not lab and not vm and not floors' $(PYTEST_ARGS)
 	@mkdir -p .hostkit; echo "VM suite running in two lanes beside the lab suite: .hostkit/test-vm-a.log, .hostkit/test-vm-b.log"; \
