@@ -139,6 +139,52 @@ def close_masters(control_dir: str) -> None:
     shutil.rmtree(control_dir, ignore_errors=True)
 
 
+def _run_processes(control_dir: str) -> list[int]:
+    """ansible-playbook processes of the run whose environment names ``control_dir`` (unique per
+    run): the playbook itself and the workers it forked. Read from /proc (Linux controllers)."""
+    marker = f"ANSIBLE_SSH_CONTROL_PATH_DIR={control_dir}".encode()
+    found = []
+    for proc in Path("/proc").glob("[0-9]*"):
+        try:
+            if b"ansible-playbook" in (proc / "cmdline").read_bytes() and \
+                    marker in (proc / "environ").read_bytes().split(b"\0"):
+                found.append(int(proc.name))
+        except OSError:  # gone meanwhile, or not ours to read
+            continue
+    return found
+
+
+def stop_leftover_playbooks(control_dir: str, grace: float = 10.0) -> list[int]:
+    """Stop what is left of a run's ansible-playbook once ansible-runner returns.
+
+    A canceled run (SIGINT/SIGTERM) or a timeout ends with ansible-runner killing the playbook's
+    process group, but ansible-core's workers call ``setsid``: each is the leader of a group of its
+    own (with the ssh it runs), so they survive the kill and go on with their task. hostkit must not
+    report a run over while a worker may still be talking to a host: each leftover's group gets
+    SIGTERM, then SIGKILL after ``grace`` seconds. Returns the pids found."""
+    import signal
+
+    found = pids = _run_processes(control_dir)
+
+    def signal_all(sig):
+        for pid in pids:
+            with contextlib.suppress(OSError):
+                if os.getpgid(pid) == pid:
+                    os.killpg(pid, sig)
+                else:
+                    os.kill(pid, sig)
+
+    signal_all(signal.SIGTERM)
+    deadline = time.monotonic() + grace
+    while pids and time.monotonic() < deadline:
+        alive = set(_run_processes(control_dir))
+        pids = [p for p in pids if p in alive]
+        if pids:
+            time.sleep(0.1)
+    signal_all(signal.SIGKILL)
+    return found
+
+
 def new_run_id() -> str:
     return time.strftime("%Y%m%dT%H%M%SZ", time.gmtime()) + "-" + uuid.uuid4().hex[:6]
 
@@ -248,6 +294,7 @@ def run_playbook(
             verbosity=opts.verbosity or None,
         )
     finally:
+        stop_leftover_playbooks(control_dir)
         close_masters(control_dir)
     stats = r.stats or {}
     # Hosts the play never reached with a task event still appear in the stats.
