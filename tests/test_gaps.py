@@ -286,3 +286,23 @@ def test_tracefs_this_user_may_not_read_is_named_as_such():
                               f"--regid=65534 --clear-groups {sys.executable} -c '{probe}'")
     assert proc.stdout.strip() == (f"tracefs at {TRACEFS_ROOTS[0]} is not accessible to this user (uid 65534): "
                                    "per-event attribution needs root"), proc.stderr
+
+
+def test_a_throttled_worker_on_a_stopped_vcpu_names_the_hypervisor_first():
+    from hostkit.smoke.diagnose import diagnose
+
+    # As on a TCG guest confined to one host CPU (make test, CI): the stopped vCPU's time was
+    # charged to the FIFO worker (duty 94% against a 95% budget, so the guest throttled it too),
+    # but most of the tail's extra time was charged CPU time, which throttling cannot make.
+    result = _result(400.0, 1.0, [(8.0, 6.0)] * 20)  # 6 ms extra each: 4 charged, 2 descheduled
+    result.update(sched_fifo={"used": True}, fifo_duty=0.94, deschedule_ms={"p999": 20.0, "max": 54.0, "n": 1000})
+    causes = diagnose(result, {"sched_rt_runtime_us": 950000, "sched_rt_period_us": 1000000}, None)
+    assert [(c["cause"], c["confidence"], c["primary"], c.get("share_of_tail")) for c in causes] == [
+        ("hypervisor_costop", "likely", True, 0.6667), ("rt_throttling", "likely", False, 0.3333)]
+    assert causes[1]["evidence"].endswith("at most 33% of the tail: the slowest inferences' descheduled "
+                                          "40.0 of 120.0 ms beyond the median computation")
+    # The same throttling with the tail all descheduled: no hypervisor, throttling alone and primary.
+    result = _result(2.0, 1.0, [(8.0, 2.0)] * 20)
+    result.update(sched_fifo={"used": True}, fifo_duty=0.94, deschedule_ms={"p999": 20.0, "max": 54.0, "n": 1000})
+    causes = diagnose(result, {"sched_rt_runtime_us": 950000, "sched_rt_period_us": 1000000}, None)
+    assert [(c["cause"], c["primary"], c["share_of_tail"]) for c in causes] == [("rt_throttling", True, 1.0)]

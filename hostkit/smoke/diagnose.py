@@ -154,6 +154,7 @@ def diagnose(result: dict, probes: dict, facts: dict | None) -> list[dict]:
     costop = hypervisor_costop((result.get("gaps") or {}))
     if costop:
         causes.append(costop)
+    throttled_at_most(causes, result.get("gaps") or {})
 
     nodes = result.get("shm_numa_nodes") or {}
     worker_node = result.get("worker_numa_node")
@@ -171,6 +172,24 @@ def diagnose(result: dict, probes: dict, facts: dict | None) -> list[dict]:
         causes.append({"cause": "none", "confidence": "n/a",
                        "evidence": f"p999 deschedule {tail:.3f} ms, max {worst:.3f} ms: no tail cause found"})
     return rank(causes)
+
+
+def throttled_at_most(causes: list[dict], gaps: dict) -> None:
+    """Bound RT throttling's part of the tail when the gap probe split the tail's extra time: a
+    throttled worker waits descheduled, its CPU time does not grow, so throttling explains at most
+    the descheduled part (``deschedule_ms`` of ``excess_ms``). A guest whose vCPU the hypervisor
+    stops charges the worker that stopped time as CPU time, pushes its FIFO duty over the RT budget
+    and is throttled too (seen on a TCG guest sharing one host CPU: duty 94%, 69% of the tail
+    invisible): the hypervisor, the larger share, is then named first at equal confidence."""
+    h = (gaps.get("tail_attribution") or {}).get("hypervisor")
+    if not h or not h["excess_ms"]:
+        return
+    share = round(min(1.0, h["deschedule_ms"] / h["excess_ms"]), 4)
+    for c in causes:
+        if c["cause"] == "rt_throttling" and "share_of_tail" not in c:
+            c["share_of_tail"] = share
+            c["evidence"] += (f"; at most {share:.0%} of the tail: the slowest inferences' descheduled "
+                              f"{h['deschedule_ms']:.1f} of {h['excess_ms']:.1f} ms beyond the median computation")
 
 
 def hypervisor_costop(gaps: dict) -> dict | None:
@@ -206,20 +225,21 @@ HYPERVISOR_SHARE = 0.5
 VCPU_STOPPED = 0.1
 
 
-# How sure the evidence is, strongest first; then, at equal confidence, the cause that acts on the
-# worker directly before the ones that share its CPU or memory: a throttled FIFO worker stops for
-# whole periods whatever else runs, a stopped VM stops everything in it, CFS neighbours and remote
-# memory only lengthen what is already there.
+# How sure the evidence is, strongest first; then, at equal confidence, the larger measured share of
+# the tail's extra time (``share_of_tail``; a cause without one counts as 0); then the cause that
+# acts on the worker directly before the ones that share its CPU or memory: a throttled FIFO worker
+# stops for whole periods whatever else runs, a stopped VM stops everything in it, CFS neighbours
+# and remote memory only lengthen what is already there.
 CONFIDENCE_ORDER = ("certain", "confirmed", "likely", "possible", "n/a")
 CAUSE_ORDER = ("injected_stall", "rt_throttling", "hypervisor_costop", "hypervisor_stall", "cfs_contention", "irq",
                "cross_numa_memory", "unexplained", "none")
 
 
 def rank(causes: list[dict]) -> list[dict]:
-    """The causes, primary first (``"primary": true`` on it alone): by confidence, then CAUSE_ORDER;
-    each cause once, with its strongest evidence."""
-    def key(c: dict) -> tuple[int, int]:
-        return (CONFIDENCE_ORDER.index(c["confidence"]),
+    """The causes, primary first (``"primary": true`` on it alone): by confidence, then share of the
+    tail, then CAUSE_ORDER; each cause once, with its strongest evidence."""
+    def key(c: dict) -> tuple[int, float, int]:
+        return (CONFIDENCE_ORDER.index(c["confidence"]), -c.get("share_of_tail", 0.0),
                 CAUSE_ORDER.index(c["cause"]) if c["cause"] in CAUSE_ORDER else len(CAUSE_ORDER))
 
     ranked, seen = [], set()
