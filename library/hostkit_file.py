@@ -109,7 +109,7 @@ import subprocess
 import tempfile
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible.module_utils.hostkit_journal import (Journal, JournalError, ModuleFailure, change_file,
+from ansible.module_utils.hostkit_journal import (JournalError, ModuleFailure, change_file, run_journaled,
                                                   file_state, journaled_module_options)
 from ansible.module_utils.hostkit_sysroot import sysroot_path
 
@@ -216,20 +216,19 @@ def main():
         mutually_exclusive=[("content", "remove_regex"), ("content", "append")],
         supports_check_mode=True,
     )
-    p = module.params
-    result = {}
-    try:
+
+    def work(p, journal):
         check_params(p)
-        journal = Journal(p["sysroot"], p["run_id"])
         before = file_state(sysroot_path(p["sysroot"], p["path"]))
         change, result = decide(p, before, module._diff)
         if change and not module.check_mode:
-            do(p, journal, before, change)
-    except ModuleFailure as exc:
-        module.fail_json(msg=str(exc), **dict(result, **exc.fields))
-    except ValueError as exc:
-        module.fail_json(msg=str(exc))
-    module.exit_json(**result)
+            try:
+                do(p, journal, before, change)
+            except ModuleFailure as exc:  # a failed validation or journal keeps the decided result (diff)
+                raise ModuleFailure(str(exc), **dict(result, **exc.fields))
+        return result
+
+    run_journaled(module, work)
 
 
 if __name__ == "__main__":
