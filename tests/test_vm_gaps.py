@@ -72,9 +72,14 @@ def smoke_probed(lab) -> tuple[dict, float]:
     """A smoke run with the gap probe on the guest; and, measured by this host (the hypervisor), the
     share of the time QEMU's threads wanted a host CPU that they waited for one: ground truth for
     how much the hypervisor stopped the guest during the run."""
+    # --no-fifo: the worker runs nice -20 in SCHED_OTHER, so the guest cannot RT-throttle it. A
+    # stopped vCPU's time is charged to a FIFO worker as CPU time, pushing its duty over the guest's
+    # RT budget (88-94% measured confined): the guest then throttles it for up to 50 ms per period
+    # and the tail mixes both layers (hostkit.smoke.diagnose.throttled_at_most ranks them; a CI run
+    # found 39% charged, 61% descheduled). The RT layer has its own test above.
     before = qemu_waits(lab)
     rc, doc, proc = cli_json("smoke", "-i", str(lab.inventory), "--duration", "6", "--probe-gaps",
-                             "--gap-threshold-us", "1000")
+                             "--gap-threshold-us", "1000", "--no-fifo")
     after = qemu_waits(lab)
     assert rc in (0, 1), proc.stderr[-2000:]  # 1: MISSED or INCONCLUSIVE (a TCG guest's few samples)
     return doc["hosts"][VM], waited_share(before, after)
