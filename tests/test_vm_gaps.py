@@ -23,20 +23,14 @@ from pathlib import Path
 import pytest
 
 from tests.labutil import cli_json
-from tests.vmutil import ssh, start_vm_lab
+from tests.vmutil import ssh, vm_lab_fixture
 
 pytestmark = pytest.mark.vm
 
 VM = "gap"
 
 
-@pytest.fixture(scope="module")
-def lab(tmp_path_factory):
-    lab = start_vm_lab(tmp_path_factory.mktemp("vm-gaps") / "lab", [(VM, "small")])
-    try:
-        yield lab
-    finally:
-        lab.down()
+lab = vm_lab_fixture("vm-gaps", [(VM, "small")])
 
 
 def place_qemu(lab, cpus: str) -> None:
