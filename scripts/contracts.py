@@ -26,7 +26,7 @@ WIDTH = "100"  # argparse wraps --help to $COLUMNS
 # Dicts keyed by data, shown as one entry (besides any dict keyed by numbers: "<n>").
 MAPS = {"kernel.cmdline_args.args": "<argument>", "cpufreq.drivers": "<driver>", "cpufreq.governors": "<governor>",
         "steal.per_cpu": "<cpu>", "sysctl": "<sysctl>", "cmdline_set": "<argument>", "nic_irq_cpus": "<nic>",
-        "pools": "<node>", "irq.assignments": "<irq>"}
+        "pools": "<node>", "irq.assignments": "<irq>", "irq.by_name": "<action name>"}
 
 SMOKE_KEYS = """\
 {"samples": int, "deschedule_ms": {"p50", "p99", "p999", "max", ...}, "queue_wait_ms": {...},

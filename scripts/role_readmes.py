@@ -34,8 +34,13 @@ INTRO = {
                 "*would run* under a lab sysroot).",
     "irq_affinity": "Every movable IRQ to the IRQ CPUs in one module call (NIC queues to the housekeeping CPUs "
                     "of the NIC's node), `default_smp_affinity`; IRQs the kernel refuses (managed, per-CPU) are "
-                    "reported, not failed. Persistence: `IRQBALANCE_BANNED_CPULIST` when irqbalance is "
-                    "installed, else `hostkit-irq-affinity.service`.",
+                    "reported, not failed. IRQs are found by their action name in `/proc/interrupts` "
+                    "(`eth0-TxRx-3`, `nvme0q2`), never by a number from another boot: the plan's `irq.by_name` "
+                    "is resolved to this boot's numbers on the host just before the write. Persistence: "
+                    "`IRQBALANCE_BANNED_CPULIST` when irqbalance is installed, else `hostkit-irq-affinity.service`, "
+                    "which runs `/usr/local/lib/hostkit/irq_affinity.py` (`hostkit/agent/irq_affinity.py`, "
+                    "python3 only) with the rules in `/etc/hostkit/irq-affinity.json` at every boot and logs "
+                    "each move, refusal and rule without an IRQ to the journal.",
     "cpu_governor": "`scaling_governor` on every CPU with cpufreq in one module call, and a boot-time unit. "
                     "No cpufreq (VMs): not applicable, not failed.",
     "rt_runtime": "`kernel.sched_rt_runtime_us` at runtime and in `/etc/sysctl.d/60-hostkit-rt.conf`; "

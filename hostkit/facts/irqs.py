@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from hostkit.agent.cpulist import format_cpulist
+from hostkit.agent.irq_affinity import parse_interrupts as interrupt_rows
 from hostkit.errors import FactsError
 from hostkit.facts.sysroot import Sysroot
 
@@ -10,32 +11,12 @@ USER_HZ = 100  # /proc/stat ticks per second on every Linux architecture hostkit
 
 
 def parse_interrupts(text: str, source: str = "/proc/interrupts") -> list[dict]:
-    """Numbered IRQ rows of ``/proc/interrupts``: irq, per-CPU counts, chip, hwirq, name."""
-    lines = text.splitlines()
-    if not lines:
-        return []
-    ncols = len(lines[0].split())
-    rows = []
-    for line in lines[1:]:
-        label, sep, rest = line.partition(":")
-        label = label.strip()
-        if not sep or not label.isdigit():
-            continue  # NMI, LOC, ERR, ... : architecture counters, not IRQ lines
-        fields = rest.split()
-        counts_txt, tail = fields[:ncols], fields[ncols:]
-        try:
-            counts = [int(c) for c in counts_txt]
-        except ValueError:
-            raise FactsError(f"malformed counts in {source} for IRQ {label}: {line.strip()!r}") from None
-        rows.append({
-            "irq": int(label),
-            "total": sum(counts),
-            "per_cpu": counts,
-            "chip": tail[0] if tail else "",
-            "hwirq": tail[1] if len(tail) > 1 else "",
-            "name": " ".join(tail[2:]) if len(tail) > 2 else "",
-        })
-    return rows
+    """Numbered IRQ rows of ``/proc/interrupts``: irq, per-CPU counts, chip, hwirq, name (the one
+    parser, :func:`hostkit.agent.irq_affinity.parse_interrupts`, which the boot-time unit runs too)."""
+    try:
+        return interrupt_rows(text)
+    except ValueError as exc:
+        raise FactsError(f"malformed counts in {source} {exc}") from None
 
 
 def read_irqs(sr: Sysroot) -> list[dict]:

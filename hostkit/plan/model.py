@@ -34,14 +34,19 @@ class IrqPlan:
     """Where IRQs go, and what irqbalance is told."""
 
     affinity: bool  # move IRQs at all
-    assignments: dict[str, str]  # IRQ number -> cpulist (NIC queues to their node's IRQ CPUs)
+    assignments: dict[str, str]  # IRQ number -> cpulist, in the boot the facts were read in (what the audit checks)
     default_smp_affinity: str | None  # hex mask for /proc/irq/default_smp_affinity; None: leave it
     irqbalance: str  # banned | restore | leave
     banned_cpulist: str  # the isolated CPUs, for IRQBALANCE_BANNED_CPULIST
     irqbalance_config: str | None  # irqbalance's environment file on this host (facts); None: none found
+    # The rules apply and the boot-time unit follow (numbers change between boots): action name in
+    # /proc/interrupts -> cpulist (NIC queues to their node's IRQ CPUs, the rest to the IRQ CPUs).
+    by_name: dict[str, str] = field(default_factory=dict)
+    unmatched: tuple[str, ...] = ()  # IRQ numbers no name finds again (the plan's reasons say why)
 
     def to_dict(self) -> dict:
         return {"affinity": self.affinity, "assignments": dict(self.assignments),
+                "by_name": dict(self.by_name), "unmatched": list(self.unmatched),
                 "default_smp_affinity": self.default_smp_affinity, "irqbalance": self.irqbalance,
                 "banned_cpulist": self.banned_cpulist, "irqbalance_config": self.irqbalance_config}
 

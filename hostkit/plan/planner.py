@@ -18,6 +18,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from hostkit.agent.cpulist import format_cpulist, format_mask, parse_cpulist, parse_mask
+from hostkit.agent.irq_affinity import name_rules
 from hostkit.errors import BadInput
 from hostkit.plan.model import IrqPlan, NodePartition, Plan
 from hostkit.plan.tuned import plan_tuned
@@ -98,6 +99,8 @@ def build_plan(facts: dict, profile: dict, pinned: dict | None = None, *, force:
     warnings += tuple(warned)
     pm_qos, why = _pm_qos(latency, facts.get("cpuidle") or {}, tuned["mode"])
     reasons += why
+    irq, why = _irq_plan(profile, facts, topo, isolation, isolated, irq_cpus, nic_irq_cpus, pinned)
+    reasons += why
     return Plan(
         host=host, profile=profile["name"], isolation=isolation, nr_cpus=topo.nr_cpus, online=topo.online,
         housekeeping=frozenset(housekeeping), irq_cpus=frozenset(irq_cpus), nic_irq_cpus=nic_irq_cpus,
@@ -105,7 +108,7 @@ def build_plan(facts: dict, profile: dict, pinned: dict | None = None, *, force:
                     for nid, cpus in topo.nodes),
         cmdline_set=cmdline_set, cmdline_remove=tuple(cmdline_remove), sysctl=sysctl,
         governor=governor, governor_cpus=governor_cpus,
-        irq=_irq_plan(profile, facts, topo, isolation, isolated, irq_cpus, nic_irq_cpus, pinned),
+        irq=irq,
         containerd=dict(profile["containerd"]), kubelet=_kubelet(profile, format_cpulist(housekeeping), topo.nodes),
         bios=_bios(profile, facts["topology"], facts.get("memory") or {}), smoke=dict(profile["smoke"]),
         warnings=tuple(warnings), reasons=tuple(reasons), refused=tuple(refused), tuned=tuned,
@@ -432,26 +435,38 @@ def _notes(isolation: bool, facts: dict, profile: dict, sysctl: dict) -> tuple[l
 
 
 def _irq_plan(profile: dict, facts: dict, topo: _Topology, isolation: bool, isolated: set[int], irq_cpus: set[int],
-              nic_irq_cpus: dict[str, str], pinned: dict) -> IrqPlan:
+              nic_irq_cpus: dict[str, str], pinned: dict) -> tuple[IrqPlan, list[str]]:
     """Why: every movable IRQ to the IRQ CPUs (NIC queues to their node's), irqbalance kept off the isolated CPUs."""
     # Without isolation IRQs may still be steered (e.g. a guest keeping CPU 0 for IRQs through a
     # pinned irq_cpus); with nothing pinned they simply stay on every CPU.
     affinity = bool(profile["irq_affinity"]) and (isolation or "irq_cpus" in pinned)
-    assignments = {}
+    wanted, names = {}, {}
     if affinity:
         nic_of = {irq: nic["name"] for nic in facts.get("nics", []) for irq in nic["irqs"]}
         for irq in facts.get("irqs", []):
             if irq.get("smp_affinity_list") is None:
                 continue
             nic = nic_of.get(irq["irq"])
-            assignments[str(irq["irq"])] = (nic_irq_cpus[nic] if nic and "irq_cpus" not in pinned
-                                            else format_cpulist(irq_cpus))
+            wanted[str(irq["irq"])] = (nic_irq_cpus[nic] if nic and "irq_cpus" not in pinned
+                                       else format_cpulist(irq_cpus))
+            names[str(irq["irq"])] = irq.get("name") or ""
+    # IRQ numbers change between boots: apply and the boot-time unit find each IRQ by its action name.
+    by_name, unmatched = name_rules(wanted, names)
+    irqs_of: dict[str, list[str]] = {}
+    for irq in sorted(unmatched, key=int):
+        irqs_of.setdefault(unmatched[irq], []).append(irq)
+    why = [f"IRQ(s) {', '.join(irqs)} cannot be found by name after a reboot ({reason}): hostkit leaves them to "
+           "the kernel's irqaffinity= and default_smp_affinity" for reason, irqs in irqs_of.items()]
+    if by_name:
+        why.append(f"{len(by_name)} IRQ rule(s) by action name: apply and the boot-time unit find the IRQs by name "
+                   "in /proc/interrupts, never by a number from another boot")
     return IrqPlan(
-        affinity=affinity, assignments=assignments,
+        affinity=affinity, assignments={k: v for k, v in wanted.items() if k not in unmatched},
+        by_name=by_name, unmatched=tuple(sorted(unmatched, key=int)),
         default_smp_affinity=format_mask(irq_cpus, topo.nr_cpus) if affinity and irq_cpus else None,
         irqbalance=profile["irqbalance"] if isolation or profile["irqbalance"] != "banned" else "leave",
         banned_cpulist=format_cpulist(isolated),
-        irqbalance_config=((facts.get("services") or {}).get("irqbalance") or {}).get("config"))
+        irqbalance_config=((facts.get("services") or {}).get("irqbalance") or {}).get("config")), why
 
 
 def _reserve(profile, cores, nodes, nic_nodes, reasons) -> set[int]:
