@@ -116,21 +116,16 @@ written:
   sample: 2
 """
 
-import errno
 import os
 
 from ansible.module_utils.basic import AnsibleModule
 from ansible.module_utils.hostkit_cpulist import parse_cpulist, parse_mask
+# How the kernel refuses an IRQ affinity (EIO: managed; EPERM/EINVAL: per-CPU or chip-restricted) and
+# the lab's stand-in for that EIO: one rule with the boot-time unit's program.
+from ansible.module_utils.hostkit_irq_affinity import LAB_MANAGED_MARKER, REFUSED_ERRNOS
 from ansible.module_utils.hostkit_journal import Journal, journaled_module_options
 from ansible.module_utils.hostkit_normalise import KINDS, same
 from ansible.module_utils.hostkit_sysroot import is_live, sysroot_path
-
-
-# How the kernel refuses an IRQ affinity: EIO for managed IRQs (irq_can_set_affinity_usr),
-# EPERM/EINVAL for per-CPU or chip-restricted ones.
-REFUSED_ERRNOS = (errno.EIO, errno.EPERM, errno.EINVAL)
-# In a lab sysroot, this file beside an IRQ's files stands for the kernel's EIO on a managed IRQ.
-LAB_MANAGED_MARKER = ".managed"
 
 
 class Failure(Exception):

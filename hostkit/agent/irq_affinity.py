@@ -16,7 +16,8 @@ gave it. Several IRQs with one name (``ACPI:Ged``, ``PCIe PME, aerdrv`` on every
 written with that name's cpulist; the planner drops a name whose IRQs it wanted on different CPUs.
 
 Standard library only, no hostkit imports: it runs on hosts with nothing but python3 (the role
-installs this file as it is; ``roles/irq_affinity/files/`` links here). Usage::
+installs this file as it is; ``roles/irq_affinity/files/`` links here). The ``hostkit_values`` module
+reads the kernel's refusal rule from it (as ``module_utils/hostkit_irq_affinity.py``). Usage::
 
     python3 irq_affinity.py RULES.json [--root DIR]     # write (the boot-time unit)
     python3 irq_affinity.py RULES.json --resolve [--root DIR]   # print this boot's numbers as JSON
@@ -102,6 +103,12 @@ def resolve(by_name, rows):
     return assign, sorted(set(by_name) - seen)
 
 
+def _say(text, stream=None):
+    """One line on stdout (the journal, under the unit) or ``stream``."""
+    stream = stream or sys.stdout
+    stream.write(text + "\n")
+
+
 def _path(root, rel):
     return os.path.join(root, rel.lstrip("/"))
 
@@ -122,7 +129,7 @@ def _write(root, rel, value):
     return None
 
 
-def apply_rules(rules, root="/", out=print):
+def apply_rules(rules, root="/", out=_say):
     """Write each IRQ the rules name (found in ``root``'s /proc/interrupts), then
     default_smp_affinity; log each step with ``out``. Returns the exit status."""
     with open(_path(root, "proc/interrupts")) as f:
@@ -181,18 +188,18 @@ def main(argv=None):
         if not isinstance(rules, dict) or not isinstance(rules.get("by_name", {}), dict):
             raise ValueError("rules must be an object with a by_name object")
     except IndexError:
-        print(usage, file=sys.stderr)
+        _say(usage, sys.stderr)
         return 2
     except (IOError, OSError, ValueError) as exc:
-        print("hostkit-irq-affinity: bad rules: %s" % exc, file=sys.stderr)
+        _say("hostkit-irq-affinity: bad rules: %s" % exc, sys.stderr)
         return 2
     if resolve_only:
         with open(_path(root, "proc/interrupts")) as f:
             assign, missed = resolve(rules.get("by_name") or {}, parse_interrupts(f.read()))
-        print(json.dumps({"assignments": assign, "missed": missed}, sort_keys=True))
+        _say(json.dumps({"assignments": assign, "missed": missed}, sort_keys=True))
         return 0
     return apply_rules(rules, root)
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    raise SystemExit(main())

@@ -1,0 +1,1 @@
+../hostkit/agent/irq_affinity.py
