@@ -220,10 +220,32 @@ PM_QOS = PmQos("cpu_dma_latency_us", "cpu_power", "/dev/cpu_dma_latency",
                "latency exceeds it (0: stay in C0/poll); null: no ceiling")
 
 
+ROLE_KTHREADS = "kthreads"
+
+
+@dataclass(frozen=True)
+class KthreadPlacement:
+    """Kernel threads the kernel lets move (``hostkit/agent/kthreads.py``) kept on the housekeeping
+    CPUs: moved at apply by the ``kthreads`` role (live hosts, journaled per thread) and at every boot
+    by its unit. A bool key ``key`` under ``section``; applies where the plan isolates CPUs."""
+
+    key: str
+    section: str
+    doc: str
+    default: bool = True
+    role: str = ROLE_KTHREADS
+
+
+KTHREADS = KthreadPlacement("kthreads_housekeeping", "kernel_noise",
+                            "kthreadd and every kernel thread that may move (kswapd, kcompactd, khugepaged, rcu "
+                            "threads, ...) off the isolated CPUs, a per-node thread onto its node's housekeeping "
+                            "CPUs; per-CPU threads are bound by the kernel and stay")
+
+
 def profile_sections() -> dict[str, list]:
-    """Profile section -> its entries of KERNEL_ARGS, SYSFS_VALUES and PM_QOS, in table order."""
+    """Profile section -> its entries of KERNEL_ARGS, SYSFS_VALUES, PM_QOS and KTHREADS, in table order."""
     out: dict[str, list] = {}
-    for entry in (*KERNEL_ARGS, PM_QOS, *SYSFS_VALUES):
+    for entry in (*KERNEL_ARGS, PM_QOS, *SYSFS_VALUES, KTHREADS):
         out.setdefault(entry.section, []).append(entry)
     return out
 
@@ -313,6 +335,9 @@ FILES: tuple[ManagedFile, ...] = (
                 follow_up=("systemctl", "daemon-reload"), scope="/etc/systemd/system/"),
     ManagedFile("/etc/systemd/system/hostkit-pm-qos.service", ROLE_PM_QOS, var="pm_qos_unit",
                 follow_up=("systemctl", "stop", "hostkit-pm-qos.service")),
+    # kthreads: the unit moving kernel threads at boot (rollback moves the live threads back itself).
+    ManagedFile("/etc/systemd/system/hostkit-kthreads.service", ROLE_KTHREADS, var="kthreads_unit",
+                follow_up=("systemctl", "daemon-reload"), scope="/etc/systemd/system/"),
 )
 # Sysctl values need no follow-up: rollback writes their journaled runtime value back itself.
 

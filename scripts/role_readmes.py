@@ -75,6 +75,14 @@ INTRO = {
               "ceiling and holds the file open (the kernel drops the request when it closes), so cpuidle skips "
               "every C-state whose exit latency exceeds it. Only where the plan's holder is `unit`; where hostkit "
               "drives tuned, tuned's `force_latency` holds it. Rollback removes the unit and stops the holder.",
+    "kthreads": "kthreadd and every kernel thread the kernel lets move (no `PF_NO_SETAFFINITY`; threaded IRQ "
+                "handlers follow their IRQ and are left) whose allowed CPUs include an isolated one, onto the "
+                "housekeeping CPUs among its allowed ones, else all of them (tuned's `isolated_cores` rule: "
+                "`kswapd<N>` stays on its node), by `hostkit_kthreads` on live hosts, each thread's "
+                "`Cpus_allowed_list` journaled by pid and start time; `hostkit-kthreads.service` runs the same "
+                "move at every boot (`hostkit/agent/kthreads.py`, installed with the `cpulist.py` it imports). "
+                "Under a lab sysroot there are no threads: the move is reported skipped. Rollback moves each "
+                "thread that still runs back and removes the unit.",
     "kubelet": "A KubeletConfiguration drop-in: static CPU manager (`full-pcpus-only`), `single-numa-node` "
                "topology manager, Static memory manager with `reservedMemory` per node, `reservedSystemCPUs` = "
                "housekeeping. When a manager policy changes, its state file is removed before the restart "

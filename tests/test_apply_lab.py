@@ -10,11 +10,13 @@ from __future__ import annotations
 import pytest
 
 from hostkit.agent.cpulist import parse_cpulist
+from hostkit.agent.kthreads import NOT_LIVE
 from hostkit.facts import gather
 from hostkit.plan import make_plan
 from hostkit.profiles import apply_overrides, load_profile
 from tests.conftest import lab_port
 from tests.labutil import Fleet, cli, cli_json, inventory_with, sysroot, trees
+from tests.modules.runner import REPO
 
 pytestmark = pytest.mark.lab
 
@@ -208,6 +210,21 @@ def test_guest_tuned_by_another_tool_keeps_no_isolation_arguments(fleet):
     assert "isolcpus" not in vm_grub and "nohz_full" not in vm_grub and "rcu_nocbs" not in vm_grub
     assert not (root / "etc/default/grub.d/hostkit.cfg").exists()
     assert gather(str(root))["kernel"]["sched_rt_runtime_us"] == 950000
+
+
+def test_kernel_threads_step_says_a_lab_host_has_no_threads_to_move(fleet, plans):
+    hosts = fleet.applied()["hosts"]
+    program = (REPO / "hostkit/agent/kthreads.py").read_bytes()
+    for h in BARE:
+        skipped = hosts[h]["roles"]["kthreads"]["skipped"]
+        assert len(skipped) == 1 and skipped[0].startswith(NOT_LIVE), (h, skipped)
+        root = sysroot(fleet.lab, h)
+        assert f"--housekeeping {plans[h]['housekeeping']} --isolated {plans[h]['isolated']}\n" in \
+            (root / "etc/systemd/system/hostkit-kthreads.service").read_text()
+        assert (root / "usr/local/lib/hostkit/hostkit_kthreads.py").read_bytes() == program
+    for h in GUESTS:  # nothing isolated: nothing to move, no unit
+        assert "skipped" not in hosts[h]["roles"]["kthreads"], h
+        assert not (sysroot(fleet.lab, h) / "etc/systemd/system/hostkit-kthreads.service").exists()
 
 
 def test_second_apply_changes_nothing_on_any_role(fleet):

@@ -35,8 +35,8 @@ def typed_for(facts, name, profile="bare-metal-inference", overrides=None, force
 # The plan JSON contract: these keys, in this order (hostkit plan --json, the roles' hostkit_plan).
 PLAN_KEYS = ["host", "profile", "isolation", "online", "housekeeping", "isolated", "irq_cpus", "irq_mask",
              "nic_irq_cpus", "nodes", "pools", "cmdline", "cmdline_set", "cmdline_remove", "sysctl", "governor",
-             "governor_cpus", "irq", "containerd", "kubelet", "bios", "smoke", "tuned", "sysfs", "pm_qos", "warnings",
-             "reasons", "refused"]
+             "governor_cpus", "irq", "containerd", "kubelet", "bios", "smoke", "tuned", "sysfs", "pm_qos", "kthreads",
+             "warnings", "reasons", "refused"]
 
 
 def assert_typed_invariants(plan: Plan):

@@ -10,8 +10,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from hostkit.agent.cpulist import format_mask, parse_cpulist, parse_mask
+from hostkit.agent.cpulist import format_cpulist, format_mask, parse_cpulist, parse_mask
 from hostkit.agent.kernel_args import split_isolcpus
+from hostkit.agent.kthreads import PF_KTHREAD, PF_NO_SETAFFINITY, plan_moves
 from hostkit.errors import BadInput
 from hostkit.facts import gather
 from hostkit.plan import build_plan
@@ -452,3 +453,39 @@ def test_hugepages_per_node_never_more_than_the_node_s_memory_property(facts, na
         node = int(i["path"].split("/node/node")[1].split("/")[0])
         assert int(i["value"]) * HUGEPAGE_KB < mem[node]
     assert bool(planned) != bool([r for r in p["refused"] if r.startswith("hugepages_2m_per_node")])
+
+
+# ----------------------------------------------------------------------------- kernel threads
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(name=st.sampled_from(BARE), wanted=st.booleans(), isolation=st.booleans(),
+       reserve=st.integers(min_value=1, max_value=3), data=st.data())
+def test_kernel_threads_never_go_to_an_isolated_cpu_property(facts, name, wanted, isolation, reserve, data):
+    """Whatever the threads' allowed CPUs (all, a node's, one CPU) and flags: a thread the plan moves
+    lands on housekeeping CPUs only, on its own node's when it has some; bound threads never move."""
+    p = plan(facts[name], {"isolation": isolation, "reserve_per_node": reserve,
+                           "kernel_noise": {"kthreads_housekeeping": wanted}})
+    k = p["kthreads"]
+    assert k["move"] == (wanted and isolation and not p["refused"])
+    if not k["move"]:
+        assert (k["housekeeping"], k["isolated"]) == ("", "")
+        return
+    hk, iso = parse_cpulist(k["housekeeping"]), parse_cpulist(k["isolated"])
+    assert (hk, iso) == (parse_cpulist(p["housekeeping"]), parse_cpulist(p["isolated"])) and hk and not hk & iso
+    online = sorted(parse_cpulist(p["online"]))
+    nodes = [parse_cpulist(n["cpus"]) for n in p["nodes"]]
+    allowed = st.one_of(st.just(frozenset(online)), st.sampled_from(nodes),
+                        st.sets(st.sampled_from(online), min_size=1).map(frozenset))
+    threads = [{"pid": pid, "comm": f"k{pid}", "start": pid, "cpus": format_cpulist(cpus),
+                "flags": PF_KTHREAD | (PF_NO_SETAFFINITY if bound else 0)}
+               for pid, (cpus, bound) in enumerate(data.draw(st.lists(st.tuples(allowed, st.booleans()),
+                                                                        min_size=1, max_size=12)), start=2)]
+    moves = {m["pid"]: m for m in plan_moves(threads, hk, iso)}
+    for t in threads:
+        cpus = parse_cpulist(t["cpus"])
+        bound = bool(t["flags"] & PF_NO_SETAFFINITY)
+        assert (t["pid"] in moves) == (not bound and bool(cpus & iso)), t
+        if t["pid"] in moves:
+            after = parse_cpulist(moves[t["pid"]]["after"])
+            assert after and after <= hk and not after & iso
+            assert after == ((cpus & hk) or hk)  # a per-node thread stays on its node's housekeeping CPUs

@@ -45,7 +45,7 @@ def load_runs(sysroot: str) -> list[dict]:
 
 
 def entry_paths(entry: dict) -> list[str]:
-    if entry.get("kind") == "values":
+    if "items" in entry:  # kind values (files under /proc, /sys) or kthreads (/proc/<pid>)
         return [i["path"] for i in entry.get("items", [])]
     return [entry["path"]]
 

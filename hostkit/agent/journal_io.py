@@ -190,7 +190,7 @@ class Journal(object):
         doc = self.load()
         entries = []
         for e in doc["entries"]:
-            if e.get("seq") == seq and e.get("kind") == "values":
+            if e.get("seq") == seq and "items" in e:  # kind values or kthreads
                 e["items"] = [i for i in e["items"] if i["path"] not in paths]
                 if not e["items"]:
                     continue

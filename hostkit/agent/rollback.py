@@ -17,6 +17,7 @@ import json
 import os
 import re
 
+from hostkit.agent import kthreads
 from hostkit.agent.journal import ROLLBACK_SUFFIX, journal_dir, load_runs
 from hostkit.agent.journal_io import atomic_write, file_state, now, record_would_run, state_bytes
 from hostkit.agent.sysroot import is_live, sysroot_path
@@ -65,7 +66,18 @@ def rollback(sysroot: str = "/", run_id: str | None = None, all_runs: bool = Fal
     restored: dict[str, str | None] = {}  # path -> the text rollback puts back (the oldest run's wins)
     for run in runs:
         for entry in reversed(run.get("entries", [])):
-            if entry.get("kind") == "values":
+            if entry.get("kind") == kthreads.ENTRY_KIND:  # the live kernel's threads, by pid + start time
+                for item in reversed(entry.get("items", [])):
+                    outcome, current = kthreads.restore(item, check=check)
+                    if outcome in ("unchanged", "gone"):
+                        unchanged += 1
+                        continue
+                    act = {"run_id": run["run_id"], "path": item["path"], "kind": "kthread", "comm": item["comm"],
+                           "from": current, "to": item["before"]}
+                    if outcome != "restored":
+                        act["refused"] = outcome
+                    actions.append(act)
+            elif entry.get("kind") == "values":
                 for item in reversed(entry.get("items", [])):
                     full = sysroot_path(sysroot, item["path"])
                     try:
@@ -185,7 +197,10 @@ def verify_restored(sysroot: str, runs: list[dict], irqbalance_owns_irqs: bool =
     expected: dict[str, tuple] = {}
     for run in runs:  # newest first: the oldest run's 'before' is written last and wins
         for entry in reversed(run.get("entries", [])):
-            if entry.get("kind") == "values":
+            if entry.get("kind") == kthreads.ENTRY_KIND:
+                for item in reversed(entry.get("items", [])):
+                    expected[item["path"]] = ("kthread", None, item)
+            elif entry.get("kind") == "values":
                 for item in reversed(entry.get("items", [])):
                     expected[item["path"]] = ("value", item.get("kind", "str"), item["before"])
             else:
@@ -193,7 +208,11 @@ def verify_restored(sysroot: str, runs: list[dict], irqbalance_owns_irqs: bool =
     mismatches = []
     for path, (kind, vkind, before) in expected.items():
         full = sysroot_path(sysroot, path)
-        if kind == "file":
+        if kind == "kthread":
+            got = kthreads.verify(before)
+            if got is not None:
+                mismatches.append({"path": path, "expected": before["before"], "got": got})
+        elif kind == "file":
             if not _file_matches(file_state(full), before):
                 mismatches.append({"path": path, "expected": "absent" if not before.get("exists")
                                    else f"sha256 {before['sha256'][:12]} mode {before['mode']}",

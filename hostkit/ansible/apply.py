@@ -117,6 +117,8 @@ def _host_result(name: str, run: RunResult) -> HostApply:
         r["changed"] += int(t.changed)
         r["failed"] = r["failed"] or t.status in ("failed", "unreachable")
         res = t.res or {}
+        if res.get("skipped_reason"):  # a step that could not do its job on this host, and why
+            r.setdefault("skipped", []).append(res["skipped_reason"])
         if "reboot_required" in res:  # the last word wins: the re-check after a reboot clears it
             out.reboot_required = bool(res["reboot_required"])
         if res.get("would_run") and res.get("argv"):

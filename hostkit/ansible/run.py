@@ -215,6 +215,8 @@ class EventCollector:
         res = data.get("res") or {}
         if kind == "runner_on_failed" and data.get("ignore_errors"):
             status = "ok"
+        if status == "ok" and res.get("skipped_reason"):  # the module could not do its job here: says why
+            status = "skipped"
         task = data.get("task", "")
         hr = self.hosts.setdefault(host, HostResult(name=host))
         changed = bool(res.get("changed"))

@@ -228,6 +228,23 @@ def check_pm_qos(facts: dict, plan: dict) -> list[dict]:
                     "not readable (needs root)" if got is None else None)]
 
 
+def check_kthreads(facts: dict, plan: dict) -> list[dict]:
+    """No kernel thread that may move is allowed on an isolated CPU (live hosts: facts.kthreads)."""
+    want = plan.get("kthreads") or {}
+    if not want.get("move"):
+        return []
+    check, expected = "kernel threads off isolated CPUs", f"no movable kernel thread on CPUs {want['isolated']}"
+    seen = facts.get("kthreads") or {}
+    if not seen.get("available"):
+        return [finding(check, "not_applicable", expected, None, "/proc/*/status",
+                        seen.get("reason") or "the facts have no kernel threads")]
+    isolated = parse_cpulist(want["isolated"])
+    on = [f"{t['comm']} ({t['pid']}) on {t['cpus']}" for t in seen["movable"] if parse_cpulist(t["cpus"]) & isolated]
+    return [finding(check, "drift" if on else "pass", expected,
+                    "; ".join(on[:8]) + (f"; {len(on) - 8} more" if len(on) > 8 else "") if on
+                    else f"{len(seen['movable'])} movable kernel threads, none there", "/proc/*/status")]
+
+
 def check_governor(facts: dict, plan: dict) -> list[dict]:
     if not plan["governor"]:
         return [finding("cpufreq governor", "not_applicable", None, None, "/sys/devices/system/cpu/cpu*/cpufreq",
@@ -418,6 +435,6 @@ def run_checks(host, sysroot: str, facts: dict, plan: dict, paths: dict[str, str
         view = HostView(host, sysroot, paths)
         view.prefetch()
     return (check_kernel_args(view, facts, plan) + check_sysctls(facts, plan) + check_governor(facts, plan)
-            + check_sysfs(facts, plan) + check_pm_qos(facts, plan)
+            + check_sysfs(facts, plan) + check_pm_qos(facts, plan) + check_kthreads(facts, plan)
             + check_irqs(view, facts, plan) + check_irqbalance(view, plan) + check_containerd(view, plan)
             + check_kubelet(view, plan) + check_bios(plan) + check_cross_layer(view, facts, plan))

@@ -9,7 +9,9 @@ from __future__ import annotations
 
 import os
 
+from hostkit.agent import kthreads
 from hostkit.agent.cpulist import parse_cpulist
+from hostkit.agent.sysroot import is_live
 from hostkit.facts.cpufreq import read_cpufreq
 from hostkit.facts.dmi import read_memory
 from hostkit.facts.irqs import read_default_affinity, read_irqs, read_nics, read_steal
@@ -53,6 +55,7 @@ def gather(sysroot: str = "/") -> dict:
         "tuned": read_tuned(sr),
         "cpuidle": read_cpuidle(sr),
         "sysfs": read_sysfs_values(sr, online, topo["numa_nodes"]),  # hostkit.tunables.SYSFS_VALUES
+        "kthreads": kthreads.facts(is_live(str(sr.root))),  # live hosts only: a sysroot has no threads
     }
 
 

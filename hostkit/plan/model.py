@@ -83,6 +83,8 @@ class Plan:
     sysfs: tuple[dict, ...] = ()
     # {"cpu_dma_latency_us": int | None, "holder": "unit" | "tuned" | None}: the PM QoS latency ceiling
     pm_qos: dict = field(default_factory=lambda: {"cpu_dma_latency_us": None, "holder": None})
+    # {"move": bool, "housekeeping": cpulist, "isolated": cpulist}: hostkit.tunables.KTHREADS (the kthreads role)
+    kthreads: dict = field(default_factory=lambda: {"move": False, "housekeeping": "", "isolated": ""})
 
     @property
     def isolated(self) -> frozenset[int]:
@@ -136,6 +138,7 @@ class Plan:
             "tuned": copy.deepcopy(self.tuned),
             "sysfs": [dict(i) for i in self.sysfs],
             "pm_qos": dict(self.pm_qos),
+            "kthreads": dict(self.kthreads),
             "warnings": list(self.warnings),
             "reasons": list(self.reasons),
             "refused": list(self.refused),

@@ -22,7 +22,7 @@ from hostkit.agent.irq_affinity import name_rules
 from hostkit.errors import BadInput
 from hostkit.plan.model import IrqPlan, NodePartition, Plan
 from hostkit.plan.tuned import plan_tuned
-from hostkit.tunables import HUGEPAGE_KB, KERNEL_ARGS, PM_QOS, SYSFS_VALUES, SysfsValue
+from hostkit.tunables import HUGEPAGE_KB, KERNEL_ARGS, KTHREADS, PM_QOS, SYSFS_VALUES, SysfsValue
 
 ISOLATION_ARGS = ("isolcpus", "nohz_full", "rcu_nocbs", "irqaffinity")
 # Removed by a profile without isolation as well: left behind, it keeps every host process on the
@@ -99,6 +99,8 @@ def build_plan(facts: dict, profile: dict, pinned: dict | None = None, *, force:
     warnings += tuple(warned)
     pm_qos, why = _pm_qos(latency, facts.get("cpuidle") or {}, tuned["mode"])
     reasons += why
+    kthreads, why = _kthreads(profile, facts, housekeeping, isolated, isolation and bool(isolated) and not refused)
+    reasons += why
     irq, why = _irq_plan(profile, facts, topo, isolation, isolated, irq_cpus, nic_irq_cpus, pinned)
     reasons += why
     return Plan(
@@ -112,7 +114,7 @@ def build_plan(facts: dict, profile: dict, pinned: dict | None = None, *, force:
         containerd=dict(profile["containerd"]), kubelet=_kubelet(profile, format_cpulist(housekeeping), topo.nodes),
         bios=_bios(profile, facts["topology"], facts.get("memory") or {}), smoke=dict(profile["smoke"]),
         warnings=tuple(warnings), reasons=tuple(reasons), refused=tuple(refused), tuned=tuned,
-        sysfs=tuple(sysfs), pm_qos=pm_qos)
+        sysfs=tuple(sysfs), pm_qos=pm_qos, kthreads=kthreads)
 
 
 def _boot_guard(isolation: bool, profile: dict, kernel: dict) -> list[str]:
@@ -346,6 +348,32 @@ def _pm_qos(latency: int | None, cpuidle: dict, tuned_mode: str) -> tuple[dict, 
           else f"hostkit-pm-qos.service holding {PM_QOS.path} open from boot")
     return ({PM_QOS.key: latency, "holder": holder},
             [f"{PM_QOS.key}={latency}: every CPU wakes within {latency} us, by {by}{seen}"])
+
+
+def _kthreads(profile: dict, facts: dict, housekeeping: set[int], isolated: set[int],
+              isolating: bool) -> tuple[dict, list[str]]:
+    """Why: a kernel thread allowed on an isolated CPU may be scheduled there and preempt inference;
+    nohz_full= keeps the threads kthreadd creates on housekeeping CPUs from boot, but per-node threads
+    (kswapd<N>, kcompactd<N>) set their node's CPUs themselves (Debian 12's 6.1), and nothing moves
+    the threads of a running kernel before the reboot."""
+    wanted = isolating and profile[KTHREADS.section][KTHREADS.key]
+    out = {"move": bool(wanted), "housekeeping": format_cpulist(housekeeping) if wanted else "",
+           "isolated": format_cpulist(isolated) if wanted else ""}
+    if not isolating:
+        return out, []
+    if not wanted:
+        return out, [f"kernel threads left where they are ({KTHREADS.section}.{KTHREADS.key}: false)"]
+    seen = facts.get("kthreads") or {}
+    if seen.get("available"):
+        on = [t["comm"] for t in seen["movable"] if parse_cpulist(t["cpus"]) & isolated]
+        now = f"; {len(on)} allowed on isolated CPUs now" + (f" ({', '.join(on[:4])}{', ...' if len(on) > 4 else ''})"
+                                                           if on else "")
+    else:
+        now = "; " + (seen.get("reason") or "no kernel threads in the facts")
+    return out, [f"kernel threads: kthreadd and every kernel thread that may move go to the housekeeping CPUs "
+                 f"{out['housekeeping']} (a per-node thread such as kswapd<N> to its node's), now and at every "
+                 f"boot (hostkit-kthreads.service): nohz_full= covers what kthreadd creates, not kswapd/kcompactd, "
+                 f"which take their node's CPUs themselves{now}"]
 
 
 def _partition_sysctls(isolating: bool, kubelet_static: bool, profile: dict,

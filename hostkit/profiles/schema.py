@@ -9,16 +9,18 @@ from __future__ import annotations
 
 from hostkit.agent.cpulist import parse_cpulist
 from hostkit.errors import BadInput, CpulistError
-from hostkit.tunables import KernelArg, PmQos, SysfsValue, profile_sections, tuned_sysctls
+from hostkit.tunables import KernelArg, KthreadPlacement, PmQos, SysfsValue, profile_sections, tuned_sysctls
 
 ISOLCPUS_FLAGS = ("domain", "managed_irq", "nohz")
 GOVERNORS = ("performance", "powersave", "schedutil", "ondemand", "conservative", "userspace")
 KERNEL_ARG_CHARS = set("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-.,=:/")
 
 
-def _entry_field(e: KernelArg | SysfsValue | PmQos) -> Field:
+def _entry_field(e: KernelArg | SysfsValue | PmQos | KthreadPlacement) -> Field:
     """The profile field of one entry of hostkit.tunables (a kernel argument, a /sys value, the PM QoS
-    ceiling): a bool switch, one of its choices, or an integer within its bounds."""
+    ceiling, kernel-thread placement): a bool switch, one of its choices, or an integer within its bounds."""
+    if isinstance(e, KthreadPlacement):
+        return Field("bool", e.default, doc=e.doc)
     if isinstance(e, PmQos):
         return Field("int", e.default, min=e.min, max=e.max, nullable=True, doc=e.doc)
     if isinstance(e, KernelArg):
