@@ -14,8 +14,8 @@ description:
     (no C(PF_NO_SETAFFINITY); threaded IRQ handlers follow their IRQ and are left) gets the
     housekeeping CPUs among its allowed ones, or every housekeeping CPU when it has none (a per-node
     thread such as C(kswapd1) stays on its node).
-  - Each thread's previous C(Cpus_allowed_list) is journaled before the move, keyed by pid and start
-    time, so rollback restores only the same thread.
+  - Each thread's previous C(Cpus_allowed_list) is journaled before the move, keyed by boot id, pid and
+    start time, so rollback restores only the same thread.
   - Under a sysroot other than V(/) there are no live kernel threads, so nothing is read or changed, and
     RV(skipped_reason) says so (hostkit reports the step skipped, with that reason, never ok).
 author: hostkit maintainers (!UNKNOWN)
@@ -91,7 +91,7 @@ skipped_reason:
 from ansible.module_utils.basic import AnsibleModule
 from ansible.module_utils.hostkit_cpulist import parse_cpulist
 from ansible.module_utils.hostkit_journal import ModuleFailure, is_live, journaled_module_options, run_journaled
-from ansible.module_utils.hostkit_kthreads import NOT_LIVE, apply_moves, kernel_threads, movable, plan_moves
+from ansible.module_utils.hostkit_kthreads import NOT_LIVE, apply_moves, boot_id, kernel_threads, movable, plan_moves
 
 SHOWN = ("pid", "comm", "before", "after")
 
@@ -108,13 +108,14 @@ def check_params(params):
     return housekeeping, isolated
 
 
-def decide(params, threads):
-    """Pure: the moves to make (``threads``: the live kernel threads, None under a sysroot) and the result."""
+def decide(params, threads, boot=None):
+    """Pure: the moves to make (``threads``: the live kernel threads, None under a sysroot; ``boot``:
+    this boot's id, journaled with each thread) and the result."""
     housekeeping, isolated = check_params(params)
     if threads is None:
         return [], dict(changed=False, moved=[], unchanged=0, kernel_refused=[], gone=[],
                         skipped_reason="%s (%s): no kernel thread to move" % (NOT_LIVE, params["sysroot"]))
-    todo = plan_moves(threads, housekeeping, isolated)
+    todo = plan_moves(threads, housekeeping, isolated, boot)
     return todo, dict(changed=bool(todo), moved=[dict((k, t[k]) for k in SHOWN) for t in todo],
                       unchanged=sum(1 for t in threads if movable(t)) - len(todo), kernel_refused=[], gone=[])
 
@@ -146,7 +147,8 @@ def main():
     )
 
     def work(p, journal):
-        todo, result = decide(p, kernel_threads() if is_live(p["sysroot"]) else None)
+        live = is_live(p["sysroot"])
+        todo, result = decide(p, kernel_threads() if live else None, boot_id() if live else None)
         if module._diff and todo:
             result["diff"] = diff(todo)
         if todo and not module.check_mode:

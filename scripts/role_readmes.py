@@ -79,7 +79,7 @@ INTRO = {
                 "handlers follow their IRQ and are left) whose allowed CPUs include an isolated one, onto the "
                 "housekeeping CPUs among its allowed ones, else all of them (tuned's `isolated_cores` rule: "
                 "`kswapd<N>` stays on its node), by `hostkit_kthreads` on live hosts, each thread's "
-                "`Cpus_allowed_list` journaled by pid and start time; `hostkit-kthreads.service` runs the same "
+                "`Cpus_allowed_list` journaled by boot id, pid and start time; `hostkit-kthreads.service` runs the same "
                 "move at every boot (`hostkit/agent/kthreads.py`, installed with the `cpulist.py` it imports). "
                 "Under a lab sysroot there are no threads: the move is reported skipped. Rollback moves each "
                 "thread that still runs back and removes the unit.",

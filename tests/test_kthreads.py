@@ -72,7 +72,7 @@ def test_move_journal_audit_and_rollback_on_the_real_threads(tmp_path, originals
     assert bound, "no per-CPU kernel thread bound to CPU 1 (ksoftirqd/1, migration/1, ...)"
     assert check_kthreads(gather("/"), PLAN)[0]["status"] == "drift"
 
-    todo, result = mod.decide(params, kthreads.kernel_threads())
+    todo, result = mod.decide(params, kthreads.kernel_threads(), kthreads.boot_id())
     assert {t["pid"] for t in todo} == {t["pid"] for t in stray} and result["changed"] is True
     shown = mod.diff(todo)
     assert f"kthreadd (2) = {originals[2][1]}\n" in shown["before"] and "kthreadd (2) = 0\n" in shown["after"]
@@ -86,11 +86,12 @@ def test_move_journal_audit_and_rollback_on_the_real_threads(tmp_path, originals
     assert strays_now() == []
     finding, = check_kthreads(gather("/"), PLAN)
     assert finding["status"] == "pass", finding
-    # the journal: one entry, each moved thread keyed by pid and start time with its previous CPUs
+    # the journal: one entry, each moved thread keyed by boot, pid and start time with its previous CPUs
     entry, = json.loads((tmp_path / "var/lib/hostkit/journal/kt1.json").read_text())["entries"]
     assert entry["kind"] == "kthreads"
-    assert {(i["pid"], i["start"], i["before"]) for i in entry["items"]} == \
-        {(t["pid"], originals[t["pid"]][0], originals[t["pid"]][1]) for t in result["moved"]}
+    boot = Path("/proc/sys/kernel/random/boot_id").read_text().strip()
+    assert {(i["boot"], i["pid"], i["start"], i["before"]) for i in entry["items"]} == \
+        {(boot, t["pid"], originals[t["pid"]][0], originals[t["pid"]][1]) for t in result["moved"]}
 
     # a second run changes nothing
     again, second = mod.decide(params, kthreads.kernel_threads())
@@ -117,13 +118,15 @@ def test_an_unwritable_journal_moves_no_thread(tmp_path, originals):
 
 
 def test_rollback_leaves_a_thread_that_is_not_the_journaled_one(tmp_path, originals):
-    """A pid whose start time differs is another thread (the journaled one exited, the pid was reused)."""
+    """A pid whose start time differs is another thread (the journaled one exited, the pid was reused);
+    the same pid and start tick in another boot (kthreadd, in every boot) is another thread too."""
     t = next(t for t in strays_now() if t["comm"] == "kthreadd")
+    boot = kthreads.boot_id()
     Journal(str(tmp_path), "kt3").record({"kind": "kthreads", "role": "kthreads", "items": [
-        {"pid": t["pid"], "start": t["start"] + 1, "comm": t["comm"], "path": f"/proc/{t['pid']}",
-         "before": "1", "after": "0"}]})
+        {"pid": t["pid"], "start": start, "boot": b, "comm": t["comm"], "path": f"/proc/{t['pid']}",
+         "before": "1", "after": "0"} for start, b in ((t["start"] + 1, boot), (t["start"], "another-boot"))]})
     rb = rollback(str(tmp_path))
-    assert (rb["changed"], rb["unchanged"], rb["verify"]["ok"]) == (False, 1, True)
+    assert (rb["changed"], rb["unchanged"], rb["verify"]["ok"]) == (False, 2, True)
     assert live_cpus(t["pid"]) == t["cpus"]
 
 

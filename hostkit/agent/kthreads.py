@@ -13,8 +13,9 @@ that is empty - :func:`target` is the same rule, so a per-node thread (``kswapd<
 ``kcompactd<N>``, allowed on its node's CPUs) goes to its node's housekeeping CPUs.
 
 Only a live host has threads: under a sysroot other than ``/`` nothing here reads or moves
-anything. Each move is journaled before it is made, keyed by pid *and* start time, so rollback
-puts back only the same thread (a pid reused by another thread is left alone).
+anything. Each move is journaled before it is made, keyed by boot id, pid *and* start time, so
+rollback puts back only the same thread (a pid reused by another thread, or the same pid and tick in
+a later boot, is left alone).
 
 Shared by the agent (facts, rollback) and the ``hostkit_kthreads`` module (as
 ``module_utils/hostkit_kthreads.py``, a symlink to this file), and run at every boot by the
@@ -113,13 +114,19 @@ def facts(live, proc="/proc"):
             "bound": sum(1 for t in threads if not movable(t))}
 
 
-def plan_moves(threads, housekeeping, isolated):
-    """Pure: ``[{pid, start, comm, path, before, after}]`` for every stray thread."""
+def boot_id(proc="/proc"):
+    """This boot's id: a pid and start time (ticks since boot) name a thread within one boot only
+    (kthreadd is pid 2 at the same tick in every boot)."""
+    return (_read(proc + "/sys/kernel/random/boot_id") or "").strip() or None
+
+
+def plan_moves(threads, housekeeping, isolated, boot=None):
+    """Pure: ``[{pid, start, boot, comm, path, before, after}]`` for every stray thread."""
     out = []
     for t in strays(threads, isolated):
         after = format_cpulist(target(parse_cpulist(t["cpus"]), housekeeping))
-        out.append({"pid": t["pid"], "start": t["start"], "comm": t["comm"], "path": "/proc/%d" % t["pid"],
-                    "before": t["cpus"], "after": after})
+        out.append({"pid": t["pid"], "start": t["start"], "boot": boot, "comm": t["comm"],
+                    "path": "/proc/%d" % t["pid"], "before": t["cpus"], "after": after})
     return out
 
 
@@ -157,7 +164,9 @@ def apply_moves(journal, role, todo):
 
 
 def same_thread(item, proc="/proc"):
-    """The thread an item names, when it still runs (same pid and start time), else None."""
+    """The thread an item names, when it still runs (same boot, pid and start time), else None."""
+    if item.get("boot") != boot_id(proc):
+        return None
     t = read_thread(item["pid"], proc)
     return t if t is not None and t["start"] == item["start"] else None
 
@@ -197,7 +206,7 @@ def boot(argv=None, proc="/proc"):
         ap.error(str(exc))
     if not housekeeping:
         ap.error("--housekeeping is empty")
-    for t in plan_moves(kernel_threads(proc), housekeeping, isolated):
+    for t in plan_moves(kernel_threads(proc), housekeeping, isolated, boot_id(proc)):
         why = _set(t["pid"], t["after"])
         sys.stdout.write("%s %d (%s): %s -> %s\n" % ("moved" if why is None else why, t["pid"], t["comm"],
                                                      t["before"], t["after"]))
