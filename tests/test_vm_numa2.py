@@ -21,6 +21,7 @@ import time
 import pytest
 
 from hostkit.agent.cpulist import parse_cpulist
+from hostkit.agent.kthreads import PF_KTHREAD, PF_NO_SETAFFINITY
 from tests.labutil import cli, cli_json
 from tests.vmutil import SYSCTL_PATHS, REBOOT_TIMEOUT, device_irqs, etc_boot_hashes, inventory_for, read, ssh, vm_lab_fixture
 
@@ -119,6 +120,27 @@ def test_apply_reboot_boots_the_planned_arguments_once_each(lab, tuned):
     assert isolated, plan
     assert parse_cpulist(read(lab, HOST, "/sys/devices/system/cpu/isolated")) == isolated
     assert parse_cpulist(read(lab, HOST, "/sys/devices/system/cpu/nohz_full")) == isolated
+
+
+# Every task's pid, comm, flags and Cpus_allowed_list, read in the guest from its live /proc.
+TASKS_PY = ('import json, os\nout = []\nfor p in os.listdir("/proc"):\n    if not p.isdigit(): continue\n'
+            '    try:\n        s = open("/proc/" + p + "/stat").read(); st = open("/proc/" + p + "/status").read()\n'
+            '    except OSError: continue\n    f = s[s.rindex(")") + 2:].split()\n'
+            '    cpus = [x.split(":", 1)[1].strip() for x in st.splitlines() if x.startswith("Cpus_allowed_list:")]\n'
+            '    out.append([int(p), s[s.index("(") + 1:s.rindex(")")], int(f[6]), cpus[0]])\nprint(json.dumps(out))')
+
+
+def test_no_movable_kernel_thread_on_an_isolated_cpu(lab, tuned):
+    """After the reboot into nohz_full= (which places what kthreadd creates), the kthreads role, which runs
+    after isolcpus' reboot, moved the rest (kswapd<N>, kcompactd<N> take their node's CPUs themselves on
+    this kernel); its unit is enabled for the next boots."""
+    assert ssh(lab, HOST, "systemctl is-enabled hostkit-kthreads.service").strip() == "enabled"
+    tasks = json.loads(ssh(lab, HOST, f"python3 -c '{TASKS_PY}'"))
+    isolated = parse_cpulist(tuned["plan"]["isolated"])
+    kernel = [(pid, comm, cpus) for pid, comm, flags, cpus in tasks
+              if flags & PF_KTHREAD and not flags & PF_NO_SETAFFINITY and not comm.startswith("irq/")]
+    assert any(comm.startswith("kswapd") for _, comm, _ in kernel), kernel
+    assert [k for k in kernel if parse_cpulist(k[2]) & isolated] == [], tuned["plan"]["isolated"]
 
 
 def test_live_sysctls_match_the_plan(lab, tuned):
