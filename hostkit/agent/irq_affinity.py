@@ -129,11 +129,16 @@ def _write(root, rel, value):
     return None
 
 
+def read_rows(root="/"):
+    """The IRQ rows of ``root``'s /proc/interrupts (:func:`parse_interrupts`)."""
+    with open(_path(root, "proc/interrupts")) as f:
+        return parse_interrupts(f.read())
+
+
 def apply_rules(rules, root="/", out=_say):
     """Write each IRQ the rules name (found in ``root``'s /proc/interrupts), then
     default_smp_affinity; log each step with ``out``. Returns the exit status."""
-    with open(_path(root, "proc/interrupts")) as f:
-        rows = parse_interrupts(f.read())
+    rows = read_rows(root)
     assign, missed = resolve(rules.get("by_name") or {}, rows)
     name_of = {str(r["irq"]): r["name"] for r in rows}
     status, done, refused = 0, 0, 0
@@ -194,8 +199,7 @@ def main(argv=None):
         _say("hostkit-irq-affinity: bad rules: %s" % exc, sys.stderr)
         return 2
     if resolve_only:
-        with open(_path(root, "proc/interrupts")) as f:
-            assign, missed = resolve(rules.get("by_name") or {}, parse_interrupts(f.read()))
+        assign, missed = resolve(rules.get("by_name") or {}, read_rows(root))
         _say(json.dumps({"assignments": assign, "missed": missed}, sort_keys=True))
         return 0
     return apply_rules(rules, root)

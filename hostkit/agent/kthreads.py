@@ -99,9 +99,14 @@ def target(cpus, housekeeping):
     return (cpus & housekeeping) or housekeeping
 
 
+def allowed_on(threads, cpus):
+    """The threads (anything with a ``cpus`` cpulist: live threads, facts entries) allowed on any of ``cpus``."""
+    return [t for t in threads if parse_cpulist(t["cpus"]) & cpus]
+
+
 def strays(threads, isolated):
     """The movable threads allowed on an isolated CPU."""
-    return [t for t in threads if movable(t) and parse_cpulist(t["cpus"]) & isolated]
+    return [t for t in allowed_on(threads, isolated) if movable(t)]
 
 
 def facts(live, proc="/proc"):

@@ -18,6 +18,7 @@ import yaml
 
 from hostkit.agent.cpulist import format_cpulist, parse_cpulist, parse_mask
 from hostkit.agent.kernel_args import arg_name, cmdline_words, domain_isolated, format_arg
+from hostkit.agent.kthreads import allowed_on
 from hostkit.agent.sysroot import sysroot_path
 from hostkit.agent.values import same
 from hostkit.tunables import BY_KEY, IRQBALANCE_CONFIGS, role_paths
@@ -239,7 +240,7 @@ def check_kthreads(facts: dict, plan: dict) -> list[dict]:
         return [finding(check, "not_applicable", expected, None, "/proc/*/status",
                         seen.get("reason") or "the facts have no kernel threads")]
     isolated = parse_cpulist(want["isolated"])
-    on = [f"{t['comm']} ({t['pid']}) on {t['cpus']}" for t in seen["movable"] if parse_cpulist(t["cpus"]) & isolated]
+    on = [f"{t['comm']} ({t['pid']}) on {t['cpus']}" for t in allowed_on(seen["movable"], isolated)]
     return [finding(check, "drift" if on else "pass", expected,
                     "; ".join(on[:8]) + (f"; {len(on) - 8} more" if len(on) > 8 else "") if on
                     else f"{len(seen['movable'])} movable kernel threads, none there", "/proc/*/status")]

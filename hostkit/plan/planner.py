@@ -19,6 +19,7 @@ from dataclasses import dataclass
 
 from hostkit.agent.cpulist import format_cpulist, format_mask, parse_cpulist, parse_mask
 from hostkit.agent.irq_affinity import name_rules
+from hostkit.agent.kthreads import allowed_on
 from hostkit.errors import BadInput
 from hostkit.plan.model import IrqPlan, NodePartition, Plan
 from hostkit.plan.tuned import plan_tuned
@@ -365,7 +366,7 @@ def _kthreads(profile: dict, facts: dict, housekeeping: set[int], isolated: set[
         return out, [f"kernel threads left where they are ({KTHREADS.section}.{KTHREADS.key}: false)"]
     seen = facts.get("kthreads") or {}
     if seen.get("available"):
-        on = [t["comm"] for t in seen["movable"] if parse_cpulist(t["cpus"]) & isolated]
+        on = [t["comm"] for t in allowed_on(seen["movable"], isolated)]
         now = f"; {len(on)} allowed on isolated CPUs now" + (f" ({', '.join(on[:4])}{', ...' if len(on) > 4 else ''})"
                                                            if on else "")
     else:
