@@ -32,7 +32,11 @@ INTRO = {
                 "`/proc/cmdline` differs; reboots only with `isolcpus_reboot_ok` (in the lab, a reboot rewrites the "
                 "sysroot's `proc/cmdline`). `update-grub` runs as a handler for Debian GRUB only (recorded as "
                 "*would run* under a lab sysroot).",
-    "irq_affinity": "Every movable IRQ to the IRQ CPUs in one module call (NIC queues to the housekeeping CPUs "
+    "irq_affinity": "IRQs have one owner (the plan's `irq.owner`). Where irqbalance runs, it places them: the "
+                    "role bans it from every CPU that is not an IRQ CPU and pins no IRQ itself (irqbalance would "
+                    "rewrite the pins at its next pass); `default_smp_affinity` still starts new IRQs on the IRQ "
+                    "CPUs. Elsewhere hostkit owns them: "
+                    "every movable IRQ to the IRQ CPUs in one module call (NIC queues to the housekeeping CPUs "
                     "of the NIC's node), `default_smp_affinity`; IRQs the kernel refuses (managed, per-CPU) are "
                     "reported, not failed. IRQs are found by their action name in `/proc/interrupts` "
                     "(`eth0-TxRx-3`, `nvme0q2`), never by a number from another boot: the plan's `irq.by_name` "

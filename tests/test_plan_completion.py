@@ -198,6 +198,61 @@ def test_facts_find_the_rhel_irqbalance_file_and_running_daemons(sysroot_copy):
     assert p["irq"]["banned_cpulist"] == p["isolated"] and p["cmdline_set"]["irqaffinity"] == p["housekeeping"]
     assert sum(r.startswith("irqbalance runs: it keeps placing IRQs, banned from the isolated CPUs in "
                             "/etc/sysconfig/irqbalance") for r in p["reasons"]) == 1
+    assert p["irq"]["owner"] == "irqbalance" and not p["irq"]["assignments"]
+
+
+def with_irqbalance(f, running: bool):
+    f = copy.deepcopy(f)
+    f["services"]["irqbalance"].update(installed=True, running=running)
+    return f
+
+
+def test_irqs_have_one_owner_irqbalance_where_it_runs_hostkit_elsewhere(facts):
+    f = facts["epyc-9634-nps1"]
+    beside = plan(with_irqbalance(f, True))["irq"]
+    # irqbalance rewrites every IRQ it balances at its next pass: hostkit pins none beside it.
+    assert (beside["owner"], beside["assignments"], beside["by_name"]) == ("irqbalance", {}, {})
+    assert beside["irqbalance"] == "banned" and beside["default_smp_affinity"]  # new IRQs start on the IRQ CPUs
+    alone = plan(with_irqbalance(f, False))["irq"]
+    assert alone["owner"] == "hostkit" and alone["by_name"] and alone["assignments"]
+    assert beside["banned_cpulist"] == alone["banned_cpulist"] == plan(f)["isolated"]
+    # No isolation and nothing pinned: nobody moves IRQs.
+    assert plan(with_irqbalance(f, True), profile="baseline")["irq"]["owner"] == "none"
+
+
+@given(st.booleans(), st.integers(min_value=1, max_value=3))
+@settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+def test_irqbalance_is_banned_from_every_cpu_that_is_not_an_irq_cpu(facts, running, n_irq_cpus):
+    """Pinned IRQ CPUs narrower than the housekeeping ones: irqbalance is kept off the rest too."""
+    f = with_irqbalance(facts["epyc-9634-nps1"], running)
+    housekeeping = sorted(parse_cpulist(plan(f)["housekeeping"]))
+    irq_cpus = format_cpulist(set(housekeeping[:n_irq_cpus]))
+    p = plan(f, {"irq_cpus": irq_cpus})
+    online = parse_cpulist(f["topology"]["online"])
+    assert parse_cpulist(p["irq"]["banned_cpulist"]) == online - parse_cpulist(irq_cpus)
+    assert parse_cpulist(p["irq"]["banned_cpulist"]) >= parse_cpulist(p["isolated"])
+    assert p["irq"]["owner"] == ("irqbalance" if running else "hostkit")
+    assert all(parse_cpulist(c) <= parse_cpulist(irq_cpus) for c in p["irq"]["by_name"].values())
+
+
+def test_audit_where_irqbalance_owns_irqs_checks_every_movable_irq_against_the_irq_cpus(sysroot_copy):
+    from hostkit.audit.checks import MANAGED_IRQ_NAMES, run_checks
+    from tests.test_tunables import LocalHost
+
+    root = sysroot_copy("epyc-9634-nps1")
+    f = with_irqbalance(gather(str(root)), True)
+    p = build_plan(f, load_profile()).to_dict()
+    isolated = sorted(parse_cpulist(p["isolated"]))
+    movable = [i for i in f["irqs"] if i.get("smp_affinity_list") is not None]
+    for i in movable:  # where irqbalance put them: one IRQ CPU each
+        i["smp_affinity_list"] = str(min(parse_cpulist(p["irq_cpus"])))
+    found = [x for x in run_checks(LocalHost(), str(root), f, p) if x["check"].startswith("IRQ")]
+    assert [(x["check"], x["status"], x["actual"]) for x in found] == \
+        [("IRQ affinity", "pass", f"{len(movable)} IRQs checked, placed by irqbalance")]
+    victim = next(i for i in movable if not MANAGED_IRQ_NAMES.match(i.get("name") or ""))
+    victim["smp_affinity_list"] = str(isolated[0])
+    found = [x for x in run_checks(LocalHost(), str(root), f, p) if x["check"].startswith("IRQ")]
+    assert [(x["status"], x["expected"], x["actual"]) for x in found] == [("drift", p["irq_cpus"], str(isolated[0]))]
 
 
 # ----------------------------------------------------------------------------- the RT budget

@@ -265,12 +265,16 @@ def check_irqs(view: HostView, facts: dict, plan: dict) -> list[dict]:
         return [finding("IRQ affinity", "not_applicable", None, None, "/proc/irq/*/smp_affinity_list",
                         "the profile leaves IRQs to irqbalance")]
     irqs = {str(i["irq"]): i for i in facts["irqs"]}
-    # With irqbalance kept running (its banned list = the isolated CPUs), irqbalance owns the
-    # placement inside the IRQ CPUs: an IRQ it narrowed to some of them is where the plan wants it.
-    # (Found on a real kernel in the VM lab: irqbalance moves hostkit's pins within 0,2 after boot.)
-    shared = plan["irq"].get("irqbalance") == "banned"
+    # IRQs have one owner (plan irq.owner). Where irqbalance places them, every movable IRQ must be
+    # inside the IRQ CPUs, wherever in them it went; where hostkit pins them, each IRQ the plan names
+    # where the plan put it, or inside that once an irqbalance banned from the rest runs beside it
+    # (found on a real kernel in the VM lab: irqbalance moves pins within 0,2 after boot).
+    by_irqbalance = plan["irq"].get("owner") == "irqbalance"
+    wanted = ({n: plan["irq_cpus"] for n, i in irqs.items() if i.get("smp_affinity_list") is not None}
+              if by_irqbalance else plan["irq"]["assignments"])
+    shared = by_irqbalance or plan["irq"].get("irqbalance") == "banned"
     out, tolerated = [], []
-    for irq, want in plan["irq"]["assignments"].items():
+    for irq, want in wanted.items():
         got = (irqs.get(irq) or {}).get("smp_affinity_list")
         if got is None or same("cpulist", want, got):
             continue
@@ -282,7 +286,8 @@ def check_irqs(view: HostView, facts: dict, plan: dict) -> list[dict]:
             continue
         out.append(finding(f"IRQ {irq} affinity ({name})", "drift", want, got, f"/proc/irq/{irq}/smp_affinity_list"))
     if not out:
-        out.append(finding("IRQ affinity", "pass", plan["irq_cpus"], f"{len(plan['irq']['assignments'])} IRQs checked",
+        out.append(finding("IRQ affinity", "pass", plan["irq_cpus"],
+                           f"{len(wanted)} IRQs checked" + (", placed by irqbalance" if by_irqbalance else ""),
                            "/proc/irq/*/smp_affinity_list"))
     if tolerated:
         out.append(finding("managed IRQs", "tolerated", "kernel-managed", f"IRQs {', '.join(tolerated)}",
@@ -321,7 +326,7 @@ def check_irqbalance(view: HostView, plan: dict) -> list[dict]:
     mode = plan["irq"]["irqbalance"]
     if mode == "leave":
         return []
-    want = plan["isolated"] if mode == "banned" else ""
+    want = plan["irq"]["banned_cpulist"] if mode == "banned" else ""
     return [finding("irqbalance banned CPUs", "pass" if same("cpulist", want, banned) else "drift", want or "<none>",
                     banned or "<none>", config)]
 
@@ -392,7 +397,8 @@ def check_bios(plan: dict) -> list[dict]:
 
 
 def check_cross_layer(view: HostView, facts: dict, plan: dict) -> list[dict]:
-    """Housekeeping as every layer sees it must be one set; every NIC IRQ on its node."""
+    """Housekeeping as every layer sees it must be one set, irqbalance kept to the IRQ CPUs; every NIC
+    IRQ on its node."""
     out = []
     online = parse_cpulist(facts["topology"]["online"])
     hk, iso = parse_cpulist(plan["housekeeping"]), parse_cpulist(plan["isolated"])
@@ -405,7 +411,10 @@ def check_cross_layer(view: HostView, facts: dict, plan: dict) -> list[dict]:
             views["kubelet reservedSystemCPUs"] = str(cfg["reservedSystemCPUs"])
         banned = irqbalance_banned(view, plan)
         if banned:
-            views["online − irqbalance banned"] = format_cpulist(online - parse_cpulist(banned))
+            usable = format_cpulist(online - parse_cpulist(banned))
+            out.append(finding("IRQ CPUs = online − irqbalance banned", "pass"
+                               if same("cpulist", plan["irq_cpus"], usable) else "drift", plan["irq_cpus"], usable,
+                               "cross-layer"))
         system_conf = view.read("/etc/systemd/system.conf") or ""
         m = re.search(r"(?m)^\s*CPUAffinity=(.+)$", system_conf)
         if m:

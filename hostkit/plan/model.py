@@ -43,10 +43,13 @@ class IrqPlan:
     # /proc/interrupts -> cpulist (NIC queues to their node's IRQ CPUs, the rest to the IRQ CPUs).
     by_name: dict[str, str] = field(default_factory=dict)
     unmatched: tuple[str, ...] = ()  # IRQ numbers no name finds again (the plan's reasons say why)
+    # Who places IRQs: "hostkit" (the rules above, at apply and at boot), "irqbalance" (it runs and
+    # is banned from every CPU that is not an IRQ CPU; hostkit pins none) or "none" (IRQs left alone).
+    owner: str = "none"
 
     def to_dict(self) -> dict:
         return {"affinity": self.affinity, "assignments": dict(self.assignments),
-                "by_name": dict(self.by_name), "unmatched": list(self.unmatched),
+                "by_name": dict(self.by_name), "unmatched": list(self.unmatched), "owner": self.owner,
                 "default_smp_affinity": self.default_smp_affinity, "irqbalance": self.irqbalance,
                 "banned_cpulist": self.banned_cpulist, "irqbalance_config": self.irqbalance_config}
 

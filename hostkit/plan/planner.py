@@ -452,11 +452,6 @@ def _notes(isolation: bool, facts: dict, profile: dict, sysctl: dict) -> tuple[l
         reasons.append("SMT on: kubelet full-pcpus-only keeps pods on whole cores")
     if facts["kernel"].get("numa_balancing") and sysctl.get("kernel.numa_balancing") == 0:
         reasons.append("numa_balancing 1 -> 0: no page migration under pinned inference")
-    irqbalance = (facts.get("services") or {}).get("irqbalance") or {}
-    if isolation and profile["irqbalance"] == "banned" and irqbalance.get("running"):
-        reasons.append(f"irqbalance runs: it keeps placing IRQs, banned from the isolated CPUs in "
-                       f"{irqbalance.get('config') or 'its environment file'}; irqaffinity= covers the IRQs "
-                       "set up at boot before it starts")
     steal = (facts.get("steal") or {}).get("total") or {}
     if facts["virtualization"]["virtual"] and steal.get("percent", 0) > 1:
         warnings.append(f"steal time {steal['percent']:.1f}% since boot: the hypervisor takes CPU from this guest")
@@ -465,12 +460,25 @@ def _notes(isolation: bool, facts: dict, profile: dict, sysctl: dict) -> tuple[l
 
 def _irq_plan(profile: dict, facts: dict, topo: _Topology, isolation: bool, isolated: set[int], irq_cpus: set[int],
               nic_irq_cpus: dict[str, str], pinned: dict) -> tuple[IrqPlan, list[str]]:
-    """Why: every movable IRQ to the IRQ CPUs (NIC queues to their node's), irqbalance kept off the isolated CPUs."""
+    """Why: IRQs have one owner. Where irqbalance runs it places them, banned from every CPU that is
+    not an IRQ CPU; elsewhere hostkit pins every movable IRQ (NIC queues to their node's IRQ CPUs)."""
     # Without isolation IRQs may still be steered (e.g. a guest keeping CPU 0 for IRQs through a
     # pinned irq_cpus); with nothing pinned they simply stay on every CPU.
     affinity = bool(profile["irq_affinity"]) and (isolation or "irq_cpus" in pinned)
+    irqbalance = profile["irqbalance"] if isolation or affinity or profile["irqbalance"] != "banned" else "leave"
+    service = (facts.get("services") or {}).get("irqbalance") or {}
+    # A running irqbalance rewrites the affinity of every IRQ it balances at its next pass (10 s):
+    # pins of hostkit's beside it would be undone, so it alone places them, told where not to.
+    owner = ("irqbalance" if irqbalance == "banned" and service.get("running")
+             else "hostkit" if affinity else "none")
+    why = []
+    if owner == "irqbalance":
+        why.append(f"irqbalance runs: it keeps placing IRQs, banned from the isolated CPUs in "
+                   f"{service.get('config') or 'its environment file'} (every CPU but the IRQ CPUs "
+                   f"{format_cpulist(irq_cpus)}); hostkit pins no IRQ itself, so nothing undoes the other's "
+                   "placement; irqaffinity= covers the IRQs set up at boot before it starts")
     wanted, names = {}, {}
-    if affinity:
+    if affinity and owner == "hostkit":
         nic_of = {irq: nic["name"] for nic in facts.get("nics", []) for irq in nic["irqs"]}
         for irq in facts.get("irqs", []):
             if irq.get("smp_affinity_list") is None:
@@ -484,18 +492,17 @@ def _irq_plan(profile: dict, facts: dict, topo: _Topology, isolation: bool, isol
     irqs_of: dict[str, list[str]] = {}
     for irq in sorted(unmatched, key=int):
         irqs_of.setdefault(unmatched[irq], []).append(irq)
-    why = [f"IRQ(s) {', '.join(irqs)} cannot be found by name after a reboot ({reason}): hostkit leaves them to "
-           "the kernel's irqaffinity= and default_smp_affinity" for reason, irqs in irqs_of.items()]
+    why += [f"IRQ(s) {', '.join(irqs)} cannot be found by name after a reboot ({reason}): hostkit leaves them to "
+            "the kernel's irqaffinity= and default_smp_affinity" for reason, irqs in irqs_of.items()]
     if by_name:
         why.append(f"{len(by_name)} IRQ rule(s) by action name: apply and the boot-time unit find the IRQs by name "
                    "in /proc/interrupts, never by a number from another boot")
     return IrqPlan(
         affinity=affinity, assignments={k: v for k, v in wanted.items() if k not in unmatched},
-        by_name=by_name, unmatched=tuple(sorted(unmatched, key=int)),
+        by_name=by_name, unmatched=tuple(sorted(unmatched, key=int)), owner=owner,
         default_smp_affinity=format_mask(irq_cpus, topo.nr_cpus) if affinity and irq_cpus else None,
-        irqbalance=profile["irqbalance"] if isolation or profile["irqbalance"] != "banned" else "leave",
-        banned_cpulist=format_cpulist(isolated),
-        irqbalance_config=((facts.get("services") or {}).get("irqbalance") or {}).get("config")), why
+        irqbalance=irqbalance, banned_cpulist=format_cpulist(set(topo.online) - irq_cpus),
+        irqbalance_config=service.get("config")), why
 
 
 def _reserve(profile, cores, nodes, nic_nodes, reasons) -> set[int]:

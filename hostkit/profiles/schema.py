@@ -72,9 +72,11 @@ SCHEMA: dict = {
                        "ignore: tuned left alone; null: drive where tuned is active, else ignore"),
     "governor": Field("str", "performance", choices=GOVERNORS, nullable=True,
                       doc="cpufreq governor for every CPU; null leaves it alone"),
-    "irq_affinity": Field("bool", True, doc="move every movable IRQ to the IRQ CPUs"),
+    "irq_affinity": Field("bool", True, doc="steer IRQs to the IRQ CPUs: hostkit pins every movable IRQ, or a "
+                                            "running irqbalance places them (one owner)"),
     "irqbalance": Field("str", "banned", choices=("banned", "restore", "leave"),
-                        doc="banned: IRQBALANCE_BANNED_CPULIST = isolated; restore: give IRQs back to irqbalance"),
+                        doc="banned: IRQBALANCE_BANNED_CPULIST = every CPU but the IRQ CPUs; restore: give IRQs back "
+                            "to irqbalance"),
     "containerd": {
         "enabled": Field("bool", True, doc="render /etc/containerd/config.toml"),
         "systemd_cgroup": Field("bool", True, doc="runc SystemdCgroup = true"),
