@@ -227,7 +227,7 @@ def test_long_deschedules_name_who_ran_and_rt_throttling():
     from hostkit.smoke.sched_trace import long_deschedules
 
     got = long_deschedules(TRACE, 500, 1.0)
-    assert got["switches"] == 9 and got["count"] == 2 and got["rt_throttled"] == 1
+    assert got["switches"] == 9 and got["count"] == 2 and got["rt_throttled"] == 1 and got["rt_throttled_ms"] == 5.0
     first, second = got["events"]
     # 5 ms off the CPU while runnable, only a CFS task and idle ran: RT throttling.
     assert first["ms"] == 5.0 and first["rt_throttled"]

@@ -18,12 +18,11 @@ from __future__ import annotations
 
 import os
 import subprocess
-from pathlib import Path
 
 import pytest
 
 from tests.labutil import cli_json
-from tests.vmutil import ssh, vm_lab_fixture
+from tests.vmutil import qemu_waits, ssh, vm_lab_fixture, waited_share
 
 pytestmark = pytest.mark.vm
 
@@ -48,20 +47,6 @@ def confined(lab, measure):
         place_qemu(lab, "0-1")
 
 
-def qemu_waits(lab) -> dict[int, tuple[int, int]]:
-    """Per thread of the guest's QEMU, from this host's kernel (/proc/<pid>/task/<tid>/schedstat):
-    time run and time runnable but waiting for a host CPU, in ns."""
-    pid = next(h.pid for h in lab.hosts() if h.name == VM)
-    out = {}
-    for task in Path(f"/proc/{pid}/task").iterdir():
-        try:
-            run, wait, _ = (int(x) for x in (task / "schedstat").read_text().split())
-        except (OSError, ValueError):
-            continue  # a thread that ended meanwhile
-        out[int(task.name)] = (run, wait)
-    return out
-
-
 def smoke_probed(lab) -> tuple[dict, float]:
     """A smoke run with the gap probe on the guest; and, measured by this host (the hypervisor), the
     share of the time QEMU's threads wanted a host CPU that they waited for one: ground truth for
@@ -71,19 +56,19 @@ def smoke_probed(lab) -> tuple[dict, float]:
     # RT budget (88-94% measured confined): the guest then throttles it for up to 50 ms per period
     # and the tail mixes both layers (hostkit.smoke.diagnose.throttled_at_most ranks them; a CI run
     # found 39% charged, 61% descheduled). The RT layer has its own test above.
-    before = qemu_waits(lab)
+    before = qemu_waits(lab, VM)
     rc, doc, proc = cli_json("smoke", "-i", str(lab.inventory), "--duration", "6", "--probe-gaps",
                              "--gap-threshold-us", "1000", "--no-fifo")
-    after = qemu_waits(lab)
+    after = qemu_waits(lab, VM)
     assert rc in (0, 1), proc.stderr[-2000:]  # 1: MISSED or INCONCLUSIVE (a TCG guest's few samples)
     return doc["hosts"][VM], waited_share(before, after)
 
 
 def probe(lab) -> tuple[dict, float]:
     """The gap probe on the guest, and QEMU's host-measured wait share meanwhile (as smoke_probed)."""
-    before = qemu_waits(lab)
+    before = qemu_waits(lab, VM)
     rc, doc, proc = cli_json("gaps", "-i", str(lab.inventory), "--duration", "6", "--threshold-us", "1000")
-    after = qemu_waits(lab)
+    after = qemu_waits(lab, VM)
     assert rc == 0, proc.stderr[-2000:]
     return doc["hosts"][VM], waited_share(before, after)
 
@@ -92,12 +77,6 @@ def probe(lab) -> tuple[dict, float]:
 # share of the time (ground truth from this host's scheduler): then the spinners cannot have been
 # stopped for the 10% of their time the diagnosis asks for (2x margin).
 SPREAD_WAIT_MAX = 0.05
-
-
-def waited_share(before: dict[int, tuple[int, int]], after: dict[int, tuple[int, int]]) -> float:
-    run = sum(after[t][0] - before[t][0] for t in after if t in before)
-    wait = sum(after[t][1] - before[t][1] for t in after if t in before)
-    return wait / (run + wait) if run + wait else 0.0
 
 
 def test_rt_throttling_is_traced_per_event_and_named_primary(lab):

@@ -63,6 +63,28 @@ def ssh(lab: Lab, host: str, command: str, check: bool = True, timeout: int = 30
     return proc.stdout
 
 
+def qemu_waits(lab: Lab, host: str) -> dict[int, tuple[int, int]]:
+    """Per thread of the guest's QEMU, from this host's kernel (/proc/<pid>/task/<tid>/schedstat):
+    time run and time runnable but waiting for a host CPU, in ns."""
+    pid = next(h.pid for h in lab.hosts() if h.name == host)
+    out = {}
+    for task in Path(f"/proc/{pid}/task").iterdir():
+        try:
+            run, wait, _ = (int(x) for x in (task / "schedstat").read_text().split())
+        except (OSError, ValueError):
+            continue  # a thread that ended meanwhile
+        out[int(task.name)] = (run, wait)
+    return out
+
+
+def waited_share(before: dict[int, tuple[int, int]], after: dict[int, tuple[int, int]]) -> float:
+    """Of the time QEMU's threads wanted a host CPU between two ``qemu_waits``, the share they waited
+    for one: ground truth, from the hypervisor's side, of how much it stopped the guest."""
+    run = sum(after[t][0] - before[t][0] for t in after if t in before)
+    wait = sum(after[t][1] - before[t][1] for t in after if t in before)
+    return wait / (run + wait) if run + wait else 0.0
+
+
 def read(lab: Lab, host: str, path: str) -> str:
     return ssh(lab, host, "cat " + shlex.quote(path)).strip()
 

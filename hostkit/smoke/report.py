@@ -85,7 +85,8 @@ def text_summary(r: dict) -> str:
             lines.append(f"sched trace: {t['error']}")
         else:
             lines.append(f"sched trace of the worker CPU: {t['switches']} switches, {t['count']} deschedules over "
-                         f"{t['threshold_ms']:g} ms ({t['total_ms']:.1f} ms, {t['rt_throttled']} RT-throttled); ran "
+                         f"{t['threshold_ms']:g} ms ({t['total_ms']:.1f} ms, {t['rt_throttled']} RT-throttled for "
+                         f"{t['rt_throttled_ms']:.1f} ms); ran "
                          "instead: " + (", ".join(f"{k} {v:.1f} ms" for k, v in list(t["by_task"].items())[:4]) or "-"))
     for d in r["diagnosis"]:
         lines.append(f"diagnosis: {d['cause']} ({d['confidence']}{', primary' if d.get('primary') else ''}): "

@@ -139,6 +139,7 @@ def long_deschedules(trace: str, worker_pid: int, threshold_ms: float) -> dict:
             by_task[key] = by_task.get(key, 0.0) + r["ms"]
     return {"switches": switches, "threshold_ms": threshold_ms, "count": len(events),
             "rt_throttled": sum(1 for e in events if e["rt_throttled"]),
+            "rt_throttled_ms": round(sum(e["ms"] for e in events if e["rt_throttled"]), 3),
             "total_ms": round(sum(e["ms"] for e in events), 3),
             "by_task": dict(sorted(((k, round(v, 3)) for k, v in by_task.items()), key=lambda kv: -kv[1])[:10]),
             "events": events[:MAX_EVENTS]}
