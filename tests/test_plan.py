@@ -53,7 +53,7 @@ def assert_typed_invariants(plan: Plan):
         assert parse_cpulist(args["nohz_full"]) == parse_cpulist(args["rcu_nocbs"]) == plan.isolated
         assert parse_cpulist(args["irqaffinity"]) == plan.housekeeping
         assert all(parse_cpulist(c) <= plan.housekeeping for c in plan.irq.assignments.values())
-        assert parse_cpulist(plan.irq.banned_cpulist) == plan.isolated
+        assert parse_cpulist(plan.irq.banned_cpulist) == plan.online - plan.irq_cpus >= plan.isolated
         if plan.kubelet.get("config", {}).get("reservedSystemCPUs"):
             assert parse_cpulist(plan.kubelet["config"]["reservedSystemCPUs"]) == plan.housekeeping
     doc = plan.to_dict()

@@ -196,8 +196,8 @@ def test_facts_find_the_rhel_irqbalance_file_and_running_daemons(sysroot_copy):
     p = build_plan(f, load_profile()).to_dict()
     assert p["irq"]["irqbalance_config"] == "/etc/sysconfig/irqbalance"
     assert p["irq"]["banned_cpulist"] == p["isolated"] and p["cmdline_set"]["irqaffinity"] == p["housekeeping"]
-    assert sum(r.startswith("irqbalance runs: it keeps placing IRQs, banned from the isolated CPUs in "
-                            "/etc/sysconfig/irqbalance") for r in p["reasons"]) == 1
+    assert sum(r.startswith("irqbalance runs: it keeps placing IRQs, banned in /etc/sysconfig/irqbalance from "
+                            "every CPU but the IRQ CPUs") for r in p["reasons"]) == 1
     assert p["irq"]["owner"] == "irqbalance" and not p["irq"]["assignments"]
 
 
@@ -216,8 +216,15 @@ def test_irqs_have_one_owner_irqbalance_where_it_runs_hostkit_elsewhere(facts):
     alone = plan(with_irqbalance(f, False))["irq"]
     assert alone["owner"] == "hostkit" and alone["by_name"] and alone["assignments"]
     assert beside["banned_cpulist"] == alone["banned_cpulist"] == plan(f)["isolated"]
-    # No isolation and nothing pinned: nobody moves IRQs.
-    assert plan(with_irqbalance(f, True), profile="baseline")["irq"]["owner"] == "none"
+    # No isolation and nothing pinned: nobody moves IRQs, nothing is banned.
+    baseline = plan(with_irqbalance(f, True), profile="baseline")["irq"]
+    assert (baseline["owner"], baseline["irqbalance"], baseline["banned_cpulist"]) == ("none", "leave", "")
+    # Running, but no environment file to ban it in: hostkit pins, and the plan warns of the fight.
+    unbannable = with_irqbalance(f, True)
+    unbannable["services"]["irqbalance"]["config"] = None
+    p = plan(unbannable)
+    assert p["irq"]["owner"] == "hostkit" and p["irq"]["by_name"]
+    assert sum(w.startswith("irqbalance runs with no environment file found to ban it in") for w in p["warnings"]) == 1
 
 
 @given(st.booleans(), st.integers(min_value=1, max_value=3))

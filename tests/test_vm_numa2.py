@@ -132,7 +132,8 @@ def test_rt_throttling_named_on_the_seeds_budget(rt_before):
     assert doc["sched_fifo"], f"the worker did not get SCHED_FIFO: {proc.stderr[-1000:]}"
     # A busy FIFO worker at 500000/1000000 is parked for up to 500 ms of every second.
     assert doc["deschedule_ms"]["max"] >= 200, doc["deschedule_ms"]
-    assert max(e["ms"] for e in doc["sched_trace"]["events"] if e["rt_throttled"]) >= 200, doc["sched_trace"]
+    assert max((e["ms"] for e in doc["sched_trace"]["events"] if e["rt_throttled"]), default=0) >= 200, \
+        doc["sched_trace"]
     causes = [d["cause"] for d in doc["diagnosis"]]
     assert "rt_throttling" in causes, doc["diagnosis"]
 
@@ -242,11 +243,12 @@ def rt_budget_ms(plan: dict) -> float:
 
 def test_rt_budget_after_apply_is_the_plans_in_the_report(tuned, rt_after):
     after = rt_after[0]
-    # A worker that busy-polls in SCHED_FIFO uses its whole CPU, so the kernel still throttles it
-    # at 950000, for at most the 50 ms the plan allows per period, which the report must state.
+    runtime = int(tuned["plan"]["sysctl"]["kernel.sched_rt_runtime_us"])
+    assert after["probes"]["sched_rt_runtime_us"] == runtime, after["probes"]  # the live budget the run saw
+    # Where the report names RT throttling from the run's figures, it states the plan's park budget.
     budget_ms = rt_budget_ms(tuned["plan"])
     rt = [d for d in after["diagnosis"] if d["cause"] == "rt_throttling" and not d["evidence"].startswith("traced:")]
-    assert all(f"throttled up to {budget_ms:g} ms per period" in d["evidence"] for d in rt), rt
+    assert all(f"the budget parks it {budget_ms:g} ms per period" in d["evidence"] for d in rt), rt
 
 
 def test_rt_tail_after_apply_below_the_plans_budget(tuned, rt_before, rt_after):
@@ -254,10 +256,10 @@ def test_rt_tail_after_apply_below_the_plans_budget(tuned, rt_before, rt_after):
     the sched_switch trace shows the plan's throttle parking the worker on its isolated CPU far
     longer than the 50 ms per period its budget implies (3 parks of 243 ms and 3 of ~500 ms on
     average in two module runs, against ~390 ms for the seed's 500 ms budget), so one park landing
-    in an inference makes the p999 (CI: 347 ms; 580 ms) as long as the seed's. Under TCG the guest
-    charges a stopped vCPU's time to the running FIFO task (no steal time), so the worker spends a
-    budget it never used: a property of this overcommitted guest (docs/operator-guide.md, "The RT
-    budget"), and why the p999 cannot show the plan's budget here."""
+    in an inference puts the p999 (CI: 347 ms; 580 ms) near the seed's. Most likely TCG charges a
+    stopped vCPU's time to the running FIFO task (no steal time), so the worker spends a budget it
+    never used: a property of this overcommitted guest (docs/operator-guide.md, "The RT budget"),
+    and why the p999 cannot show the plan's budget here."""
     (before, _, waited_before), (after, _, waited) = rt_before, rt_after
     trace = after["sched_trace"]
     print(f"\nafter apply: deschedule_ms {after['deschedule_ms']} over {after['samples']} samples; traced "
@@ -269,6 +271,9 @@ def test_rt_tail_after_apply_below_the_plans_budget(tuned, rt_before, rt_after):
                     f"{after['deschedule_ms']['p99']} ms, p999 {after['deschedule_ms']['p999']} ms); the plan's "
                     "budget is checked live (sysctls) and in the report")
     assert after["deschedule_ms"]["p99"] <= rt_budget_ms(tuned["plan"]), (after["deschedule_ms"], trace)
+    # What tells the two budgets apart in the same guest: the time the throttle parked the worker,
+    # from the guest kernel's trace (32.1% and 32.8% of the run before; 10.7% and 21.5% after).
+    assert throttled_share(after) < throttled_share(before), (before["sched_trace"], trace)
 
 
 @pytest.fixture(scope="module")

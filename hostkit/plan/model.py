@@ -37,7 +37,7 @@ class IrqPlan:
     assignments: dict[str, str]  # IRQ number -> cpulist, in the boot the facts were read in (what the audit checks)
     default_smp_affinity: str | None  # hex mask for /proc/irq/default_smp_affinity; None: leave it
     irqbalance: str  # banned | restore | leave
-    banned_cpulist: str  # the isolated CPUs, for IRQBALANCE_BANNED_CPULIST
+    banned_cpulist: str  # every CPU but the IRQ CPUs, for IRQBALANCE_BANNED_CPULIST ("" unless banned)
     irqbalance_config: str | None  # irqbalance's environment file on this host (facts); None: none found
     # The rules apply and the boot-time unit follow (numbers change between boots): action name in
     # /proc/interrupts -> cpulist (NIC queues to their node's IRQ CPUs, the rest to the IRQ CPUs).

@@ -102,8 +102,9 @@ def build_plan(facts: dict, profile: dict, pinned: dict | None = None, *, force:
     reasons += why
     kthreads, why = _kthreads(profile, facts, housekeeping, isolated, isolation and bool(isolated) and not refused)
     reasons += why
-    irq, why = _irq_plan(profile, facts, topo, isolation, isolated, irq_cpus, nic_irq_cpus, pinned)
+    irq, why, warned = _irq_plan(profile, facts, topo, isolation, irq_cpus, nic_irq_cpus, pinned)
     reasons += why
+    warnings += tuple(warned)
     return Plan(
         host=host, profile=profile["name"], isolation=isolation, nr_cpus=topo.nr_cpus, online=topo.online,
         housekeeping=frozenset(housekeeping), irq_cpus=frozenset(irq_cpus), nic_irq_cpus=nic_irq_cpus,
@@ -458,8 +459,8 @@ def _notes(isolation: bool, facts: dict, profile: dict, sysctl: dict) -> tuple[l
     return reasons, warnings
 
 
-def _irq_plan(profile: dict, facts: dict, topo: _Topology, isolation: bool, isolated: set[int], irq_cpus: set[int],
-              nic_irq_cpus: dict[str, str], pinned: dict) -> tuple[IrqPlan, list[str]]:
+def _irq_plan(profile: dict, facts: dict, topo: _Topology, isolation: bool, irq_cpus: set[int],
+              nic_irq_cpus: dict[str, str], pinned: dict) -> tuple[IrqPlan, list[str], list[str]]:
     """Why: IRQs have one owner. Where irqbalance runs it places them, banned from every CPU that is
     not an IRQ CPU; elsewhere hostkit pins every movable IRQ (NIC queues to their node's IRQ CPUs)."""
     # Without isolation IRQs may still be steered (e.g. a guest keeping CPU 0 for IRQs through a
@@ -468,15 +469,21 @@ def _irq_plan(profile: dict, facts: dict, topo: _Topology, isolation: bool, isol
     irqbalance = profile["irqbalance"] if isolation or affinity or profile["irqbalance"] != "banned" else "leave"
     service = (facts.get("services") or {}).get("irqbalance") or {}
     # A running irqbalance rewrites the affinity of every IRQ it balances at its next pass (10 s):
-    # pins of hostkit's beside it would be undone, so it alone places them, told where not to.
-    owner = ("irqbalance" if irqbalance == "banned" and service.get("running")
+    # pins of hostkit's beside it would be undone, so it alone places them, told where not to (in
+    # the environment file the facts found: without one there is nowhere to ban it, and hostkit pins).
+    owner = ("irqbalance" if irqbalance == "banned" and service.get("running") and service.get("config")
              else "hostkit" if affinity else "none")
-    why = []
+    why, warned = [], []
     if owner == "irqbalance":
-        why.append(f"irqbalance runs: it keeps placing IRQs, banned from the isolated CPUs in "
-                   f"{service.get('config') or 'its environment file'} (every CPU but the IRQ CPUs "
-                   f"{format_cpulist(irq_cpus)}); hostkit pins no IRQ itself, so nothing undoes the other's "
-                   "placement; irqaffinity= covers the IRQs set up at boot before it starts")
+        why.append(f"irqbalance runs: it keeps placing IRQs, banned in {service['config']} from every CPU but "
+                   f"the IRQ CPUs {format_cpulist(irq_cpus)}; hostkit pins no IRQ itself, so nothing undoes the "
+                   "other's placement" + ("; irqaffinity= covers the IRQs set up at boot before it starts"
+                                          if isolation else ""))
+    elif owner == "hostkit" and service.get("running"):
+        warned.append("irqbalance runs " + ("with no environment file found to ban it in" if irqbalance == "banned"
+                                            else f"and the profile leaves it unbanned (irqbalance: {irqbalance})")
+                      + ": it will move hostkit's IRQ pins at its next pass; stop it, or give it "
+                      "/etc/default/irqbalance (or /etc/sysconfig/irqbalance) with irqbalance: banned")
     wanted, names = {}, {}
     if affinity and owner == "hostkit":
         nic_of = {irq: nic["name"] for nic in facts.get("nics", []) for irq in nic["irqs"]}
@@ -501,8 +508,9 @@ def _irq_plan(profile: dict, facts: dict, topo: _Topology, isolation: bool, isol
         affinity=affinity, assignments={k: v for k, v in wanted.items() if k not in unmatched},
         by_name=by_name, unmatched=tuple(sorted(unmatched, key=int)), owner=owner,
         default_smp_affinity=format_mask(irq_cpus, topo.nr_cpus) if affinity and irq_cpus else None,
-        irqbalance=irqbalance, banned_cpulist=format_cpulist(set(topo.online) - irq_cpus),
-        irqbalance_config=service.get("config")), why
+        irqbalance=irqbalance,
+        banned_cpulist=format_cpulist(set(topo.online) - irq_cpus) if irqbalance == "banned" else "",
+        irqbalance_config=service.get("config")), why, warned
 
 
 def _reserve(profile, cores, nodes, nic_nodes, reasons) -> set[int]:

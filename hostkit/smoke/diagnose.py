@@ -110,8 +110,9 @@ def diagnose(result: dict, probes: dict, facts: dict | None) -> list[dict]:
             confidence = "confirmed" if log else ("likely" if duty >= budget * 0.95 else "possible")
             causes.append({"cause": "rt_throttling", "confidence": confidence,
                            "evidence": f"SCHED_FIFO worker busy {duty:.0%} of the run against a budget of "
-                                       f"sched_rt_runtime_us={runtime} of {period} ({budget:.0%}): throttled up to "
-                                       f"{stall_ms:g} ms per period; max deschedule {worst:.1f} ms"
+                                       f"sched_rt_runtime_us={runtime} of {period} ({budget:.0%}): the budget parks it "
+                                       f"{stall_ms:g} ms per period it overruns (longer where the kernel charges "
+                                       f"time it did not run, e.g. a stopped vCPU); max deschedule {worst:.1f} ms"
                                        + ("; kernel log: 'sched: RT throttling activated'" if log else "")})
 
     steal_ms = probes.get("steal_ms_on_worker_cpu")
