@@ -216,6 +216,9 @@ def test_irqs_have_one_owner_irqbalance_where_it_runs_hostkit_elsewhere(facts):
     alone = plan(with_irqbalance(f, False))["irq"]
     assert alone["owner"] == "hostkit" and alone["by_name"] and alone["assignments"]
     assert beside["banned_cpulist"] == alone["banned_cpulist"] == plan(f)["isolated"]
+    from hostkit.plan.render import plan_text  # the operator reads the owner in the plan's text
+    assert "(placed by irqbalance)" in plan_text(plan(with_irqbalance(f, True)))
+    assert "(pinned by hostkit)" in plan_text(plan(with_irqbalance(f, False)))
     # No isolation and nothing pinned: nobody moves IRQs, nothing is banned.
     baseline = plan(with_irqbalance(f, True), profile="baseline")["irq"]
     assert (baseline["owner"], baseline["irqbalance"], baseline["banned_cpulist"]) == ("none", "leave", "")

@@ -18,8 +18,9 @@ def plan_text(plan: dict) -> str:
     if plan["cmdline_remove"]:
         lines.append(f"kernel cmdline: remove {' '.join(plan['cmdline_remove'])}")
     lines.append("sysctl: " + " ".join(f"{k}={v}" for k, v in plan["sysctl"].items()))
+    owner = {"irqbalance": " (placed by irqbalance)", "hostkit": " (pinned by hostkit)"}.get(plan["irq"].get("owner"), "")
     lines.append(f"governor: {plan['governor'] or 'unchanged'}; IRQ affinity: "
-                 f"{'IRQ CPUs ' + plan['irq_cpus'] if plan['irq']['affinity'] else 'unchanged'}; "
+                 f"{'IRQ CPUs ' + plan['irq_cpus'] + owner if plan['irq']['affinity'] else 'unchanged'}; "
                  f"irqbalance: {plan['irq']['irqbalance']}")
     if plan["kubelet"].get("enabled"):
         k = plan["kubelet"]["config"]
