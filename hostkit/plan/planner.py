@@ -468,29 +468,7 @@ def _irq_plan(profile: dict, facts: dict, topo: _Topology, isolation: bool, irq_
     affinity = bool(profile["irq_affinity"]) and (isolation or "irq_cpus" in pinned)
     irqbalance = profile["irqbalance"] if isolation or affinity or profile["irqbalance"] != "banned" else "leave"
     service = (facts.get("services") or {}).get("irqbalance") or {}
-    # A running irqbalance rewrites the affinity of every IRQ it balances at its next pass (10 s):
-    # pins of hostkit's beside it would be undone, so it alone places them, told where not to (in
-    # the environment file the facts found: without one there is nowhere to ban it, and hostkit pins).
-    # With one IRQ CPU there is nothing to balance and irqbalance leaves IRQs where they are (a
-    # 2-vCPU lab guest kept virtio-net's queues on 0-1 with CPU 1 banned): hostkit pins them to that
-    # CPU, the only one irqbalance may use, so the two cannot disagree.
-    banned_running = irqbalance == "banned" and service.get("running") and service.get("config")
-    owner = ("irqbalance" if banned_running and len(irq_cpus) >= 2 else "hostkit" if affinity else "none")
-    why, warned = [], []
-    if banned_running and owner == "hostkit":
-        why.append(f"irqbalance runs, banned in {service['config']} from every CPU but the one IRQ CPU "
-                   f"{format_cpulist(irq_cpus)}: with nothing to balance it leaves IRQs where they are, so hostkit "
-                   "pins them there (the only CPU irqbalance may use: no conflict)")
-    elif owner == "irqbalance":
-        why.append(f"irqbalance runs: it keeps placing IRQs, banned in {service['config']} from every CPU but "
-                   f"the IRQ CPUs {format_cpulist(irq_cpus)}; hostkit pins no IRQ itself, so nothing undoes the "
-                   "other's placement" + ("; irqaffinity= covers the IRQs set up at boot before it starts"
-                                          if isolation else ""))
-    elif owner == "hostkit" and service.get("running") and not banned_running:
-        warned.append("irqbalance runs " + ("with no environment file found to ban it in" if irqbalance == "banned"
-                                            else f"and the profile leaves it unbanned (irqbalance: {irqbalance})")
-                      + ": it will move hostkit's IRQ pins at its next pass; stop it, or give it "
-                      "/etc/default/irqbalance (or /etc/sysconfig/irqbalance) with irqbalance: banned")
+    owner, why, warned = _irq_owner(irqbalance, service, affinity, isolation, irq_cpus)
     wanted, names = {}, {}
     if affinity and owner == "hostkit":
         nic_of = {irq: nic["name"] for nic in facts.get("nics", []) for irq in nic["irqs"]}
@@ -518,6 +496,36 @@ def _irq_plan(profile: dict, facts: dict, topo: _Topology, isolation: bool, irq_
         irqbalance=irqbalance,
         banned_cpulist=format_cpulist(set(topo.online) - irq_cpus) if irqbalance == "banned" else "",
         irqbalance_config=service.get("config")), why, warned
+
+
+def _irq_owner(irqbalance: str, service: dict, affinity: bool, isolation: bool,
+               irq_cpus: set[int]) -> tuple[str, list[str], list[str]]:
+    """Why: one owner places IRQs, irqbalance (running, banned from every CPU but the IRQ CPUs) or
+    hostkit (pins); the other never undoes its placement."""
+    # A running irqbalance rewrites the affinity of every IRQ it balances at its next pass (10 s):
+    # pins of hostkit's beside it would be undone, so it alone places them, told where not to (in
+    # the environment file the facts found: without one there is nowhere to ban it, and hostkit pins).
+    # With one IRQ CPU there is nothing to balance and irqbalance leaves IRQs where they are (a
+    # 2-vCPU lab guest kept virtio-net's queues on 0-1 with CPU 1 banned): hostkit pins them to that
+    # CPU, the only one irqbalance may use, so the two cannot disagree.
+    banned_running = irqbalance == "banned" and service.get("running") and service.get("config")
+    owner = ("irqbalance" if banned_running and len(irq_cpus) >= 2 else "hostkit" if affinity else "none")
+    why, warned = [], []
+    if banned_running and owner == "hostkit":
+        why.append(f"irqbalance runs, banned in {service['config']} from every CPU but the one IRQ CPU "
+                   f"{format_cpulist(irq_cpus)}: with nothing to balance it leaves IRQs where they are, so hostkit "
+                   "pins them there (the only CPU irqbalance may use: no conflict)")
+    elif owner == "irqbalance":
+        why.append(f"irqbalance runs: it keeps placing IRQs, banned in {service['config']} from every CPU but "
+                   f"the IRQ CPUs {format_cpulist(irq_cpus)}; hostkit pins no IRQ itself, so nothing undoes the "
+                   "other's placement" + ("; irqaffinity= covers the IRQs set up at boot before it starts"
+                                          if isolation else ""))
+    elif owner == "hostkit" and service.get("running") and not banned_running:
+        warned.append("irqbalance runs " + ("with no environment file found to ban it in" if irqbalance == "banned"
+                                            else f"and the profile leaves it unbanned (irqbalance: {irqbalance})")
+                      + ": it will move hostkit's IRQ pins at its next pass; stop it, or give it "
+                      "/etc/default/irqbalance (or /etc/sysconfig/irqbalance) with irqbalance: banned")
+    return owner, why, warned
 
 
 def _reserve(profile, cores, nodes, nic_nodes, reasons) -> set[int]:
