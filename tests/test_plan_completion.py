@@ -38,9 +38,10 @@ def with_flags(f, **checked):
     return f
 
 
-def with_stalld(f, installed, running):
+def with_service(f, name, **state):
+    """Facts in which the daemon ``name`` (facts.services) has ``state`` (installed, running, config)."""
     f = copy.deepcopy(f)
-    f["services"]["stalld"] = {"installed": installed, "running": running}
+    f["services"][name] = {**f["services"].get(name, {}), **state}
     return f
 
 
@@ -202,9 +203,7 @@ def test_facts_find_the_rhel_irqbalance_file_and_running_daemons(sysroot_copy):
 
 
 def with_irqbalance(f, running: bool):
-    f = copy.deepcopy(f)
-    f["services"]["irqbalance"].update(installed=True, running=running)
-    return f
+    return with_service(f, "irqbalance", installed=True, running=running)
 
 
 def test_irqs_have_one_owner_irqbalance_where_it_runs_hostkit_elsewhere(facts):
@@ -271,18 +270,18 @@ def test_audit_where_irqbalance_owns_irqs_checks_every_movable_irq_against_the_i
 
 def test_rt_budget_is_unthrottled_only_where_stalld_runs(facts):
     f = facts["epyc-9634-nps1"]
-    p = plan(with_stalld(f, True, True))
+    p = plan(with_service(f, "stalld", installed=True, running=True))
     assert p["sysctl"]["kernel.sched_rt_runtime_us"] == -1
     assert sum(r.startswith("sched_rt_runtime_us=-1: inference CPUs are isolated and dedicated, and stalld runs")
                for r in p["reasons"]) == 1
     for installed, state in ((True, "installed but not running"), (False, "not installed")):
-        p = plan(with_stalld(f, installed, False))
+        p = plan(with_service(f, "stalld", installed=installed, running=False))
         assert p["sysctl"]["kernel.sched_rt_runtime_us"] == 950000
         assert sum(r.startswith(f"sched_rt_runtime_us stays 950000: stalld is {state}") for r in p["reasons"]) == 1
 
 
 def test_rt_budget_ignores_stalld_when_the_profile_says_so_or_nothing_is_isolated(facts):
-    f = with_stalld(facts["epyc-9634-nps1"], True, True)
+    f = with_service(facts["epyc-9634-nps1"], "stalld", installed=True, running=True)
     assert plan(f, {"stalld": "ignore"})["sysctl"]["kernel.sched_rt_runtime_us"] == 950000
     assert plan(f, profile="vmware-guest")["sysctl"]["kernel.sched_rt_runtime_us"] == 950000
     with pytest.raises(BadInput, match="stalld must be one of use, ignore"):
