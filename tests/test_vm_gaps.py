@@ -22,7 +22,7 @@ import subprocess
 import pytest
 
 from tests.labutil import cli_json
-from tests.vmutil import qemu_waits, ssh, vm_lab_fixture, waited_share
+from tests.vmutil import qemu_wait_during, ssh, vm_lab_fixture
 
 pytestmark = pytest.mark.vm
 
@@ -56,21 +56,18 @@ def smoke_probed(lab) -> tuple[dict, float]:
     # RT budget (88-94% measured confined): the guest then throttles it for up to 50 ms per period
     # and the tail mixes both layers (hostkit.smoke.diagnose.throttled_at_most ranks them; a CI run
     # found 39% charged, 61% descheduled). The RT layer has its own test above.
-    before = qemu_waits(lab, VM)
-    rc, doc, proc = cli_json("smoke", "-i", str(lab.inventory), "--duration", "6", "--probe-gaps",
-                             "--gap-threshold-us", "1000", "--no-fifo")
-    after = qemu_waits(lab, VM)
+    (rc, doc, proc), waited = qemu_wait_during(lab, VM, lambda: cli_json(
+        "smoke", "-i", str(lab.inventory), "--duration", "6", "--probe-gaps", "--gap-threshold-us", "1000", "--no-fifo"))
     assert rc in (0, 1), proc.stderr[-2000:]  # 1: MISSED or INCONCLUSIVE (a TCG guest's few samples)
-    return doc["hosts"][VM], waited_share(before, after)
+    return doc["hosts"][VM], waited
 
 
 def probe(lab) -> tuple[dict, float]:
     """The gap probe on the guest, and QEMU's host-measured wait share meanwhile (as smoke_probed)."""
-    before = qemu_waits(lab, VM)
-    rc, doc, proc = cli_json("gaps", "-i", str(lab.inventory), "--duration", "6", "--threshold-us", "1000")
-    after = qemu_waits(lab, VM)
+    (rc, doc, proc), waited = qemu_wait_during(lab, VM, lambda: cli_json(
+        "gaps", "-i", str(lab.inventory), "--duration", "6", "--threshold-us", "1000"))
     assert rc == 0, proc.stderr[-2000:]
-    return doc["hosts"][VM], waited_share(before, after)
+    return doc["hosts"][VM], waited
 
 
 # The spread guest is uncontended when QEMU's runnable threads waited for a host CPU less than this

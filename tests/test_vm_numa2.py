@@ -24,8 +24,8 @@ import pytest
 from hostkit.agent.cpulist import parse_cpulist
 from hostkit.agent.kthreads import PF_KTHREAD, PF_NO_SETAFFINITY
 from tests.labutil import cli, cli_json
-from tests.vmutil import (SYSCTL_PATHS, REBOOT_TIMEOUT, device_irqs, etc_boot_hashes, inventory_for, qemu_waits, read,
-                          ssh, vm_lab_fixture, waited_share)
+from tests.vmutil import (SYSCTL_PATHS, REBOOT_TIMEOUT, device_irqs, etc_boot_hashes, inventory_for, qemu_wait_during,
+                          read, ssh, vm_lab_fixture)
 
 pytestmark = pytest.mark.vm
 
@@ -77,10 +77,9 @@ def seeded(lab):
 def rt_smoke(lab, inventory) -> tuple[dict, object, float]:
     """The RT smoke run on the guest: its report, the process, and the share of the run QEMU's threads
     waited for a host CPU (this host's schedstat)."""
-    waits = qemu_waits(lab, HOST)
-    rc, doc, proc = cli_json("smoke", "-i", inventory, *RT_SMOKE)
+    (rc, doc, proc), waited = qemu_wait_during(lab, HOST, lambda: cli_json("smoke", "-i", inventory, *RT_SMOKE))
     assert rc in (0, 1), proc.stderr[-2000:]  # 1: MISSED or INCONCLUSIVE
-    return doc["hosts"][HOST], proc, waited_share(waits, qemu_waits(lab, HOST))
+    return doc["hosts"][HOST], proc, waited
 
 
 def throttled_share(report: dict) -> float:

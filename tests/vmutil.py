@@ -85,6 +85,14 @@ def waited_share(before: dict[int, tuple[int, int]], after: dict[int, tuple[int,
     return wait / (run + wait) if run + wait else 0.0
 
 
+def qemu_wait_during(lab: Lab, host: str, run):
+    """``run()``'s result, and the share of the time meanwhile that the guest's QEMU threads waited
+    for a host CPU (:func:`waited_share`)."""
+    before = qemu_waits(lab, host)
+    out = run()
+    return out, waited_share(before, qemu_waits(lab, host))
+
+
 def read(lab: Lab, host: str, path: str) -> str:
     return ssh(lab, host, "cat " + shlex.quote(path)).strip()
 
