@@ -272,7 +272,7 @@ def check_irqs(view: HostView, facts: dict, plan: dict) -> list[dict]:
     by_irqbalance = plan["irq"].get("owner") == "irqbalance"
     wanted = ({n: plan["irq_cpus"] for n, i in irqs.items() if i.get("smp_affinity_list") is not None}
               if by_irqbalance else plan["irq"]["assignments"])
-    shared = by_irqbalance or plan["irq"].get("irqbalance") == "banned"
+    shared = plan["irq"].get("irqbalance") == "banned"  # irqbalance, owner or beside hostkit, kept to the IRQ CPUs
     out, tolerated = [], []
     for irq, want in wanted.items():
         got = (irqs.get(irq) or {}).get("smp_affinity_list")

@@ -520,7 +520,7 @@ def _irq_owner(irqbalance: str, service: dict, affinity: bool, isolation: bool,
                    f"the IRQ CPUs {format_cpulist(irq_cpus)}; hostkit pins no IRQ itself, so nothing undoes the "
                    "other's placement" + ("; irqaffinity= covers the IRQs set up at boot before it starts"
                                           if isolation else ""))
-    elif owner == "hostkit" and service.get("running") and not banned_running:
+    elif owner == "hostkit" and service.get("running"):
         warned.append("irqbalance runs " + ("with no environment file found to ban it in" if irqbalance == "banned"
                                             else f"and the profile leaves it unbanned (irqbalance: {irqbalance})")
                       + ": it will move hostkit's IRQ pins at its next pass; stop it, or give it "
