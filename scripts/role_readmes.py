@@ -41,8 +41,8 @@ INTRO = {
                     "reported, not failed. IRQs are found by their action name in `/proc/interrupts` "
                     "(`eth0-TxRx-3`, `nvme0q2`), never by a number from another boot: the plan's `irq.by_name` "
                     "is resolved to this boot's numbers on the host just before the write. Persistence: "
-                    "`IRQBALANCE_BANNED_CPULIST` when irqbalance is installed, else `hostkit-irq-affinity.service`, "
-                    "which runs `/usr/local/lib/hostkit/irq_affinity.py` (`hostkit/agent/irq_affinity.py`, "
+                    "`IRQBALANCE_BANNED_CPULIST` wherever irqbalance is installed (running or not), and wherever "
+                    "hostkit pins IRQs `hostkit-irq-affinity.service`, which runs `/usr/local/lib/hostkit/irq_affinity.py` (`hostkit/agent/irq_affinity.py`, "
                     "python3 only) with the rules in `/etc/hostkit/irq-affinity.json` at every boot and logs "
                     "each move, refusal and rule without an IRQ to the journal.",
     "cpu_governor": "`scaling_governor` on every CPU with cpufreq in one module call, and a boot-time unit. "

@@ -22,9 +22,10 @@ import time
 import pytest
 import yaml
 
-from tests.labutil import cli
+from hostkit.agent.cpulist import parse_cpulist
+from tests.labutil import cli, cli_json
 from tests.test_rollout_lab import epoch
-from tests.vmutil import REBOOT_TIMEOUT, read, vm_lab_fixture
+from tests.vmutil import REBOOT_TIMEOUT, device_irqs, read, reboot, ssh, vm_lab_fixture
 
 pytestmark = pytest.mark.vm
 
@@ -68,7 +69,7 @@ def rolled_out(lab, tmp_path_factory):
     assert proc.returncode == 0, f"rollout failed: {proc.stdout[-3000:]} {proc.stderr[-3000:]}"
     hist = cli("history", "-i", path, "--json")
     assert hist.returncode == 0, hist.stderr[-2000:]
-    return {"doc": json.loads(proc.stdout), "plans": json.loads(plans.stdout), "history": json.loads(hist.stdout), "boots_before": boots,
+    return {"doc": json.loads(proc.stdout), "plans": json.loads(plans.stdout), "inventory": path, "history": json.loads(hist.stdout), "boots_before": boots,
             "cmdlines_before": cmdlines, "calls": (d / "calls.log").read_text().split("\n")[:-1]}
 
 
@@ -106,3 +107,29 @@ def test_the_guests_journals_and_boot_times_show_g2_went_out_after_g1_was_back(l
     assert all(span[g][0] < boot[g] for g in GUESTS), (span, boot)
     # ... and g2's run began after g1's run and g1's reboot were over
     assert span["g1"][1] < span["g2"][0] and boot["g1"] < span["g2"][0], (span, boot)
+
+
+def test_a_second_boot_gets_hostkits_irq_pins_back_from_the_boot_unit(lab, rolled_out, tmp_path):
+    """hostkit owns this guest's IRQs (irqbalance runs, banned from all but the one IRQ CPU: nothing to
+    balance), and the apply's own reboot came before the IRQ role. Rebooted once more, the pins come
+    back from hostkit-irq-affinity.service alone: it ran in this boot and moved the IRQs of its rules,
+    each of them is on its rule's CPUs, and the audit passes."""
+    g = "g2"
+    irq = rolled_out["plans"][g]["irq"]
+    assert irq["owner"] == "hostkit" and irq["by_name"], irq
+    assert ssh(lab, g, "systemctl is-active irqbalance", check=False).strip() == "active"
+    reboot(lab, g)
+    state = ssh(lab, g, "systemctl show -p ActiveState -p Result -p ExecMainStatus hostkit-irq-affinity.service")
+    assert sorted(state.split()) == ["ActiveState=active", "ExecMainStatus=0", "Result=success"], state
+    log = ssh(lab, g, "journalctl -b -o cat -u hostkit-irq-affinity.service")
+    moved = [line for line in log.splitlines() if " -> " in line and line.startswith("IRQ ")]
+    assert moved and "IRQ(s) moved" in log, log
+    live = device_irqs(lab, g)
+    named = {n: i for n, i in live.items() if i["name"] in irq["by_name"]}
+    assert named, (irq["by_name"], live)
+    for n, i in named.items():
+        if f"IRQ {n} ({i['name']}): the kernel refuses" in log:
+            continue  # managed: the kernel's own placement
+        assert parse_cpulist(i["affinity"]) == parse_cpulist(irq["by_name"][i["name"]]), (n, i, log)
+    rc, doc, proc = cli_json("audit", "-i", rolled_out["inventory"], "--limit", g)
+    assert rc == 0 and doc["hosts"][g]["status"] == "pass", json.dumps(doc)[-3000:]

@@ -22,14 +22,13 @@ Three reboots in all; each TCG boot costs minutes.
 from __future__ import annotations
 
 import json
-import subprocess
 import time
 
 import pytest
 
 from hostkit.agent.kernel_args import arg_name, cmdline_words, format_arg
 from tests.labutil import cli, cli_json
-from tests.vmutil import REBOOT_TIMEOUT, etc_boot_hashes, inventory_for, read, ssh, vm_lab_fixture
+from tests.vmutil import REBOOT_TIMEOUT, etc_boot_hashes, inventory_for, read, reboot, ssh, vm_lab_fixture
 
 pytestmark = pytest.mark.vm
 
@@ -48,22 +47,6 @@ GRUBENV_VARS = ["tuned_params=", "tuned_initrd="]
 # starting it rolls back everything it set (seen in this guest). A lab-only drop-in gives it time.
 TIMEOUT_DROPIN = ("mkdir -p /etc/systemd/system/tuned.service.d && printf '[Service]\\nTimeoutStartSec=900\\n' "
                   "> /etc/systemd/system/tuned.service.d/hostkit-lab-timeout.conf && systemctl daemon-reload")
-
-
-def reboot(lab, host: str) -> None:
-    """Reboot the guest and wait (bounded) until it answers with a new boot id."""
-    boot_id = read(lab, host, "/proc/sys/kernel/random/boot_id")
-    ssh(lab, host, "systemctl reboot", check=False, timeout=60)
-    deadline = time.monotonic() + REBOOT_TIMEOUT
-    while time.monotonic() < deadline:
-        try:
-            now = ssh(lab, host, "cat /proc/sys/kernel/random/boot_id", timeout=60).strip()
-        except (AssertionError, subprocess.TimeoutExpired):  # not answering yet
-            now = boot_id
-        if now != boot_id:
-            return
-        time.sleep(5)
-    raise AssertionError(f"{host} did not come back within {REBOOT_TIMEOUT} s")
 
 
 def tuned_state(lab) -> dict:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import shlex
 import subprocess
+import time
 from pathlib import Path
 
 import pytest
@@ -61,6 +62,22 @@ def ssh(lab: Lab, host: str, command: str, check: bool = True, timeout: int = 30
     if check and proc.returncode != 0:
         raise AssertionError(f"ssh {host} {command!r}: rc={proc.returncode} {proc.stderr.strip()[-500:]}")
     return proc.stdout
+
+
+def reboot(lab, host: str) -> None:
+    """Reboot the guest and wait (bounded) until it answers with a new boot id."""
+    boot_id = read(lab, host, "/proc/sys/kernel/random/boot_id")
+    ssh(lab, host, "systemctl reboot", check=False, timeout=60)
+    deadline = time.monotonic() + REBOOT_TIMEOUT
+    while time.monotonic() < deadline:
+        try:
+            now = ssh(lab, host, "cat /proc/sys/kernel/random/boot_id", timeout=60).strip()
+        except (AssertionError, subprocess.TimeoutExpired):  # not answering yet
+            now = boot_id
+        if now != boot_id:
+            return
+        time.sleep(5)
+    raise AssertionError(f"{host} did not come back within {REBOOT_TIMEOUT} s")
 
 
 def qemu_waits(lab: Lab, host: str) -> dict[int, tuple[int, int]]:
