@@ -10,7 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from hostkit.errors import BadInput
-from hostkit.smoke.options import DEFAULT_REQUESTS, SmokeOptions, add_smoke_arguments
+from hostkit.smoke.options import DEFAULT_REQUESTS, FIFO_POLICIES, SmokeOptions, add_smoke_arguments
 
 
 def parser() -> argparse.ArgumentParser:
@@ -49,7 +49,8 @@ def test_command_line_beats_fallback_beats_default():
 
 def test_aliases_and_compound_options():
     assert parse(["--busy-poll"]).idle == "spin"
-    assert parse(["--no-fifo"]).fifo is False
+    assert parse(["--no-fifo"]).fifo == parse(["--fifo", "off"]).fifo == "off"
+    assert parse([]).fifo == "budget"
     o = parse(["--inject-stall", "20@0.5"])
     assert (o.inject_stall_ms, o.inject_every_s) == (20.0, 0.5)
 
@@ -97,7 +98,7 @@ options = st.builds(
     rate=st.one_of(st.none(), st.floats(0.01, 1e6)),
     idle=st.sampled_from(["adaptive", "sleep", "spin"]),
     spin_us=st.floats(0, 100000),
-    fifo=st.booleans(),
+    fifo=st.sampled_from(FIFO_POLICIES),
     with_cyclictest=st.booleans(),
     target_p999_ms=st.floats(0.0001, 1e6),
     cpu=st.one_of(st.none(), st.integers(0, 64)),

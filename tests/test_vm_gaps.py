@@ -86,9 +86,10 @@ def test_rt_throttling_is_traced_per_event_and_named_primary(lab):
     try:
         # Throttled only while runnable beyond the budget: the worker must want its CPU for more than
         # 500 ms of each period, whatever the clients' pace on a slow TCG vCPU: 100 ms of computation
-        # per request (8 outstanding: 0.8 s a round), spinning under SCHED_FIFO up to 100 ms between rounds.
+        # per request (8 outstanding: 0.8 s a round), spinning under SCHED_FIFO up to 100 ms between rounds;
+        # SCHED_FIFO for every inference as the seed's worker had it (--fifo always), not kept under the budget.
         rc, doc, proc = cli_json("smoke", "-i", str(lab.inventory), "--duration", "6", "--trace-sched",
-                                 "--infer-ms", "100", "--spin-us", "100000")
+                                 "--infer-ms", "100", "--spin-us", "100000", "--fifo", "always")
     finally:
         ssh(lab, VM, f"echo {before} > /proc/sys/kernel/sched_rt_runtime_us")
     r = doc["hosts"][VM]

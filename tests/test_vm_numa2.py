@@ -36,8 +36,10 @@ BOOT_VOLATILE: set[str] = set()
 # The seed's setting, persisted as the operator had it: RT throttling parks FIFO for 500 ms/s.
 SEED_SYSCTL = "/etc/sysctl.d/50-seed-rt-runtime.conf"
 # A busy-polling worker (SCHED_FIFO for each batch), its CPU's sched_switch traced: each RT-throttle
-# park is one event.
+# park is one event. Before hostkit, the seed's worker (SCHED_FIFO for every batch: --fifo always);
+# after apply, the default worker (--fifo budget: SCHED_FIFO kept under the plan's budget).
 RT_SMOKE = ["--duration", "8", "--infer-ms", "1", "--clients", "1", "--busy-poll", "--trace-sched", "--json"]
+SEED_WORKER = ["--fifo", "always"]
 # Above this share of the run spent waiting for a host CPU (QEMU's threads, measured by this host),
 # the host stops the guest's vCPUs as much as the seed's throttle parks its worker (half of every
 # period), and the guest's figures measure this machine's load: a CI run beside the lab suite and a
@@ -74,10 +76,11 @@ def seeded(lab):
     return {"hashes": etc_boot_hashes(lab, HOST), "live": live_state(lab)}
 
 
-def rt_smoke(lab, inventory) -> tuple[dict, object, float]:
+def rt_smoke(lab, inventory, *extra: str) -> tuple[dict, object, float]:
     """The RT smoke run on the guest: its report, the process, and the share of the run QEMU's threads
     waited for a host CPU (this host's schedstat)."""
-    (rc, doc, proc), waited = qemu_wait_during(lab, HOST, lambda: cli_json("smoke", "-i", inventory, *RT_SMOKE))
+    (rc, doc, proc), waited = qemu_wait_during(lab, HOST, lambda: cli_json("smoke", "-i", inventory, *RT_SMOKE,
+                                                                            *extra))
     assert rc in (0, 1), proc.stderr[-2000:]  # 1: MISSED or INCONCLUSIVE
     return doc["hosts"][HOST], proc, waited
 
@@ -91,7 +94,7 @@ def throttled_share(report: dict) -> float:
 
 @pytest.fixture(scope="module")
 def rt_before(lab, inventory, seeded):
-    return rt_smoke(lab, inventory)
+    return rt_smoke(lab, inventory, *SEED_WORKER)
 
 
 @pytest.fixture(scope="module")
@@ -250,29 +253,32 @@ def test_rt_budget_after_apply_is_the_plans_in_the_report(tuned, rt_after):
     assert all(f"the budget parks it {budget_ms:g} ms per period" in d["evidence"] for d in rt), rt
 
 
-def test_rt_tail_after_apply_below_the_plans_budget(tuned, rt_before, rt_after):
-    """The p99 of the busy FIFO worker's deschedules within the plan's park budget. Not the p999:
-    the sched_switch trace shows the plan's throttle parking the worker on its isolated CPU far
-    longer than the 50 ms per period its budget implies (3 parks of 243 ms and 3 of ~500 ms on
-    average in two module runs, against ~390 ms for the seed's 500 ms budget), so one park landing
-    in an inference puts the p999 (CI: 347 ms; 580 ms) near the seed's. Most likely TCG charges a
-    stopped vCPU's time to the running FIFO task (no steal time), so the worker spends a budget it
-    never used: a property of this overcommitted guest (docs/operator-guide.md, "The RT budget"),
-    and why the p999 cannot show the plan's budget here."""
+def test_after_apply_the_default_worker_is_never_parked_by_the_throttle(tuned, rt_before, rt_after):
+    """The default worker (--fifo budget) keeps its SCHED_FIFO time in every RT period under the plan's
+    budget less 5%, so the guest kernel's throttle never parks it on its isolated CPU: none of the
+    sched_switch trace's deschedules is a park (the seed's worker before: parks of ~390 ms). The seed's
+    worker (--fifo always) at the plan's 950000 was parked here too, for 243 ms and ~500 ms on average in
+    two module runs, far beyond the 50 ms per period that budget implies: TCG charges a stopped vCPU's
+    time to the running FIFO task (no steal time). The limit counts wall time, which includes that.
+    The p99 is held to the plan's park budget only where this host let QEMU run (see HOST_WAIT_MAX)."""
     (before, _, waited_before), (after, _, waited) = rt_before, rt_after
     trace = after["sched_trace"]
-    print(f"\nafter apply: deschedule_ms {after['deschedule_ms']} over {after['samples']} samples; traced "
-          f"{trace['rt_throttled']} throttle parks, {throttled_share(after):.1%} of the run (before: "
-          f"{throttled_share(before):.1%}); QEMU waited for a host CPU {waited_before:.0%} / {waited:.0%}")
+    print(f"\nafter apply, default worker: deschedule_ms {after['deschedule_ms']} over {after['samples']} samples; "
+          f"SCHED_FIFO {after['sched_fifo']}, duty {after['fifo_duty']}; traced {trace['rt_throttled']} throttle "
+          f"parks (before, the seed's worker: {before['sched_trace']['rt_throttled']}, {throttled_share(before):.1%} "
+          f"of the run); QEMU waited for a host CPU {waited_before:.0%} / {waited:.0%}")
+    runtime = int(tuned["plan"]["sysctl"]["kernel.sched_rt_runtime_us"])
+    limit_ms = (runtime - max(10_000, runtime // 20)) / 1000
+    assert after["sched_fifo"]["policy"] == "budget" and after["sched_fifo"]["used"], after["sched_fifo"]
+    assert after["sched_fifo"]["limit_ms_per_period"] == limit_ms, after["sched_fifo"]
+    assert throttled_share(before) > 0 and trace["rt_throttled"] == 0, (before["sched_trace"], trace)
+    assert "rt_throttling" not in {d["cause"] for d in after["diagnosis"]}, after["diagnosis"]
     if waited > HOST_WAIT_MAX:
         pytest.skip(f"this host kept QEMU's runnable threads waiting {waited:.0%} of the run (load "
                     f"{os.getloadavg()[0]:.1f}): the guest's tail measured this machine's load (deschedule p99 "
-                    f"{after['deschedule_ms']['p99']} ms, p999 {after['deschedule_ms']['p999']} ms); the plan's "
-                    "budget is checked live (sysctls) and in the report")
+                    f"{after['deschedule_ms']['p99']} ms, p999 {after['deschedule_ms']['p999']} ms); no throttle "
+                    "park was traced (checked above)")
     assert after["deschedule_ms"]["p99"] <= rt_budget_ms(tuned["plan"]), (after["deschedule_ms"], trace)
-    # What tells the two budgets apart in the same guest: the time the throttle parked the worker,
-    # from the guest kernel's trace (32.1% and 32.8% of the run before; 10.7% and 21.5% after).
-    assert throttled_share(after) < throttled_share(before), (before["sched_trace"], trace)
 
 
 @pytest.fixture(scope="module")

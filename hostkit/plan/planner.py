@@ -404,7 +404,10 @@ def _partition_sysctls(isolating: bool, kubelet_static: bool, profile: dict,
             state = "installed but not running (systemctl enable --now stalld)" if stalld.get("installed") \
                 else "not installed"
             reasons.append(f"sched_rt_runtime_us stays {wanted.get('kernel.sched_rt_runtime_us')}: stalld is {state}, "
-                           "so RT throttling is what keeps a starved kernel thread running on an isolated CPU")
+                           "so RT throttling is what keeps a starved kernel thread running on an isolated CPU; a "
+                           "worker that stays in SCHED_FIFO beyond the budget is parked for the rest of the period "
+                           "(hostkit smoke's default worker, --fifo budget, leaves SCHED_FIFO before that: do the "
+                           "same, or run the worker SCHED_OTHER on its isolated CPU, where nothing competes)")
     return wanted, reasons
 
 

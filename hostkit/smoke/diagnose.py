@@ -106,7 +106,17 @@ def diagnose(result: dict, probes: dict, facts: dict | None) -> list[dict]:
         budget = runtime / period
         duty = result.get("fifo_duty") or 0.0  # share of the run the worker spent in SCHED_FIFO
         log = probes.get("rt_throttling_logged")
-        if log or (worst >= min(stall_ms * 0.5, 5.0) and duty >= 0.8 * budget):
+        # --fifo budget kept every RT period's SCHED_FIFO time under the budget: the throttle cannot
+        # have fired (only the kernel's log or a trace could still say it did)
+        limit = result["sched_fifo"].get("limit_ms_per_period")
+        if limit is not None and not log and worst >= stall_ms * 0.5:
+            causes.append({"cause": "rt_throttling", "confidence": "possible",
+                           "evidence": f"the worker kept its SCHED_FIFO time under {limit:g} ms per period (--fifo "
+                                       f"budget), yet it was descheduled {worst:.1f} ms, as long as the throttle's park "
+                                       f"of up to {stall_ms:g} ms: the budget (sched_rt_runtime_us={runtime}) is shared "
+                                       f"with every other RT task on CPU {result['cpu']}, and with RT time charged "
+                                       "there just before the run"})
+        elif log or (limit is None and worst >= min(stall_ms * 0.5, 5.0) and duty >= 0.8 * budget):
             confidence = "confirmed" if log else ("likely" if duty >= budget * 0.95 else "possible")
             causes.append({"cause": "rt_throttling", "confidence": confidence,
                            "evidence": f"SCHED_FIFO worker busy {duty:.0%} of the run against a budget of "

@@ -26,6 +26,7 @@ from hostkit.smoke.metrics import CREDIBLE_P999
 DEFAULT_REQUESTS = 20_000
 MAX_CLIENTS = 64
 IDLE_MODES = ("adaptive", "sleep", "spin")
+FIFO_POLICIES = ("budget", "always", "off")
 
 
 def _opt(default, help: str = "", *, flag: str | None = "", lo=None, hi=None, lo_open: bool = False,
@@ -80,8 +81,12 @@ class SmokeOptions:
     cpu: int | None = _opt(None, "worker CPU (default: the first isolated CPU, else the last allowed one)", lo=0,
                            hi=1 << 16)
     client_cpus: tuple[int, ...] | None = _opt(None, flag=None)
-    fifo: bool = _opt(True, "never use SCHED_FIFO (by default the worker runs inference in SCHED_FIFO when "
-                            "permitted)", flag="--no-fifo")
+    fifo: str = _opt("budget", "when the worker runs inference in SCHED_FIFO (if permitted): budget (in "
+                               "SCHED_FIFO as long as its SCHED_FIFO time in any one RT period stays under the "
+                               "host's sched_rt_runtime_us less 5%%, else in SCHED_OTHER at nice -20, so RT "
+                               "throttling never parks it), always (the seed's worker: every inference, parked "
+                               "by the throttle once a busy worker overruns the budget), off (never; also "
+                               "--no-fifo)", choices=FIFO_POLICIES)
     request_timeout_s: float = _opt(2.0, "a request unanswered this long is an error", flag="--request-timeout",
                                     lo=0.0, lo_open=True, hi=3600.0, metavar="S")
     # calibration and peers
@@ -176,7 +181,7 @@ class SmokeOptions:
             if value == f.default or flag is None:
                 continue
             if isinstance(value, bool):
-                argv.append(flag)  # store_true, or --no-fifo for fifo=False
+                argv.append(flag)  # store_true (or store_false)
             else:
                 argv += [flag, repr(value) if isinstance(value, float) else str(value)]
         if self.inject_stall_ms is not None:
@@ -238,5 +243,7 @@ def add_smoke_arguments(parser: argparse.ArgumentParser) -> None:
             parser.add_argument(flag, **kw)
     parser.add_argument("--busy-poll", dest="idle", action="store_const", const="spin", default=argparse.SUPPRESS,
                         help="the same as --idle spin")
+    parser.add_argument("--no-fifo", dest="fifo", action="store_const", const="off", default=argparse.SUPPRESS,
+                        help="the same as --fifo off")
     parser.add_argument("--inject-stall", metavar="MS@EVERY_S", default=argparse.SUPPRESS,
                         help="SIGSTOP the worker for MS every EVERY_S seconds (calibration: stalls it must see)")

@@ -1,7 +1,8 @@
 """The inference worker: a spawned subprocess pinned to one CPU, claiming READY slots in batches.
 
 As in the seeds: ``sched_setaffinity`` to one CPU, ``nice(-20)``, SCHED_FIFO during inference
-when permitted (SCHED_OTHER while idle), one BLAS thread, first touch of the shared memory from
+when permitted (SCHED_OTHER while idle; with ``fifo`` budget, the default, also for as long as more
+SCHED_FIFO would overrun the host's RT budget, see ``_Fifo``), one BLAS thread, first touch of the shared memory from
 its own CPU, batches of up to ``max_batch`` with a short wait for at least ``min_batch``. Idle, it
 spins briefly and then blocks until a client rings (``idle`` adaptive, the default), or keeps the
 seed's 0.5 ms idle sleep (``sleep``) or busy polling (``spin``); see ``_serve_shm``.
@@ -12,6 +13,7 @@ reads: ``deschedule = max(0, wall - cpu)`` is time the thread was runnable but n
 
 from __future__ import annotations
 
+import collections
 import os
 import pickle
 import selectors
@@ -23,6 +25,7 @@ from hostkit.smoke.queue import (DONE, ERROR, PROCESSING, READY, PartitionAlloca
                                  announcements_matter, find_in)
 
 FIFO_PRIORITY = 50
+NEVER_NS = 1 << 62
 
 
 def _set_fifo(on: bool) -> bool:
@@ -83,10 +86,10 @@ def worker_main(cfg: dict, conn) -> None:
         info["nice"] = os.getpriority(os.PRIO_PROCESS, 0)
     except OSError:
         info["nice"] = os.getpriority(os.PRIO_PROCESS, 0)
-    want_fifo = cfg.get("fifo", True)
-    info["fifo_available"] = want_fifo and _set_fifo(True)
+    info["fifo_available"] = cfg.get("fifo", "budget") != "off" and _set_fifo(True)
     if info["fifo_available"]:
         _set_fifo(False)
+    info["fifo_limit"] = fifo_limit(cfg.get("fifo", "budget"))
 
     from hostkit.smoke.model import OnnxModel, SyntheticModel
 
@@ -135,30 +138,89 @@ def _infer(model, tensor):
     return out, t1 - t0, c1 - c0, t1
 
 
-class _Fifo:
-    """SCHED_FIFO switched on for work and off when idle, with the time spent in it."""
+def _read_int(path: str) -> int | None:
+    try:
+        with open(path) as f:
+            return int(f.read().split()[0])
+    except (OSError, ValueError, IndexError):
+        return None
 
-    def __init__(self, available: bool) -> None:
+
+def fifo_limit(policy: str) -> dict | None:
+    """With ``policy`` budget and a finite RT budget on this host: the SCHED_FIFO time the worker
+    allows itself in any window of one RT period (``limit_ns`` of ``period_ns``), the budget less a
+    margin (5%, at least 10 ms) for the inference that crosses the limit before it is seen.
+
+    Why this bound suffices: without CONFIG_RT_GROUP_SCHED a CPU's RT time accumulates while RT tasks
+    run and each period boundary takes ``sched_rt_runtime_us`` off it; the throttle parks the CPU's RT
+    tasks when it exceeds the budget. If no one-period window holds more SCHED_FIFO wall time than the
+    limit, it never does (wall time >= run time, also where a stopped vCPU is charged as run time).
+    None: no limit (policy always, RT throttling off (-1), or the budget unreadable)."""
+    if policy != "budget":
+        return None
+    runtime = _read_int("/proc/sys/kernel/sched_rt_runtime_us")
+    period = _read_int("/proc/sys/kernel/sched_rt_period_us")
+    if runtime is None or period is None or runtime < 0 or runtime >= period:
+        return None
+    limit_us = max(0, runtime - max(10_000, runtime // 20))
+    return {"limit_ns": limit_us * 1000, "period_ns": period * 1000, "runtime_us": runtime, "period_us": period}
+
+
+class _Fifo:
+    """SCHED_FIFO switched on for work and off when idle, with the time spent in it.
+
+    With a ``limit`` (``fifo_limit``) it also keeps the SCHED_FIFO time of every window of one RT
+    period under that limit: ``enter`` refuses (the batch runs in SCHED_OTHER at nice -20, ``held``)
+    while the last period's SCHED_FIFO time has reached it, and ``until`` is the time at which the
+    worker must leave SCHED_FIFO (checked after each inference). So the kernel's RT throttle never
+    parks it: the time given back goes to what else is runnable on its CPU (a per-CPU kernel worker
+    the throttle exists for), in slices of the fair scheduler instead of one park of
+    ``period - runtime``."""
+
+    def __init__(self, available: bool, limit: dict | None = None) -> None:
         self.available = available
         self.on = False
         self.since = 0
         self.total_ns = 0
+        self.until = NEVER_NS
+        self.held = 0
+        self.limit_ns = limit["limit_ns"] if limit else None
+        self.period_ns = limit["period_ns"] if limit else 0
+        self.stints: collections.deque[tuple[int, int]] = collections.deque()  # (start, end) in the last period
+        self.window_ns = 0  # sum of the stints' lengths
 
     def enter(self) -> None:
-        if self.available and not self.on:
-            _set_fifo(True)
-            self.on, self.since = True, time.monotonic_ns()
+        if not self.available or self.on:
+            return
+        now = time.monotonic_ns()
+        if self.limit_ns is not None:
+            stints, edge = self.stints, now - self.period_ns
+            while stints and stints[0][1] <= edge:
+                start, end = stints.popleft()
+                self.window_ns -= end - start
+            # only the oldest stint can straddle the window's edge: its part before the edge is out
+            left = self.limit_ns - self.window_ns + (max(0, edge - stints[0][0]) if stints else 0)
+            if left <= 0:
+                self.held += 1
+                return
+            self.until = now + left
+        _set_fifo(True)
+        self.on, self.since = True, now
 
     def leave(self) -> None:
         if self.on:
             _set_fifo(False)
+            now = time.monotonic_ns()
             self.on = False
-            self.total_ns += time.monotonic_ns() - self.since
+            self.total_ns += now - self.since
+            if self.limit_ns is not None:
+                self.stints.append((self.since, now))
+                self.window_ns += now - self.since
+                self.until = NEVER_NS
 
 
 IDLE_BLOCK_S = 0.1  # the longest a blocked worker waits before it looks at the stop flag and its parent
 SCAN_ALL = 16  # batches between two scans of the whole queue while the slots below ``top`` keep it busy
-NEVER_NS = 1 << 62
 
 
 def _serve_shm(q: SharedInferenceQueue, model, cfg: dict, info: dict, stats: dict) -> None:
@@ -182,7 +244,7 @@ def _serve_shm(q: SharedInferenceQueue, model, cfg: dict, info: dict, stats: dic
     idle = cfg["idle"]
     adaptive = idle == "adaptive"
     idle_sleep = cfg["idle_sleep_ms"] / 1000.0
-    fifo = _Fifo(info["fifo_available"])
+    fifo = _Fifo(info["fifo_available"], info["fifo_limit"])
     fifo_per_batch = fixed_wait = not adaptive  # the seed's loop: FIFO per batch, fixed min-batch wait
     may_fill = announcements_matter(cfg)  # else no announcement can ever make min_batch: never wait
     tensor_count = q.tensor_size // 4
@@ -211,7 +273,7 @@ def _serve_shm(q: SharedInferenceQueue, model, cfg: dict, info: dict, stats: dic
     spin = Spin(int(cfg["spin_us"] * 1000))
     block_s = cfg.get("idle_block_s", IDLE_BLOCK_S)
     parent = os.getppid()
-    missed = completed = batches = fifo_batches = 0
+    missed = completed = batches = fifo_batches = first_claim = last_done = 0  # first_claim..last_done: serving
     cursor = 0
     waited = 0  # 1: the spin caught this batch (a sampled hit); 2: a ring woke us for it (learned once answered)
     while not stop[0]:
@@ -253,6 +315,8 @@ def _serve_shm(q: SharedInferenceQueue, model, cfg: dict, info: dict, stats: dic
             n = len(claimed)
         cursor = claimed[-1] + 1  # (nslots: find_in wraps to 0)
         claim = now_ns()
+        if not first_claim:
+            first_claim = claim
         if not fifo.on:
             fifo.enter()
         if fifo.on:
@@ -267,6 +331,8 @@ def _serve_shm(q: SharedInferenceQueue, model, cfg: dict, info: dict, stats: dic
                 pack_out(buf, resp_at[i], out)
                 pack_result(buf, result_at[i], claim, t1, t1 - t0, c1 - c0)
                 states[i * step] = DONE
+                if t1 > fifo.until:  # the RT budget's limit (policy budget): the rest in SCHED_OTHER
+                    fifo.leave()
             except Exception:  # a model error is the request's ERROR, not the worker's death
                 states[i * step] = ERROR
             if bells:
@@ -276,6 +342,7 @@ def _serve_shm(q: SharedInferenceQueue, model, cfg: dict, info: dict, stats: dic
         completed += n
         completed_word[0] = completed
         batches += 1
+        last_done = now_ns()
         if waited:  # the wait, from the spin's start until the first of these was submitted
             submitted = unpack_submitted(buf, submitted_at[claimed[0]])[0]
             if waited == 1:
@@ -284,8 +351,9 @@ def _serve_shm(q: SharedInferenceQueue, model, cfg: dict, info: dict, stats: dic
                 spin.learn(submitted - spin.started_ns)
             waited = 0
     fifo.leave()
-    stats.update(inferences=completed, batches=batches, fifo_batches=fifo_batches)
+    stats.update(inferences=completed, batches=batches, fifo_batches=fifo_batches, fifo_held=fifo.held)
     stats["fifo_ms"] = round(fifo.total_ns / 1e6, 3)
+    stats["serving_ms"] = round((last_done - first_claim) / 1e6, 3) if first_claim else 0.0
     stats["spin"] = spin.stats()
     stats["sleeps"] = me.sleeps if me else 0
     stats["rings_sent"] = sum(b.rings for b in bells)
@@ -332,7 +400,7 @@ def _serve_socket(server, model, cfg: dict, info: dict, stats: dict, conn) -> No
     sel = selectors.DefaultSelector()
     sel.register(server, selectors.EVENT_READ)
     sel.register(conn, selectors.EVENT_READ)
-    fifo = info["fifo_available"]
+    fifo = _Fifo(info["fifo_available"], info["fifo_limit"])
     resp_pad = bytes(cfg["resp_size"])
     running = True
     while running:
@@ -354,15 +422,14 @@ def _serve_socket(server, model, cfg: dict, info: dict, stats: dict, conn) -> No
                 continue
             msg = pickle.loads(_recv_exact(c, struct.unpack("<I", head)[0]))
             claim = time.monotonic_ns()
-            if fifo:
-                _set_fifo(True)
-                stats["fifo_batches"] += 1
+            fifo.enter()
+            stats["fifo_batches"] += fifo.on
             tensor = np.frombuffer(msg["tensor"], dtype=np.float32) if np is not None else msg["tensor"]
             out, wall, cpu, done = _infer(model, tensor)
-            if fifo:
-                _set_fifo(False)
+            fifo.leave()
             reply = pickle.dumps({"id": msg["id"], "claim_ns": claim, "wall_ns": wall, "cpu_ns": cpu,
                                   "done_ns": done, "out": out, "resp": resp_pad}, protocol=pickle.HIGHEST_PROTOCOL)
             c.sendall(struct.pack("<I", len(reply)) + reply)
             stats["inferences"] += 1
             stats["batches"] += 1
+    stats.update(fifo_ms=round(fifo.total_ns / 1e6, 3), fifo_held=fifo.held)
