@@ -30,7 +30,8 @@ MAPS = {"kernel.cmdline_args.args": "<argument>", "cpufreq.drivers": "<driver>",
 
 SMOKE_KEYS = """\
 {"samples": int, "deschedule_ms": {"p50", "p99", "p999", "max", ...}, "queue_wait_ms": {...},
- "rpc_ms": {...}, "sched_fifo": {"used": bool, ...}, "cpu": int, "transport": str,
+ "rpc_ms": {...}, "sched_fifo": {"used": bool, "policy": "budget"|"always"|"off",
+ "limit_ms_per_period": float|null, "held_batches": int, ...}, "fifo_duty": float, "cpu": int, "transport": str,
  "slo": {"target_p999_ms": float, "p999_ms": float, "passed": bool, ...}, "diagnosis": [{"cause": str, ...}], ...}"""
 
 

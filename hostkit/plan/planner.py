@@ -508,16 +508,17 @@ def _irq_owner(irqbalance: str, service: dict, affinity: bool, isolation: bool,
     # A running irqbalance rewrites the affinity of every IRQ it balances at its next pass (10 s):
     # pins of hostkit's beside it would be undone, so it alone places them, told where not to (in
     # the environment file the facts found: without one there is nowhere to ban it, and hostkit pins).
-    # With one IRQ CPU there is nothing to balance and irqbalance leaves IRQs where they are (a
-    # 2-vCPU lab guest kept virtio-net's queues on 0-1 with CPU 1 banned): hostkit pins them to that
-    # CPU, the only one irqbalance may use, so the two cannot disagree.
+    # With one IRQ CPU there is nothing to balance: a 2-vCPU lab guest kept virtio-net's queues on
+    # 0-1 with CPU 1 banned, and its irqbalance was found stopped after the next boot. hostkit pins
+    # them to that CPU (the only one irqbalance may use, so the two cannot disagree) and its boot
+    # unit pins them again at every boot.
     banned_running = irqbalance == "banned" and service.get("running") and service.get("config")
     owner = ("irqbalance" if banned_running and len(irq_cpus) >= 2 else "hostkit" if affinity else "none")
     why, warned = [], []
     if banned_running and owner == "hostkit":
         why.append(f"irqbalance runs, banned in {service['config']} from every CPU but the one IRQ CPU "
-                   f"{format_cpulist(irq_cpus)}: with nothing to balance it leaves IRQs where they are, so hostkit "
-                   "pins them there (the only CPU irqbalance may use: no conflict)")
+                   f"{format_cpulist(irq_cpus)}: it has nothing to balance and does not move IRQs there, so hostkit "
+                   "pins them there, now and at every boot (the only CPU irqbalance may use: no conflict)")
     elif owner == "irqbalance":
         why.append(f"irqbalance runs: it keeps placing IRQs, banned in {service['config']} from every CPU but "
                    f"the IRQ CPUs {format_cpulist(irq_cpus)}; hostkit pins no IRQ itself, so nothing undoes the "
