@@ -151,10 +151,12 @@ def fifo_limit(policy: str) -> dict | None:
     allows itself in any window of one RT period (``limit_ns`` of ``period_ns``), the budget less a
     margin (5%, at least 10 ms) for the inference that crosses the limit before it is seen.
 
-    Why this bound suffices: without CONFIG_RT_GROUP_SCHED a CPU's RT time accumulates while RT tasks
-    run and each period boundary takes ``sched_rt_runtime_us`` off it; the throttle parks the CPU's RT
-    tasks when it exceeds the budget. If no one-period window holds more SCHED_FIFO wall time than the
-    limit, it never does (wall time >= run time, also where a stopped vCPU is charged as run time).
+    Why this bound suffices: a CPU's RT time (the root group's, with or without CONFIG_RT_GROUP_SCHED)
+    accumulates while RT tasks run and each period boundary takes ``sched_rt_runtime_us`` off it; the
+    throttle parks the CPU's RT tasks when it exceeds the budget. If no one-period window holds more
+    SCHED_FIFO wall time than the limit, it never does (wall time >= run time), as long as the worker
+    is the CPU's only RT task and no single inference outlasts the margin (a vCPU the host stops
+    inside one is charged that time as run time: tests/test_vm_numa2.py).
     None: no limit (policy always, RT throttling off (-1), or the budget unreadable)."""
     if policy != "budget":
         return None
@@ -163,7 +165,7 @@ def fifo_limit(policy: str) -> dict | None:
     if runtime is None or period is None or runtime < 0 or runtime >= period:
         return None
     limit_us = max(0, runtime - max(10_000, runtime // 20))
-    return {"limit_ns": limit_us * 1000, "period_ns": period * 1000, "runtime_us": runtime, "period_us": period}
+    return {"limit_ns": limit_us * 1000, "period_ns": period * 1000}
 
 
 class _Fifo:
@@ -172,10 +174,10 @@ class _Fifo:
     With a ``limit`` (``fifo_limit``) it also keeps the SCHED_FIFO time of every window of one RT
     period under that limit: ``enter`` refuses (the batch runs in SCHED_OTHER at nice -20, ``held``)
     while the last period's SCHED_FIFO time has reached it, and ``until`` is the time at which the
-    worker must leave SCHED_FIFO (checked after each inference). So the kernel's RT throttle never
-    parks it: the time given back goes to what else is runnable on its CPU (a per-CPU kernel worker
-    the throttle exists for), in slices of the fair scheduler instead of one park of
-    ``period - runtime``."""
+    worker must leave SCHED_FIFO (checked after each inference, and before an idle spin that could
+    outlast it). So the kernel's RT throttle does not park it (see ``fifo_limit`` for the limits of
+    that): the time given back goes to what else is runnable on its CPU (a per-CPU kernel worker the
+    throttle exists for), in slices of the fair scheduler instead of one park of ``period - runtime``."""
 
     def __init__(self, available: bool, limit: dict | None = None) -> None:
         self.available = available
@@ -293,6 +295,8 @@ def _serve_shm(q: SharedInferenceQueue, model, cfg: dict, info: dict, stats: dic
                 continue
             if idle == "spin":
                 continue
+            if fifo.on and now_ns() + spin.max_ns > fifo.until:
+                fifo.leave()  # the spin could outlast the RT budget's limit
             if spin.until_changed(doorbell, 0, rung):
                 waited = 1 if spin.learns_this_hit() else 0
                 continue
