@@ -155,8 +155,9 @@ def fifo_limit(policy: str) -> dict | None:
     accumulates while RT tasks run and each period boundary takes ``sched_rt_runtime_us`` off it; the
     throttle parks the CPU's RT tasks when it exceeds the budget. If no one-period window holds more
     SCHED_FIFO wall time than the limit, it never does (wall time >= run time), as long as the worker
-    is the CPU's only RT task and no single inference outlasts the margin (a vCPU the host stops
-    inside one is charged that time as run time: tests/test_vm_numa2.py).
+    is the CPU's only RT task, the CPU was not overdrawn when it started (RT time charged before
+    drains within a period at the budget it was charged under) and no single inference outlasts the
+    margin (a vCPU the host stops inside one is charged that time as run time: tests/test_vm_numa2.py).
     None: no limit (policy always, RT throttling off (-1), or the budget unreadable)."""
     if policy != "budget":
         return None
