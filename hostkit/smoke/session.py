@@ -34,7 +34,7 @@ from hostkit.smoke.options import SmokeOptions
 from hostkit.smoke.sched_trace import SchedTrace, TraceUnavailable, long_deschedules
 from hostkit.smoke.queue import DONE, ERROR, FREE, PROCESSING, READY, WRITING, SharedInferenceQueue
 from hostkit.smoke.wake import InheritedFd, new_eventfd
-from hostkit.smoke.worker import worker_main
+from hostkit.smoke.worker import read_int, worker_main
 
 READY_TIMEOUT_S = 60
 SUPERVISE_EVERY_S = 0.02
@@ -110,14 +110,6 @@ def parse_cyclictest(text: str) -> dict:
                 out[name] = us
                 break
     return out
-
-
-def _read_int(path: str) -> int | None:
-    try:
-        with open(path) as f:
-            return int(f.read().strip())
-    except (OSError, ValueError):
-        return None
 
 
 def _first_message(conn, who: str):
@@ -220,8 +212,8 @@ class Session:
                "t": time.monotonic()}
         if with_log:
             out["rt_log"] = dg.kernel_log_rt_throttling_count()
-            out["sched_rt_runtime_us"] = _read_int("/proc/sys/kernel/sched_rt_runtime_us")
-            out["sched_rt_period_us"] = _read_int("/proc/sys/kernel/sched_rt_period_us")
+            out["sched_rt_runtime_us"] = read_int("/proc/sys/kernel/sched_rt_runtime_us")
+            out["sched_rt_period_us"] = read_int("/proc/sys/kernel/sched_rt_period_us")
         return out
 
     # ------------------------------------------------------------------ supervise

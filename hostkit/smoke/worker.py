@@ -138,7 +138,8 @@ def _infer(model, tensor):
     return out, t1 - t0, c1 - c0, t1
 
 
-def _read_int(path: str) -> int | None:
+def read_int(path: str) -> int | None:
+    """The integer a /proc or /sys file holds (its first word), or None."""
     try:
         with open(path) as f:
             return int(f.read().split()[0])
@@ -161,8 +162,8 @@ def fifo_limit(policy: str) -> dict | None:
     None: no limit (policy always, RT throttling off (-1), or the budget unreadable)."""
     if policy != "budget":
         return None
-    runtime = _read_int("/proc/sys/kernel/sched_rt_runtime_us")
-    period = _read_int("/proc/sys/kernel/sched_rt_period_us")
+    runtime = read_int("/proc/sys/kernel/sched_rt_runtime_us")
+    period = read_int("/proc/sys/kernel/sched_rt_period_us")
     if runtime is None or period is None or runtime < 0 or runtime >= period:
         return None
     limit_us = max(0, runtime - max(10_000, runtime // 20))
