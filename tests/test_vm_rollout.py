@@ -109,7 +109,7 @@ def test_the_guests_journals_and_boot_times_show_g2_went_out_after_g1_was_back(l
     assert span["g1"][1] < span["g2"][0] and boot["g1"] < span["g2"][0], (span, boot)
 
 
-def test_a_second_boot_gets_hostkits_irq_pins_back_from_the_boot_unit(lab, rolled_out, tmp_path):
+def test_a_second_boot_gets_hostkits_irq_pins_back_from_the_boot_unit(lab, rolled_out):
     """hostkit owns this guest's IRQs: irqbalance is installed, but banned from all CPUs but the one IRQ
     CPU it does not stay running here (the VM runs found it inactive after the rollout), the case
     where its IRQBALANCE_BANNED_CPULIST keeps nothing in place. The apply's own reboot came before the IRQ

@@ -106,8 +106,8 @@ def diagnose(result: dict, probes: dict, facts: dict | None) -> list[dict]:
         budget = runtime / period
         duty = result.get("fifo_duty") or 0.0  # share of the run the worker spent in SCHED_FIFO
         log = probes.get("rt_throttling_logged")
-        # --fifo budget kept every RT period's SCHED_FIFO time under the budget: the throttle cannot
-        # have fired (only the kernel's log or a trace could still say it did)
+        # --fifo budget kept every RT period's SCHED_FIFO time under the budget: the duty says nothing
+        # about throttling then; only a deschedule as long as half a park (or the kernel's log) does
         limit = result["sched_fifo"].get("limit_ms_per_period")
         if limit is not None and not log and worst >= stall_ms * 0.5:
             causes.append({"cause": "rt_throttling", "confidence": "possible",

@@ -49,7 +49,7 @@ def text_summary(r: dict) -> str:
         f"SCHED_FIFO: {'used' if fifo['used'] else ('available, not used' if fifo['available'] else 'not permitted')}"
         + (f" (--fifo {fifo['policy']}: at most {fifo['limit_ms_per_period']:g} ms per RT period, "
            f"{fifo['held_batches']} batches in SCHED_OTHER to keep to it)"
-           if fifo.get("limit_ms_per_period") is not None and fifo["available"] else "")
+           if fifo.get("limit_ms_per_period") is not None else "")
         + f"; model {r['model']}",
         f"{r['samples']} samples in {r['duration_s']} s ({r['throughput_rps']} req/s); p999 {r['p999_credibility']}",
         f"slow_infer events (cpu > 100 ms or wall > 200 ms): {r['slow_infer']['count']}",

@@ -530,8 +530,8 @@ def aggregate(opts: SmokeOptions, session: Session, s: Supervised, facts: dict |
         "nice": ready.get("nice"),
         "sched_fifo": {"available": ready.get("fifo_available"), "used": bool(ws.get("fifo_batches")),
                        "batches": ws.get("fifo_batches", 0), "policy": opts.fifo,
-                       # policy budget on a host with a finite RT budget: the SCHED_FIFO time the worker
-                       # allowed itself per RT period, and the batches it ran in SCHED_OTHER to keep to it
+                       # policy budget, SCHED_FIFO permitted, a finite RT budget: the SCHED_FIFO time the
+                       # worker allowed itself per RT period, and the batches it ran in SCHED_OTHER to keep to it
                        "limit_ms_per_period": (round(ready["fifo_limit"]["limit_ns"] / 1e6, 3)
                                                if ready.get("fifo_limit") else None),
                        "held_batches": ws.get("fifo_held", 0)},
@@ -559,9 +559,8 @@ def aggregate(opts: SmokeOptions, session: Session, s: Supervised, facts: dict |
         # Bucket counts over fixed bounds (metrics.BUCKETS_S, the same on every host): what
         # Prometheus histograms and a fleet's merged percentiles are made of (hostkit smoke --prom).
         "histograms": {"deschedule": histogram(desched), "rpc": histogram(cols["rpc_ms"])},
-        # Share of the run the worker spent in SCHED_FIFO (as the worker timed it; else its inference time).
-        # the share of the worker's serving time (first claim to last answer; the socket worker: the
-        # run) it spent in SCHED_FIFO
+        # Share of the worker's serving time (first claim to last answer; the socket worker: the run)
+        # it spent in SCHED_FIFO, as the worker timed it.
         "fifo_duty": round(ws["fifo_ms"] / (ws.get("serving_ms") or elapsed * 1000), 3)
         if elapsed > 0 and ws.get("fifo_batches") else 0.0,
         "cpu_time": _cpu_time(s),

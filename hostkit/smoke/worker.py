@@ -86,10 +86,11 @@ def worker_main(cfg: dict, conn) -> None:
         info["nice"] = os.getpriority(os.PRIO_PROCESS, 0)
     except OSError:
         info["nice"] = os.getpriority(os.PRIO_PROCESS, 0)
-    info["fifo_available"] = cfg.get("fifo", "budget") != "off" and _set_fifo(True)
+    policy = cfg.get("fifo", "budget")
+    info["fifo_available"] = policy != "off" and _set_fifo(True)
     if info["fifo_available"]:
         _set_fifo(False)
-    info["fifo_limit"] = fifo_limit(cfg.get("fifo", "budget"))
+    info["fifo_limit"] = fifo_limit(policy) if info["fifo_available"] else None
 
     from hostkit.smoke.model import OnnxModel, SyntheticModel
 
