@@ -351,6 +351,16 @@ def test_cli_with_too_few_samples_is_inconclusive_never_passed():
     assert "PASSED" not in proc.stdout
 
 
+def test_no_fifo_run_reports_sched_fifo_off_not_unpermitted():
+    """--no-fifo (--fifo off) is the operator's choice: the report says so, whether or not this host
+    permits SCHED_FIFO (it used to read "not permitted")."""
+    proc = subprocess.run([sys.executable, "-m", "hostkit.cli", "smoke", "--requests", "600", "--infer-ms", "0",
+                           "--no-fifo"], capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 1, proc.stderr  # 600 samples: INCONCLUSIVE
+    assert "SCHED_FIFO: off (--fifo off)" in proc.stdout, proc.stdout
+    assert "not permitted" not in proc.stdout
+
+
 def test_migration_report_from_two_real_runs(tmp_path):
     def smoke(*extra):
         proc = subprocess.run([sys.executable, "-m", "hostkit.cli", "smoke", "--duration", "2", "--infer-ms", "2",

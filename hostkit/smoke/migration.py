@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from hostkit.errors import BadInput
 from hostkit.jsonfile import read_json
-from hostkit.smoke.report import verdict as slo_word
+from hostkit.smoke.report import fifo_state, verdict as slo_word
 
 ROWS = [
     ("deschedule p50 (ms)", lambda r: r["deschedule_ms"]["p50"]),
@@ -22,8 +22,7 @@ ROWS = [
     ("throughput (req/s)", lambda r: r["throughput_rps"]),
     ("samples", lambda r: r["samples"]),
     ("slow_infer events", lambda r: r["slow_infer"]["count"]),
-    ("SCHED_FIFO", lambda r: "used" if r["sched_fifo"]["used"] else
-     ("available" if r["sched_fifo"]["available"] else "not permitted")),
+    ("SCHED_FIFO", lambda r: fifo_state(r["sched_fifo"])),
     ("transport", lambda r: r["transport"]),
     # With --probe-gaps: what the hypervisor took, invisible to the guest kernel ("-": not probed).
     ("vCPU co-stops (% of the run)", lambda r: _gaps(r, lambda g: round(100 * g["costops"]["share_of_run"], 2))),

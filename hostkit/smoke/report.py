@@ -38,6 +38,15 @@ def table_rows(r: dict) -> list[list[str]]:
             for m in METRICS]
 
 
+def fifo_state(fifo: dict) -> str:
+    """What the worker's SCHED_FIFO was in a run (the report's ``sched_fifo``), in a few words."""
+    if fifo["used"]:
+        return "used"
+    if fifo.get("policy") == "off":
+        return "off (--fifo off)"
+    return "available, not used" if fifo["available"] else "not permitted"
+
+
 def text_summary(r: dict) -> str:
     slo = r["slo"]
     fifo = r["sched_fifo"]
@@ -46,7 +55,7 @@ def text_summary(r: dict) -> str:
                                          if r["transport"] == "shm" else "")
         + f", {r['mode']}, worker on CPU {r['cpu']} (pinned: {r['pinned']}, nice {r['nice']}), "
           f"clients on {r['client_cpus']}",
-        f"SCHED_FIFO: {'used' if fifo['used'] else ('available, not used' if fifo['available'] else 'not permitted')}"
+        f"SCHED_FIFO: {fifo_state(fifo)}"
         + (f" (--fifo {fifo['policy']}: at most {fifo['limit_ms_per_period']:g} ms per RT period, "
            f"{fifo['held_batches']} batches in SCHED_OTHER to keep to it)"
            if fifo.get("limit_ms_per_period") is not None else "")
