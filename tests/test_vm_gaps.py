@@ -70,10 +70,14 @@ def probe(lab) -> tuple[dict, float]:
     return doc["hosts"][VM], waited
 
 
-# The spread guest is uncontended when QEMU's runnable threads waited for a host CPU less than this
-# share of the time (ground truth from this host's scheduler): then the spinners cannot have been
-# stopped for the 10% of their time the diagnosis asks for (2x margin).
-SPREAD_WAIT_MAX = 0.05
+# The spread guest counts as uncontended while QEMU's runnable threads waited for a host CPU less
+# than this share of the time (ground truth from this host's scheduler): the share of stopped time at
+# which the diagnosis names the hypervisor (its spinners stopped for 10% of their charged time). On
+# this 2-CPU machine the test's own controller (ssh, the smoke orchestration) keeps a spread guest
+# waiting 7-9% with nothing else running; then (two runs) the spinners measured 1.9-2.8% stopped, the spread
+# guest co-stopped 10-13 ms against 541-665 ms confined. (A 5% limit skipped every run, these included.)
+# Beside make test's other suites the wait is higher and these checks skip, saying so.
+SPREAD_WAIT_MAX = 0.10
 
 
 def test_rt_throttling_is_traced_per_event_and_named_primary(lab):
