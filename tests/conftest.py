@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import subprocess
 import tempfile
 from pathlib import Path
 
@@ -11,6 +12,7 @@ import pytest
 
 from hostkit.lab import fixtures
 from hostkit.lab.lab import Lab
+from hostkit.smoke.sched_trace import TRACEFS_ROOTS
 
 REPO = Path(__file__).resolve().parent.parent
 # Tests run their lab on their own port so a developer's `hostkit lab up` (2222) is left alone.
@@ -129,3 +131,19 @@ def make_lab(lab_root):
     yield start
     for lab in labs:
         lab.down()
+
+
+@pytest.fixture
+def tracefs():
+    """tracefs mounted for the test (and unmounted afterwards if it was not)."""
+    if os.geteuid() != 0:
+        pytest.skip("tracing needs root")
+    root = TRACEFS_ROOTS[0]
+    mounted = os.path.isdir(os.path.join(root, "instances"))
+    if not mounted:
+        subprocess.run(["mount", "-t", "tracefs", "nodev", root], check=True)
+    try:
+        yield root
+    finally:
+        if not mounted:
+            subprocess.run(["umount", root], check=True)

@@ -237,20 +237,32 @@ def test_long_deschedules_name_who_ran_and_rt_throttling():
     assert second["ms"] == 3.0 and not second["rt_throttled"] and second["ran_instead"][0]["class"] == "rt"
 
 
-@pytest.fixture
-def tracefs():
-    """tracefs mounted for the test (and unmounted afterwards if it was not)."""
-    if os.geteuid() != 0:
-        pytest.skip("tracing needs root")
-    root = TRACEFS_ROOTS[0]
-    mounted = os.path.isdir(os.path.join(root, "instances"))
-    if not mounted:
-        subprocess.run(["mount", "-t", "tracefs", "nodev", root], check=True)
-    try:
-        yield root
-    finally:
-        if not mounted:
-            subprocess.run(["umount", root], check=True)
+# As this machine's kernel traces CPU 1: no switch out of swapper/1 (idle) is ever recorded.
+TRACE_NO_IDLE_EXITS = """\
+          python-500     [001] d..2.   200.000000: sched_switch: prev_comm=python prev_pid=500 prev_prio=49 prev_state=R ==> next_comm=swapper/1 next_pid=0 next_prio=120
+       kdamond.0-77      [001] d..2.   200.010000: sched_switch: prev_comm=kdamond.0 prev_pid=77 prev_prio=120 prev_state=I ==> next_comm=swapper/1 next_pid=0 next_prio=120
+          python-500     [001] d..2.   200.900000: sched_switch: prev_comm=python prev_pid=500 prev_prio=49 prev_state=S ==> next_comm=swapper/1 next_pid=0 next_prio=120
+          python-500     [001] d..2.   201.000000: sched_switch: prev_comm=python prev_pid=500 prev_prio=49 prev_state=R ==> next_comm=swapper/1 next_pid=0 next_prio=120
+          python-500     [001] d..2.   201.500000: sched_switch: prev_comm=python prev_pid=500 prev_prio=49 prev_state=S ==> next_comm=swapper/1 next_pid=0 next_prio=120
+"""
+
+
+def test_a_park_whose_end_is_untraced_is_timed_by_the_inference_it_interrupted():
+    from hostkit.smoke.sched_trace import long_deschedules
+
+    # the worker's samples: an inference from 199.99 s to 200.06 s descheduled 48 ms; none at 201 s
+    inference = {200.0: 48.0}
+    got = long_deschedules(TRACE_NO_IDLE_EXITS, 500, 1.0, length_at=inference.get)
+    assert got["idle_exits_traced"] is False and got["untimed"] == 1  # the park at 201 s: between inferences
+    assert got["count"] == 1 and got["rt_throttled"] == 1 and got["rt_throttled_ms"] == 48.0
+    (event,) = got["events"]
+    assert event["timed"] == "inference" and event["at_s"] == 200.0
+    # 10 ms traced until kdamond's switch (credited to idle, the task last switched to), the rest to idle too
+    assert [(r["comm"], r["class"], r["ms"]) for r in event["ran_instead"]] == [("swapper/1", "idle", 48.0)]
+    # the sleep at 200.9 s (state S) is no deschedule; without a length_at nothing is timed
+    bare = long_deschedules(TRACE_NO_IDLE_EXITS, 500, 1.0)
+    assert bare["count"] == 0 and bare["untimed"] == 2
+    assert long_deschedules(TRACE, 500, 1.0)["idle_exits_traced"] is True
 
 
 def test_smoke_traces_the_worker_cpu_and_leaves_no_instance(tracefs):
@@ -282,7 +294,7 @@ def test_without_tracefs_the_run_says_so():
 def test_tracefs_this_user_may_not_read_is_named_as_such():
     probe = ("from hostkit.smoke.sched_trace import SchedTrace, TraceUnavailable\n"
              "try:\n    SchedTrace(0)\nexcept TraceUnavailable as exc:\n    print(exc)")
-    proc = _in_private_mounts(f"mount -t tracefs nodev {TRACEFS_ROOTS[0]} && exec setpriv --reuid=65534 "
+    proc = _in_private_mounts(f"umount {TRACEFS_ROOTS[0]} 2>/dev/null; mount -t tracefs nodev {TRACEFS_ROOTS[0]} && exec setpriv --reuid=65534 "
                               f"--regid=65534 --clear-groups {sys.executable} -c '{probe}'")
     assert proc.stdout.strip() == (f"tracefs at {TRACEFS_ROOTS[0]} is not accessible to this user (uid 65534): "
                                    "per-event attribution needs root"), proc.stderr

@@ -152,9 +152,11 @@ def diagnose(result: dict, probes: dict, facts: dict | None) -> list[dict]:
         if traced["rt_throttled"] * 2 >= traced["count"]:
             causes.append({"cause": "rt_throttling", "confidence": "confirmed",
                            "evidence": f"traced: {traced['rt_throttled']} of {traced['count']} deschedules over "
-                                       f"{traced['threshold_ms']:g} ms took the CPU from the runnable SCHED_FIFO worker "
-                                       "for CFS tasks or idle only: the RT budget (sched_rt_runtime_us; on kernels "
-                                       ">= 6.12 the fair server's reservation) was spent"})
+                                       f"{traced['threshold_ms']:g} ms ({traced['rt_throttled_ms']:.1f} ms) took the CPU "
+                                       "from the runnable SCHED_FIFO worker for CFS tasks or idle only: the RT budget "
+                                       + (f"(sched_rt_runtime_us={runtime} of {period}; " if runtime is not None else
+                                          "(sched_rt_runtime_us; ")
+                                       + "on kernels >= 6.12 the fair server's reservation) was spent"})
         else:
             who = ", ".join(f"{k} {v:.1f} ms" for k, v in list(traced["by_task"].items())[:3])
             causes.append({"cause": "cfs_contention", "confidence": "confirmed",

@@ -106,11 +106,20 @@ class SchedTrace:
             pass
 
 
-def long_deschedules(trace: str, worker_pid: int, threshold_ms: float) -> dict:
+def long_deschedules(trace: str, worker_pid: int, threshold_ms: float, length_at=None) -> dict:
     """The worker's preempted intervals longer than ``threshold_ms`` from a sched_switch trace of its
-    CPU: each with who ran instead and whether it can only be RT throttling."""
-    events, current = [], None
-    switches = 0
+    CPU: each with who ran instead and whether it can only be RT throttling.
+
+    Some kernels record no switch *out of* the idle task on some CPUs (this project's CI machine, a
+    firecracker guest, on CPU 1: every ``swapper/1 ==> ...`` line is missing while CPU 0 has them).
+    An interval the worker was preempted into idle then has no traced end: the next line about the
+    worker is its next switch out. ``length_at(at_s)`` (the session's: the deschedule of the worker's
+    inference running at ``at_s``, ms, or None) times such an interval; its event says
+    ``"timed": "inference"`` and its time after the last traced switch goes to the last task the
+    trace saw take over; ``idle_exits_traced`` is False when the CPU went idle but never left it in
+    the trace. Without a length an interval is counted in ``untimed``, not as an event."""
+    intervals, current = [], None
+    switches = idle_in = idle_out = 0
     for line in trace.splitlines():
         m = _SWITCH.search(line)
         if not m:
@@ -119,19 +128,39 @@ def long_deschedules(trace: str, worker_pid: int, threshold_ms: float) -> dict:
         t = float(m.group(1))
         prev_pid, prev_prio, prev_state = int(m.group(3)), int(m.group(4)), m.group(5)
         next_comm, next_pid, next_prio = m.group(6), int(m.group(7)), int(m.group(8))
+        idle_out += prev_pid == 0
+        idle_in += next_pid == 0
         if current is not None:
-            current["ran"].append([current["last_comm"], current["last_pid"], current["last_prio"], t - current["at"]])
-            current["at"] = t
+            if prev_pid == worker_pid:  # it ran again: its switch back in was not traced
+                intervals.append((current, None))
+                current = None
+            else:
+                current["ran"].append([current["last_comm"], current["last_pid"], current["last_prio"],
+                                       t - current["at"]])
+                current["at"] = t
         if prev_pid == worker_pid and prev_state.startswith("R"):
             current = {"start": t, "at": t, "worker_prio": prev_prio, "ran": []}
         if current is not None:
             if next_pid == worker_pid:
-                length_ms = (t - current["start"]) * 1000
-                if length_ms >= threshold_ms:
-                    events.append(_event(current, length_ms))
+                intervals.append((current, (t - current["start"]) * 1000))
                 current = None
             else:
                 current.update(last_comm=next_comm, last_pid=next_pid, last_prio=next_prio)
+    events, untimed = [], 0
+    for interval, length_ms in intervals:
+        timed = "trace"
+        if length_ms is None:
+            length_ms = length_at(interval["start"]) if length_at else None
+            if length_ms is None:
+                untimed += 1
+                continue
+            timed = "inference"
+            # the rest, after the segments the trace timed, to the last task it saw take over
+            known = sum(seg[3] for seg in interval["ran"])
+            interval["ran"].append([interval["last_comm"], interval["last_pid"], interval["last_prio"],
+                                    max(0.0, length_ms / 1000 - known)])
+        if length_ms >= threshold_ms:
+            events.append({**_event(interval, length_ms), "timed": timed})
     by_task: dict[str, float] = {}
     for e in events:
         for r in e["ran_instead"]:
@@ -141,6 +170,7 @@ def long_deschedules(trace: str, worker_pid: int, threshold_ms: float) -> dict:
             "rt_throttled": sum(1 for e in events if e["rt_throttled"]),
             "rt_throttled_ms": round(sum(e["ms"] for e in events if e["rt_throttled"]), 3),
             "total_ms": round(sum(e["ms"] for e in events), 3),
+            "idle_exits_traced": not idle_in or bool(idle_out), "untimed": untimed,
             "by_task": dict(sorted(((k, round(v, 3)) for k, v in by_task.items()), key=lambda kv: -kv[1])[:10]),
             "events": events[:MAX_EVENTS]}
 

@@ -17,6 +17,7 @@ of the session outlives it and its /dev/shm segment is unlinked (``Session.close
 from __future__ import annotations
 
 import multiprocessing as mp
+import bisect
 import os
 import signal
 import subprocess
@@ -376,7 +377,7 @@ def run_smoke(opts: SmokeOptions, progress=None, facts: dict | None = None, on_s
             tracer, traced = _start_trace(session.cpu)
         supervised = session.supervise(progress)
         if tracer is not None:
-            traced = long_deschedules(tracer.stop(), session.worker.pid, opts.target_p999_ms)
+            traced = tracer.stop()  # the trace's text: read against the samples in aggregate
             tracer = None
     finally:
         signal.signal(signal.SIGTERM, old_term)
@@ -504,9 +505,24 @@ def _wake_stats(opts: SmokeOptions, s: Supervised) -> dict:
                         "sleeps": total("sleeps"), "rings_sent": total("rings_sent")}}
 
 
+def _deschedule_at(cols: dict[str, list[float]]):
+    """A function of a time (monotonic s) giving the deschedule (ms) of the worker's inference running
+    then, or None (it was between inferences): the length of a traced deschedule whose end the
+    trace lacks (sched_trace.long_deschedules)."""
+    spans = sorted((d, d - w / 1000, max(0.0, w - c))
+                   for w, c, d in zip(cols["infer_wall_ms"], cols["infer_cpu_ms"], cols["done_s"]))
+    ends = [end for end, _, _ in spans]
+
+    def at(t: float) -> float | None:
+        k = bisect.bisect_left(ends, t)  # the first inference to end at or after t (they run one at a time)
+        return spans[k][2] if k < len(spans) and spans[k][1] <= t else None
+    return at
+
+
 def aggregate(opts: SmokeOptions, session: Session, s: Supervised, facts: dict | None,
-              gaps: dict | None = None, traced: dict | None = None) -> dict:
-    """The run's figures, SLO verdict and diagnosis, from what supervision collected."""
+              gaps: dict | None = None, traced: str | dict | None = None) -> dict:
+    """The run's figures, SLO verdict and diagnosis, from what supervision collected. ``traced``: the
+    sched_switch trace's text, or why there is none ({"error": ...})."""
     ready, ws = session.ready, s.worker_stats
     cols, errors, error_count = _merge(s.results)
     desched = [max(0.0, w - c) for w, c in zip(cols["infer_wall_ms"], cols["infer_cpu_ms"])]
@@ -578,7 +594,10 @@ def aggregate(opts: SmokeOptions, session: Session, s: Supervised, facts: dict |
         probes["rt_throttling_logged"] = None if log0 is None or log1 is None else log1 > log0
     if gaps is not None:
         result["gaps"] = _gaps_with_attribution(gaps, cols)
-    if traced is not None:
+    if isinstance(traced, str):
+        result["sched_trace"] = long_deschedules(traced, session.worker.pid, opts.target_p999_ms,
+                                                 length_at=_deschedule_at(cols))
+    elif traced is not None:
         result["sched_trace"] = traced
     result["probes"] = probes
     result["diagnosis"] = dg.diagnose(result, probes, facts)
