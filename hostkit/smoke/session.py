@@ -16,8 +16,8 @@ of the session outlives it and its /dev/shm segment is unlinked (``Session.close
 
 from __future__ import annotations
 
-import multiprocessing as mp
 import bisect
+import multiprocessing as mp
 import os
 import signal
 import subprocess
