@@ -41,13 +41,13 @@ demo: setup
 # Fast tests first (unit, fixtures, live reads), then the lab tests over real SSH side by side
 # with the real-kernel lab (QEMU guests booted through their own GRUB; the guest image is built
 # once into /var/cache/hostkit/vm and reused), then the dependency floors. The VM suite runs in
-# two lanes (VM_LANE_B's modules on their own ports), both beside the lab suite: a VM test spends
+# two lanes (VM_LANE_B's modules on their own ports; the rest in lane A, about as long), both beside the lab suite: a VM test spends
 # most of its time waiting on TCG guests (boots, Ansible inside them), so three processes keep the
 # 2 cores busy where one after another left them idle. Each lane's output follows the lab suite's
 # (from .hostkit/test-vm-*.log); any of the three failing fails the run. The VM tests that judge
 # latency compare figures measured in the same guest within one run, or state a skip with the
 # measured figure when this host's load stops the guest (test_vm_gaps).
-VM_LANE_B := tests/test_vm_rollout.py tests/test_vm_tuned.py tests/test_vm_vmware.py
+VM_LANE_B := tests/test_vm_rollout.py tests/test_vm_tuned.py
 test: setup
 	$(PY) -m pytest -m 'not lab and not vm and not floors' $(PYTEST_ARGS)
 	@mkdir -p .hostkit; echo "VM suite running in two lanes beside the lab suite: .hostkit/test-vm-a.log, .hostkit/test-vm-b.log"; \
