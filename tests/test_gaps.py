@@ -244,25 +244,57 @@ TRACE_NO_IDLE_EXITS = """\
           python-500     [001] d..2.   200.900000: sched_switch: prev_comm=python prev_pid=500 prev_prio=49 prev_state=S ==> next_comm=swapper/1 next_pid=0 next_prio=120
           python-500     [001] d..2.   201.000000: sched_switch: prev_comm=python prev_pid=500 prev_prio=49 prev_state=R ==> next_comm=swapper/1 next_pid=0 next_prio=120
           python-500     [001] d..2.   201.500000: sched_switch: prev_comm=python prev_pid=500 prev_prio=49 prev_state=S ==> next_comm=swapper/1 next_pid=0 next_prio=120
+          python-500     [001] d..2.   202.000000: sched_switch: prev_comm=python prev_pid=500 prev_prio=49 prev_state=R ==> next_comm=swapper/1 next_pid=0 next_prio=120
+          python-500     [001] d..2.   202.050000: sched_switch: prev_comm=python prev_pid=500 prev_prio=49 prev_state=R ==> next_comm=swapper/1 next_pid=0 next_prio=120
+          python-500     [001] d..2.   202.200000: sched_switch: prev_comm=python prev_pid=500 prev_prio=49 prev_state=R ==> next_comm=swapper/1 next_pid=0 next_prio=120
 """
 
 
-def test_a_park_whose_end_is_untraced_is_timed_by_the_inference_it_interrupted():
+def test_parks_whose_end_is_untraced_are_timed_by_the_inferences_they_interrupted():
     from hostkit.smoke.sched_trace import long_deschedules
 
-    # the worker's samples: an inference from 199.99 s to 200.06 s descheduled 48 ms; none at 201 s
-    inference = {200.0: 48.0}
-    got = long_deschedules(TRACE_NO_IDLE_EXITS, 500, 1.0, length_at=inference.get)
-    assert got["idle_exits_traced"] is False and got["untimed"] == 1  # the park at 201 s: between inferences
-    assert got["count"] == 1 and got["rt_throttled"] == 1 and got["rt_throttled_ms"] == 48.0
-    (event,) = got["events"]
-    assert event["timed"] == "inference" and event["at_s"] == 200.0
-    # 10 ms traced until kdamond's switch (credited to idle, the task last switched to), the rest to idle too
-    assert [(r["comm"], r["class"], r["ms"]) for r in event["ran_instead"]] == [("swapper/1", "idle", 48.0)]
-    # the sleep at 200.9 s (state S) is no deschedule; without a length_at nothing is timed
-    bare = long_deschedules(TRACE_NO_IDLE_EXITS, 500, 1.0)
-    assert bare["count"] == 0 and bare["untimed"] == 2
+    # the worker's inferences running at each park's start: (index, its deschedule in ms)
+    inferences = {200.0: (0, 48.0), 202.0: (1, 60.0), 202.05: (1, 60.0), 202.2: (2, 30.0)}
+    got = long_deschedules(TRACE_NO_IDLE_EXITS, 500, 1.0, inference_at=inferences.get)
+    assert got["idle_exits_traced"] is False
+    # 201.0: between inferences; 202.05: a second park in inference 1, which the first was given
+    assert got["untimed"] == 2 and got["timed_by_inference"] == got["count"] == 3
+    assert [(e["at_s"], e["ms"], e["timed"], e["rt_throttled"]) for e in got["events"]] == [
+        (200.0, 48.0, "inference", True),
+        (202.0, 60.0, "inference", True),  # closed by the worker's next switch-out in state R, which opens the next
+        (202.2, 30.0, "inference", True),  # still open when the trace ended
+    ]
+    assert got["rt_throttled_ms"] == 138.0
+    # 10 ms traced until kdamond's switch (kdamond ran at its end), the rest to idle, which took over
+    assert [(r["comm"], r["class"], r["ms"]) for r in got["events"][0]["ran_instead"]] == [
+        ("swapper/1", "idle", 38.0), ("kdamond.0", "cfs", 10.0)]
+    bare = long_deschedules(TRACE_NO_IDLE_EXITS, 500, 1.0)  # nothing to time them by
+    assert bare["count"] == 0 and bare["untimed"] == 5
     assert long_deschedules(TRACE, 500, 1.0)["idle_exits_traced"] is True
+
+
+def test_an_untraced_park_gets_what_its_inference_has_left_after_the_traced_ones():
+    from hostkit.smoke.sched_trace import long_deschedules
+
+    trace = """\
+          python-500     [001] d..2.   300.000000: sched_switch: prev_comm=python prev_pid=500 prev_prio=49 prev_state=R ==> next_comm=migration/1 next_pid=20 next_prio=0
+     migration/1-20      [001] d..2.   300.003000: sched_switch: prev_comm=migration/1 prev_pid=20 prev_prio=0 prev_state=S ==> next_comm=python next_pid=500 next_prio=49
+          python-500     [001] d..2.   300.010000: sched_switch: prev_comm=python prev_pid=500 prev_prio=49 prev_state=R ==> next_comm=swapper/1 next_pid=0 next_prio=120
+          python-500     [001] d..2.   300.100000: sched_switch: prev_comm=python prev_pid=500 prev_prio=49 prev_state=S ==> next_comm=swapper/1 next_pid=0 next_prio=120
+"""
+    got = long_deschedules(trace, 500, 1.0, inference_at=lambda t: (5, 50.0) if 299.9 <= t <= 300.1 else None)
+    assert [(e["ms"], e["timed"], e["rt_throttled"]) for e in got["events"]] == [
+        (3.0, "trace", False),  # an RT kernel thread: not throttling
+        (47.0, "inference", True),  # the inference's 50 ms less the 3 ms the trace timed
+    ]
+
+
+def test_inference_at_finds_the_inference_running_at_a_time():
+    from hostkit.smoke.session import _inference_at
+
+    at = _inference_at([1.0, 2.0], [100.0, 100.0], [5.0, 7.0])  # 0.9-1.0 s and 1.9-2.0 s
+    assert [at(t) for t in (0.5, 0.95, 1.0, 1.5, 1.95, 2.5)] == [None, (0, 5.0), (0, 5.0), None, (1, 7.0), None]
+    assert _inference_at([], [], [])(1.0) is None
 
 
 def test_smoke_traces_the_worker_cpu_and_leaves_no_instance(tracefs):

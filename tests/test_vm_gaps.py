@@ -71,12 +71,14 @@ def probe(lab) -> tuple[dict, float]:
 
 
 # The spread guest counts as uncontended while QEMU's runnable threads waited for a host CPU less
-# than this share of the time (ground truth from this host's scheduler): the share of stopped time at
-# which the diagnosis names the hypervisor (its spinners stopped for 10% of their charged time). On
-# this 2-CPU machine the test's own controller (ssh, the smoke orchestration) keeps a spread guest
-# waiting 7-9% with nothing else running; then (two runs) the spinners measured 1.9-2.8% stopped, the spread
-# guest co-stopped 10-13 ms against 541-665 ms confined. (A 5% limit skipped every run, these included.)
-# Beside make test's other suites the wait is higher and these checks skip, saying so.
+# than this share of the time (ground truth from this host's scheduler). The diagnosis names the
+# hypervisor when its spinners were stopped for 10% of their charged CPU time: a different share,
+# and a smaller one for the same host (the spinners run only in the guest's idle time, QEMU's wait
+# also counts its I/O threads): at 8-8.5% QEMU wait the spinners measured 1.9-2.8% stopped. On this
+# 2-CPU machine the test's own controller (ssh, the smoke orchestration) keeps a spread guest
+# waiting 7-9% with nothing else running (the spread guest then co-stopped 10-13 ms against
+# 541-665 ms confined); a 5% limit skipped every run, these included. Beside make test's other
+# suites the wait is far higher (73-77%) and these checks skip, saying so.
 SPREAD_WAIT_MAX = 0.10
 
 

@@ -154,7 +154,7 @@ def diagnose(result: dict, probes: dict, facts: dict | None) -> list[dict]:
                            "evidence": f"traced: {traced['rt_throttled']} of {traced['count']} deschedules over "
                                        f"{traced['threshold_ms']:g} ms ({traced['rt_throttled_ms']:.1f} ms) took the CPU "
                                        "from the runnable SCHED_FIFO worker for CFS tasks or idle only: the RT budget "
-                                       + (f"(sched_rt_runtime_us={runtime} of {period}; " if runtime is not None else
+                                       + (f"(sched_rt_runtime_us={runtime} of {period}; " if runtime is not None and period else
                                           "(sched_rt_runtime_us; ")
                                        + "on kernels >= 6.12 the fair server's reservation) was spent"})
         else:

@@ -101,8 +101,8 @@ def text_summary(r: dict) -> str:
                          f"{t['rt_throttled_ms']:.1f} ms); ran "
                          "instead: " + (", ".join(f"{k} {v:.1f} ms" for k, v in list(t["by_task"].items())[:4]) or "-"))
             if not t.get("idle_exits_traced", True):
-                inferred = sum(1 for e in t["events"] if e.get("timed") == "inference")
-                lines.append(f"  this kernel traced no switch out of the idle task on CPU {r['cpu']}: {inferred} "
+                lines.append(f"  this kernel traced no switch out of the idle task on CPU {r['cpu']}: "
+                             f"{t['timed_by_inference']} "
                              f"deschedules timed by the worker's inference samples instead, {t['untimed']} "
                              "between inferences left untimed")
     for d in r["diagnosis"]:

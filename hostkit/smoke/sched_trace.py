@@ -106,18 +106,21 @@ class SchedTrace:
             pass
 
 
-def long_deschedules(trace: str, worker_pid: int, threshold_ms: float, length_at=None) -> dict:
+def long_deschedules(trace: str, worker_pid: int, threshold_ms: float, inference_at=None) -> dict:
     """The worker's preempted intervals longer than ``threshold_ms`` from a sched_switch trace of its
-    CPU: each with who ran instead and whether it can only be RT throttling.
+    CPU: each with who ran instead and whether it can only be RT throttling. Each traced stretch
+    goes to the task the trace shows running at its end (the line's ``prev``).
 
     Some kernels record no switch *out of* the idle task on some CPUs (this project's CI machine, a
     firecracker guest, on CPU 1: every ``swapper/1 ==> ...`` line is missing while CPU 0 has them).
     An interval the worker was preempted into idle then has no traced end: the next line about the
-    worker is its next switch out. ``length_at(at_s)`` (the session's: the deschedule of the worker's
-    inference running at ``at_s``, ms, or None) times such an interval; its event says
-    ``"timed": "inference"`` and its time after the last traced switch goes to the last task the
-    trace saw take over; ``idle_exits_traced`` is False when the CPU went idle but never left it in
-    the trace. Without a length an interval is counted in ``untimed``, not as an event."""
+    worker is its next switch out (or the trace ends first). ``inference_at(at_s)`` (the session's:
+    (index, deschedule in ms) of the worker's inference running at ``at_s``, or None between
+    inferences) times such an interval: with what of that inference's deschedule the intervals the
+    trace did time in it left; a second untimed interval in the same inference gets nothing left and
+    is counted as untimed. Its event says ``"timed": "inference"``, and its time after the last
+    traced switch goes to the last task the trace saw take over. ``idle_exits_traced`` is False
+    when the CPU went idle but never left it in the trace."""
     intervals, current = [], None
     switches = idle_in = idle_out = 0
     for line in trace.splitlines():
@@ -126,7 +129,7 @@ def long_deschedules(trace: str, worker_pid: int, threshold_ms: float, length_at
             continue
         switches += 1
         t = float(m.group(1))
-        prev_pid, prev_prio, prev_state = int(m.group(3)), int(m.group(4)), m.group(5)
+        prev_comm, prev_pid, prev_prio, prev_state = m.group(2), int(m.group(3)), int(m.group(4)), m.group(5)
         next_comm, next_pid, next_prio = m.group(6), int(m.group(7)), int(m.group(8))
         idle_out += prev_pid == 0
         idle_in += next_pid == 0
@@ -135,8 +138,7 @@ def long_deschedules(trace: str, worker_pid: int, threshold_ms: float, length_at
                 intervals.append((current, None))
                 current = None
             else:
-                current["ran"].append([current["last_comm"], current["last_pid"], current["last_prio"],
-                                       t - current["at"]])
+                current["ran"].append([prev_comm, prev_pid, prev_prio, t - current["at"]])
                 current["at"] = t
         if prev_pid == worker_pid and prev_state.startswith("R"):
             current = {"start": t, "at": t, "worker_prio": prev_prio, "ran": []}
@@ -146,16 +148,29 @@ def long_deschedules(trace: str, worker_pid: int, threshold_ms: float, length_at
                 current = None
             else:
                 current.update(last_comm=next_comm, last_pid=next_pid, last_prio=next_prio)
-    events, untimed = [], 0
+    if current is not None:  # still off its CPU when the trace stopped, or its return was not traced
+        intervals.append((current, None))
+
+    # what of each inference's deschedule the intervals the trace timed in it leave to the others
+    left: dict[int, float] = {}
+    owners = []
     for interval, length_ms in intervals:
+        found = inference_at(interval["start"]) if inference_at else None
+        owners.append(found and found[0])
+        if found:
+            left.setdefault(found[0], found[1])
+            if length_ms is not None:
+                left[found[0]] -= length_ms
+    events, untimed = [], 0
+    for (interval, length_ms), owner in zip(intervals, owners):
         timed = "trace"
         if length_ms is None:
-            length_ms = length_at(interval["start"]) if length_at else None
-            if length_ms is None:
+            if owner is None or left[owner] <= 0:
                 untimed += 1
                 continue
+            length_ms, left[owner] = left[owner], 0.0
             timed = "inference"
-            # the rest, after the segments the trace timed, to the last task it saw take over
+            # the rest, after the stretches the trace timed, to the last task it saw take over
             known = sum(seg[3] for seg in interval["ran"])
             interval["ran"].append([interval["last_comm"], interval["last_pid"], interval["last_prio"],
                                     max(0.0, length_ms / 1000 - known)])
@@ -170,7 +185,8 @@ def long_deschedules(trace: str, worker_pid: int, threshold_ms: float, length_at
             "rt_throttled": sum(1 for e in events if e["rt_throttled"]),
             "rt_throttled_ms": round(sum(e["ms"] for e in events if e["rt_throttled"]), 3),
             "total_ms": round(sum(e["ms"] for e in events), 3),
-            "idle_exits_traced": not idle_in or bool(idle_out), "untimed": untimed,
+            "idle_exits_traced": not idle_in or bool(idle_out),
+            "timed_by_inference": sum(1 for e in events if e["timed"] == "inference"), "untimed": untimed,
             "by_task": dict(sorted(((k, round(v, 3)) for k, v in by_task.items()), key=lambda kv: -kv[1])[:10]),
             "events": events[:MAX_EVENTS]}
 

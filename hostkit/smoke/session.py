@@ -505,17 +505,16 @@ def _wake_stats(opts: SmokeOptions, s: Supervised) -> dict:
                         "sleeps": total("sleeps"), "rings_sent": total("rings_sent")}}
 
 
-def _deschedule_at(cols: dict[str, list[float]]):
-    """A function of a time (monotonic s) giving the deschedule (ms) of the worker's inference running
-    then, or None (it was between inferences): the length of a traced deschedule whose end the
-    trace lacks (sched_trace.long_deschedules)."""
-    spans = sorted((d, d - w / 1000, max(0.0, w - c))
-                   for w, c, d in zip(cols["infer_wall_ms"], cols["infer_cpu_ms"], cols["done_s"]))
+def _inference_at(done_s: list[float], wall_ms: list[float], desched_ms: list[float]):
+    """A function of a time (monotonic s) giving (index, deschedule in ms) of the worker's inference
+    running then, or None (it was between inferences): for a traced deschedule whose end the trace
+    lacks (sched_trace.long_deschedules). ``desched_ms``: each inference's wall less CPU time."""
+    spans = sorted((d, d - w / 1000, x) for d, w, x in zip(done_s, wall_ms, desched_ms))
     ends = [end for end, _, _ in spans]
 
-    def at(t: float) -> float | None:
+    def at(t: float) -> tuple[int, float] | None:
         k = bisect.bisect_left(ends, t)  # the first inference to end at or after t (they run one at a time)
-        return spans[k][2] if k < len(spans) and spans[k][1] <= t else None
+        return (k, spans[k][2]) if k < len(spans) and spans[k][1] <= t else None
     return at
 
 
@@ -595,8 +594,9 @@ def aggregate(opts: SmokeOptions, session: Session, s: Supervised, facts: dict |
     if gaps is not None:
         result["gaps"] = _gaps_with_attribution(gaps, cols)
     if isinstance(traced, str):
-        result["sched_trace"] = long_deschedules(traced, session.worker.pid, opts.target_p999_ms,
-                                                 length_at=_deschedule_at(cols))
+        result["sched_trace"] = long_deschedules(
+            traced, session.worker.pid, opts.target_p999_ms,
+            inference_at=_inference_at(cols["done_s"], cols["infer_wall_ms"], desched))
     elif traced is not None:
         result["sched_trace"] = traced
     result["probes"] = probes
