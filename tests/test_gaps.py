@@ -237,6 +237,39 @@ def test_long_deschedules_name_who_ran_and_rt_throttling():
     assert second["ms"] == 3.0 and not second["rt_throttled"] and second["ran_instead"][0]["class"] == "rt"
 
 
+def test_a_park_the_migration_thread_ran_in_briefly_is_still_throttling():
+    """As this machine beside make test's VM lanes: a 700 ms park of the FIFO worker, QEMU (CFS)
+    running, the migration thread for 0.05 ms of it."""
+    from hostkit.smoke.sched_trace import long_deschedules
+
+    trace = """\
+          python-500     [001] d..2.   400.000000: sched_switch: prev_comm=python prev_pid=500 prev_prio=49 prev_state=R ==> next_comm=qemu next_pid=9 next_prio=120
+            qemu-9       [001] d..2.   400.300000: sched_switch: prev_comm=qemu prev_pid=9 prev_prio=120 prev_state=R ==> next_comm=migration/1 next_pid=20 next_prio=0
+     migration/1-20      [001] d..2.   400.300050: sched_switch: prev_comm=migration/1 prev_pid=20 prev_prio=0 prev_state=S ==> next_comm=qemu next_pid=9 next_prio=120
+            qemu-9       [001] d..2.   400.700000: sched_switch: prev_comm=qemu prev_pid=9 prev_prio=120 prev_state=R ==> next_comm=python next_pid=500 next_prio=49
+"""
+    (event,) = long_deschedules(trace, 500, 1.0)["events"]
+    assert event["ms"] == 700.0 and event["rt_throttled"], event
+
+
+def test_the_traced_cause_is_judged_by_time_not_by_count():
+    """Two throttle parks of 700 ms among ten 2 ms preemptions by a loaded host's CFS tasks (this
+    machine beside make test's VM lanes): throttling, confirmed, not cfs_contention (by count: 2 of 12)."""
+    from hostkit.smoke.diagnose import diagnose
+
+    park = {"ms": 700.0, "rt_throttled": True, "ran_instead": []}
+    nudge = {"ms": 2.0, "rt_throttled": False, "ran_instead": []}
+    result = {"deschedule_ms": {"p999": 700.0, "max": 700.0, "n": 10000}, "duration_s": 3.0, "target_p999_ms": 1.0,
+              "sched_fifo": {"used": True}, "cpu": 1,
+              "sched_trace": {"count": 12, "rt_throttled": 2, "rt_throttled_ms": 1400.0, "total_ms": 1420.0,
+                              "threshold_ms": 1.0, "by_task": {"bash:7 (cfs)": 20.0}, "events": [park] * 2 + [nudge] * 10}}
+    causes = diagnose(result, {"sched_rt_runtime_us": 300000, "sched_rt_period_us": 1000000}, None)
+    traced = [c for c in causes if c["evidence"].startswith("traced:")]
+    assert [(c["cause"], c["confidence"]) for c in traced] == [("rt_throttling", "confirmed")], causes
+    assert "(1400.0 of 1420.0 ms)" in traced[0]["evidence"]
+    assert "sched_rt_runtime_us=300000 of 1000000" in traced[0]["evidence"]
+
+
 # As this machine's kernel traces CPU 1: no switch out of swapper/1 (idle) is ever recorded.
 TRACE_NO_IDLE_EXITS = """\
           python-500     [001] d..2.   200.000000: sched_switch: prev_comm=python prev_pid=500 prev_prio=49 prev_state=R ==> next_comm=swapper/1 next_pid=0 next_prio=120

@@ -149,10 +149,11 @@ def diagnose(result: dict, probes: dict, facts: dict | None) -> list[dict]:
     traced = result.get("sched_trace") or {}
     if traced.get("count"):
         events = traced["events"]
-        if traced["rt_throttled"] * 2 >= traced["count"]:
+        # judged by time: two 700 ms parks outweigh ten 2 ms preemptions by the busy neighbours of a loaded host
+        if traced["rt_throttled_ms"] * 2 >= traced["total_ms"]:
             causes.append({"cause": "rt_throttling", "confidence": "confirmed",
                            "evidence": f"traced: {traced['rt_throttled']} of {traced['count']} deschedules over "
-                                       f"{traced['threshold_ms']:g} ms ({traced['rt_throttled_ms']:.1f} ms) took the CPU "
+                                       f"{traced['threshold_ms']:g} ms ({traced['rt_throttled_ms']:.1f} of {traced['total_ms']:.1f} ms) took the CPU "
                                        "from the runnable SCHED_FIFO worker for CFS tasks or idle only: the RT budget "
                                        + (f"(sched_rt_runtime_us={runtime} of {period}; " if runtime is not None and period else
                                           "(sched_rt_runtime_us; ")

@@ -7,7 +7,8 @@ out while still runnable (preempted, state R) for longer than a threshold become
 long, and every task that ran meanwhile (command, pid, kernel priority, class). A SCHED_FIFO worker
 switched out while runnable for CFS tasks or the idle task can only have been RT-throttled (a FIFO
 task with budget left is never preempted by them; on kernels >= 6.12 the fair server, which
-reserves CFS tasks a share of each period, does the same): the event says so.
+reserves CFS tasks a share of each period, does the same): the event says so when RT tasks (the
+migration thread runs during a park too) took less than half of it.
 
 tracefs must be mounted (``/sys/kernel/tracing``) and writable (root): without it the run goes on
 and the report states why there is no per-event attribution (the run-level evidence remains).
@@ -198,7 +199,10 @@ def _event(current: dict, length_ms: float) -> dict:
     ran_instead = [{"comm": c, "pid": p, "prio": pr, "class": "idle" if p == 0 else prio_class(pr), "ms": round(ms, 3)}
                    for (c, p, pr), ms in sorted(ran.items(), key=lambda kv: -kv[1])]
     fifo_worker = current["worker_prio"] < 100
-    # A runnable FIFO worker loses its CPU to CFS tasks or idle only when its RT budget is spent.
-    throttled = fifo_worker and bool(ran_instead) and all(r["class"] != "rt" for r in ran_instead)
+    # A runnable FIFO worker loses its CPU to CFS tasks or idle only when its RT budget is spent; RT
+    # tasks that ran meanwhile (the migration thread runs whatever the budget) explain at most their
+    # own time: a throttle park is one they took less than half of.
+    rt_ms = sum(ms for (_, _, prio), ms in ran.items() if prio_class(prio) == "rt")
+    throttled = fifo_worker and bool(ran_instead) and rt_ms * 2 < length_ms
     return {"at_s": round(current["start"], 6), "ms": round(length_ms, 3), "rt_throttled": throttled,
             "ran_instead": ran_instead[:5]}
