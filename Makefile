@@ -41,9 +41,9 @@ demo: setup
 # Fast tests first (unit, fixtures, live reads), then the lab tests over real SSH side by side
 # with the real-kernel lab (QEMU guests booted through their own GRUB; the guest image is built
 # once into /var/cache/hostkit/vm and reused), then the dependency floors. The VM suite runs in
-# two lanes (VM_LANE_B's modules on their own ports; the rest in lane A, about as long), both beside the lab suite: a VM test spends
-# most of its time waiting on TCG guests (boots, Ansible inside them), so three processes keep the
-# 2 cores busy where one after another left them idle. Each lane's output follows the lab suite's
+# two lanes (VM_LANE_B's modules on their own ports; the rest in lane A, about as long), both
+# beside the lab suite: a VM test spends most of its time waiting on TCG guests (boots, Ansible
+# inside them), so three processes keep the 2 cores busy where one after another left them idle. Each lane's output follows the lab suite's
 # (from .hostkit/test-vm-*.log); any of the three failing fails the run. The VM tests that judge
 # latency compare figures measured in the same guest within one run, or state a skip with the
 # measured figure when this host's load stops the guest (test_vm_gaps).

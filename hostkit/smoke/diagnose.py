@@ -153,10 +153,11 @@ def diagnose(result: dict, probes: dict, facts: dict | None) -> list[dict]:
         if traced["rt_throttled_ms"] * 2 >= traced["total_ms"]:
             causes.append({"cause": "rt_throttling", "confidence": "confirmed",
                            "evidence": f"traced: {traced['rt_throttled']} of {traced['count']} deschedules over "
-                                       f"{traced['threshold_ms']:g} ms ({traced['rt_throttled_ms']:.1f} of {traced['total_ms']:.1f} ms) took the CPU "
-                                       "from the runnable SCHED_FIFO worker for CFS tasks or idle only: the RT budget "
-                                       + (f"(sched_rt_runtime_us={runtime} of {period}; " if runtime is not None and period else
-                                          "(sched_rt_runtime_us; ")
+                                       f"{traced['threshold_ms']:g} ms ({traced['rt_throttled_ms']:.1f} of "
+                                       f"{traced['total_ms']:.1f} ms) took the CPU from the runnable SCHED_FIFO "
+                                       "worker for CFS tasks or idle (RT tasks ran under half of each): the RT budget "
+                                       + (f"(sched_rt_runtime_us={runtime} of {period}; " if runtime is not None and period
+                                          else "(sched_rt_runtime_us; ")
                                        + "on kernels >= 6.12 the fair server's reservation) was spent"})
         else:
             who = ", ".join(f"{k} {v:.1f} ms" for k, v in list(traced["by_task"].items())[:3])

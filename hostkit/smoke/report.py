@@ -102,9 +102,9 @@ def text_summary(r: dict) -> str:
                          "instead: " + (", ".join(f"{k} {v:.1f} ms" for k, v in list(t["by_task"].items())[:4]) or "-"))
             if not t.get("idle_exits_traced", True):
                 lines.append(f"  this kernel traced no switch out of the idle task on CPU {r['cpu']}: "
-                             f"{t['timed_by_inference']} "
-                             f"deschedules timed by the worker's inference samples instead, {t['untimed']} "
-                             "between inferences left untimed")
+                             f"{t['timed_by_inference']} deschedules timed by the worker's inference samples "
+                             f"instead, {t['untimed']} left untimed (between inferences, or a second one in "
+                             "an inference)")
     for d in r["diagnosis"]:
         lines.append(f"diagnosis: {d['cause']} ({d['confidence']}{', primary' if d.get('primary') else ''}): "
                      f"{d['evidence']}")
