@@ -18,8 +18,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from hostkit.smoke import migration, report
-from hostkit.smoke.metrics import (BUCKETS_S, histogram, histogram_percentile, merge_histograms, percentile,
-                                   slo_verdict, summary)
+from hostkit.smoke.metrics import (BUCKETS_S, CREDIBLE_ABOVE, histogram, histogram_percentile, merge_histograms,
+                                   percentile, slo_verdict, summary)
 
 PROMTOOL = "/usr/bin/promtool"  # Debian package prometheus (make setup)
 
@@ -312,9 +312,19 @@ def test_fleet_smoke_writes_one_file_per_host_and_a_fleet_file_that_adds_them(la
     prom.parent.mkdir()
     rc, doc, proc = cli_json("smoke", "-i", lab.inventory, "--limit", f"{s1},{s2}", "--duration", "1",
                              "--prom", prom, "--plot", png)
-    assert rc == 1, proc.stderr[-2000:]  # 1 s per host: too few samples for a credible p999, INCONCLUSIVE
+    assert rc == 1, proc.stderr[-2000:]  # 1 s per host: too few samples for a credible p999, never PASSED
     hosts = doc["hosts"]
-    assert sorted(hosts) == [s1, s2] and all(h["slo"]["verdict"] == "INCONCLUSIVE" for h in hosts.values())
+    assert sorted(hosts) == [s1, s2]
+    for h in hosts.values():
+        # INCONCLUSIVE on a quiet machine; a loaded one (make test's VM lanes beside this) can push
+        # more than CREDIBLE_ABOVE samples over the target in that second: MISSED by the gate's own rule
+        slo = h["slo"]
+        assert slo["samples_missing"] > 0 and slo["verdict"] in ("INCONCLUSIVE", "MISSED"), slo
+        hist = h["histograms"]["deschedule"]
+        target_s = slo["target_p999_ms"] / 1000.0
+        assert target_s in hist["le_s"], "the lab's targets are bucket bounds: samples above one are countable"
+        above = hist["count"] - sum(hist["counts"][:hist["le_s"].index(target_s) + 1])
+        assert slo["verdict"] == ("MISSED" if above > CREDIBLE_ABOVE else "INCONCLUSIVE"), (above, slo)
     assert sorted(p.name for p in prom.parent.iterdir()) == sorted([
         f"hostkit-{s1}.prom", f"hostkit-{s2}.prom", "hostkit.prom", f"smoke-{s1}.png", f"smoke-{s2}.png", "smoke.png"])
     per_host = {}
@@ -330,7 +340,7 @@ def test_fleet_smoke_writes_one_file_per_host_and_a_fleet_file_that_adds_them(la
     assert [v for _, v in buckets_of(fleet["hostkit_smoke_fleet_deschedule_seconds"])] == \
         [a + b for a, b in zip(per_host[s1], per_host[s2])]
     assert {s.labels["verdict"]: s.value for s in fleet["hostkit_smoke_fleet_slo_hosts"].samples} == \
-        {"PASSED": 0.0, "MISSED": 0.0, "INCONCLUSIVE": 2.0}
+        {v: float(sum(h["slo"]["verdict"] == v for h in hosts.values())) for v in ("PASSED", "MISSED", "INCONCLUSIVE")}
     for p in (png, prom.parent / f"smoke-{s1}.png", prom.parent / f"smoke-{s2}.png"):
         assert png_size(p) == ("PNG", (990, 605))
 
