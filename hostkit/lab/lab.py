@@ -414,7 +414,10 @@ class Lab:
 
     def console_log(self, name: str) -> Path:
         """A QEMU guest's serial console, as QEMU writes it (every boot and shutdown of the guest)."""
-        return self._guest(next(h for h in self.hosts() if h.name == name)).console
+        host = next((h for h in self.hosts() if h.name == name), None)
+        if host is None or host.kind != "vm":
+            raise LabError(f"{name}: no QEMU guest of this lab, so no serial console")
+        return self._guest(host).console
 
     def stop_host(self, name: str) -> None:
         """Stop one host's sshd (fault tests); ``start_host`` brings it back."""
