@@ -147,3 +147,11 @@ def tracefs():
     finally:
         if not mounted:
             subprocess.run(["umount", root], check=True)
+
+
+def pytest_terminal_summary(terminalreporter):
+    """The real-kernel guests this session started and the kernels they booted (tests/vmutil.py)."""
+    from tests.vmutil import GUEST_LOG, guest_summary
+
+    if GUEST_LOG:
+        terminalreporter.write_line(guest_summary(GUEST_LOG))

@@ -125,3 +125,123 @@ def test_cli_bad_vm_spec_exit_2_one_line(tmp_path, spec):
     assert len(proc.stderr.strip().splitlines()) == 1, proc.stderr
     assert not (tmp_path / "lab").exists()
     assert subprocess.run(["pgrep", "-f", str(tmp_path / "lab")], capture_output=True).returncode == 1
+
+
+# ---------------------------------------------------------------------------- saved states
+TCG = ["-accel", "tcg,thread=multi", "-cpu", "max"]
+
+
+def _fake_state(root, monkeypatch, preset="small"):
+    """A preset's saved state that verifies: the manifest of its two files and of this machine's shape."""
+    from hostkit.lab import vm_state
+
+    monkeypatch.setattr(vm, "_qemu_version", lambda: "QEMU emulator version 7.2.22")
+    img = _fake_entry(root)
+    state = vm_state.SavedState(img, preset, TCG)
+    state.dir.mkdir(parents=True)
+    files = {}
+    for path, data in ((state.disk, b"disk"), (state.stream, b"ram and devices")):
+        path.write_bytes(data)
+        files[path.name] = {"size": len(data), "sha256": vm_state._sha256(path)}
+    state.manifest.write_text(json.dumps({"shape": vm_state.shape(img, state.spec, TCG), "files": files,
+                                          "qemu": "QEMU emulator version 7.2.22"}))
+    return state
+
+
+def test_a_saved_state_verifies_and_each_damage_is_named_in_one_line(tmp_path, monkeypatch):
+    state = _fake_state(tmp_path, monkeypatch)
+    assert state.problem() is None
+    state.stream.write_bytes(b"ram and devicez")  # same size, other bytes
+    assert state.problem() == "state.bin does not match its recorded sha256"
+    state.disk.write_bytes(b"dis")
+    assert state.problem() == "disk.qcow2 has the wrong size"
+    state.disk.unlink()
+    assert state.problem() == "disk.qcow2 is missing"
+    state.manifest.write_text("{not json")
+    assert state.problem() == "its manifest is unreadable"
+    state.manifest.write_text("[1, 2]")
+    assert state.problem() == "its manifest is unreadable"
+    state.manifest.unlink()
+    assert state.problem() == "none saved yet"
+
+
+def test_a_state_of_another_qemu_build_or_machine_shape_is_not_resumed(tmp_path, monkeypatch):
+    from hostkit.lab import vm_state
+
+    state = _fake_state(tmp_path, monkeypatch)
+    monkeypatch.setattr(vm, "_qemu_version", lambda: "QEMU emulator version 8.2.0")
+    assert state.problem().startswith("saved for another machine shape or QEMU build (QEMU emulator version "
+                                      "7.2.22; this is QEMU emulator version 8.2.0)")
+    monkeypatch.setattr(vm, "_qemu_version", lambda: "QEMU emulator version 7.2.22")
+    assert state.problem() is None
+    # the same preset under KVM is another machine: a TCG state is not loaded there
+    assert vm_state.SavedState(state.image, "small", ["-accel", "kvm", "-cpu", "host"]).problem().startswith(
+        "saved for another machine shape")
+    # the shape leaves out what differs between guests of one preset: paths, addresses, ports, names
+    a = vm.Guest("a", tmp_path / "a", state.spec).argv(state.image, "127.0.0.2", 2522, TCG)
+    b = vm.Guest("b", tmp_path / "b", state.spec).argv(state.image, "127.0.0.3", 2600, TCG)
+    norm = lambda argv, d, addr, port: [x.replace(str(d), "DIR").replace(f"{addr}:{port}", "ADDR")  # noqa: E731
+                                        .replace("hostkit-lab-a", "NAME").replace("hostkit-lab-b", "NAME")
+                                        for x in argv]
+    assert a != b and norm(a, tmp_path / "a", "127.0.0.2", 2522) == norm(b, tmp_path / "b", "127.0.0.3", 2600)
+    assert vm_state.shape(state.image, vm.parse_spec("numa2"), TCG) != vm_state.shape(state.image, state.spec, TCG)
+
+
+def test_a_damaged_state_is_removed_and_not_rebuilt_in_its_place(tmp_path, monkeypatch):
+    state = _fake_state(tmp_path, monkeypatch)
+    state.stream.write_bytes(b"ram and devicez")
+    built = []
+    monkeypatch.setattr(type(state), "build", lambda self, say=None: built.append(self.preset))
+    why = state.ensure()
+    assert why == ("saved state of small: state.bin does not match its recorded sha256 "
+                   "(removed: the next start saves a new one)")
+    assert not state.dir.exists() and built == []
+    state.ensure()  # the next start: none saved -> saved now
+    assert built == ["small"]
+
+
+class _FakeGuest(vm.Guest):
+    """A guest whose QEMU is not started: what the lab asks of it is recorded."""
+    calls: list = []
+
+    def prepare(self, backing, client_pub, hostname=None):
+        self.calls.append(("prepare", backing.name))
+
+    def launch(self, image, address, port, accel, incoming=False):
+        self.calls.append(("launch", incoming))
+        return 4242
+
+
+@pytest.mark.parametrize("resume, spec, outcome, needle", [
+    (True, "small", "resumed", "resumed from the saved state of small"),
+    (True, "sockets=1,cores=3,threads=1,nodes=1", "booted", "a custom spec has no saved state"),
+    (False, "small", "booted", "saved state not used: --boot"),
+    (True, "smt-refused", "booted", "QEMU did not load the state: bad header (removed: the next start saves"),
+])
+def test_the_lab_resumes_a_preset_and_boots_anything_else_saying_why(tmp_path, monkeypatch, resume, spec,
+                                                                      outcome, needle):
+    from hostkit.lab import vm_state
+
+    state = _fake_state(tmp_path, monkeypatch, "smt" if spec.startswith("smt") else "small")
+    monkeypatch.setattr(vm_state.SavedState, "ensure", lambda self, say=None: None)
+
+    def resume_state(self, guest, address, port):
+        if spec == "smt-refused":
+            raise vm_state.ResumeFailed("QEMU did not load the state: bad header")
+        guest.calls.append(("resume", self.preset))
+        return 4343
+
+    monkeypatch.setattr(vm_state.SavedState, "resume", resume_state)
+    _FakeGuest.calls = []
+    said = []
+    lab = Lab(tmp_path / "lab")
+    lab.client_key.parent.mkdir(parents=True)
+    guest = _FakeGuest("g", tmp_path / "g", vm.parse_spec(spec.replace("-refused", "")))
+    pid, how = lab._start_guest(guest, state.image, TCG, "127.0.0.2", 2614, resume, said.append)
+    assert how == outcome and len(said) == 1 and needle in said[0], said
+    if outcome == "resumed":
+        assert (pid, _FakeGuest.calls) == (4343, [("prepare", "disk.qcow2"), ("resume", "small")])
+    else:  # a boot from the base image, never from a state's disk
+        assert (pid, _FakeGuest.calls[-2:]) == (4242, [("prepare", "base.qcow2"), ("launch", False)])
+    if spec == "smt-refused":
+        assert not state.dir.exists()  # a state QEMU refused is not tried again

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import shlex
 import subprocess
@@ -32,13 +33,41 @@ def require_vm_tools() -> None:
         pytest.skip("building the guest image (mmdebstrap, chroot) needs root")
 
 
+# Guests started and kernels booted in this test session (printed at its end by conftest.py, and
+# appended to $HOSTKIT_TEST_BOOT_LOG, one JSON line per lab, for make test's total over its lanes).
+GUEST_LOG: list[dict] = []
+
+
 def start_vm_lab(directory: Path, vms: list[tuple[str, str]], port: int = VM_PORT,
-                 hosts: list[tuple[str, str]] | None = None) -> Lab:
+                 hosts: list[tuple[str, str]] | None = None, resume: bool = True) -> Lab:
     require_vm_tools()
     lab = Lab(directory)
     lab.up(host_specs=hosts or [], vm_specs=vms, port=port, say=lambda m: print("vm lab:", m, flush=True),
-           boot_timeout=BOOT_TIMEOUT)
+           boot_timeout=BOOT_TIMEOUT, resume=resume)
     return lab
+
+
+def stop_vm_lab(lab: Lab, user: str) -> None:
+    """``lab.down()``, after counting its guests' starts and kernel boots for the session's summary."""
+    try:
+        boots = lab.guest_boots()
+        started = {h.name: h.started for h in lab.hosts() if h.kind == "vm"}
+        record = {"user": user, "guests": {g: {"started": started.get(g), "boots": n} for g, n in boots.items()}}
+        GUEST_LOG.append(record)
+        log = os.environ.get("HOSTKIT_TEST_BOOT_LOG")
+        if log:
+            with open(log, "a") as f:
+                f.write(json.dumps(record) + "\n")
+    finally:
+        lab.down()
+
+
+def guest_summary(records: list[dict]) -> str:
+    """One line: guests started (resumed / booted) and real kernel boots, over ``records``."""
+    guests = [g for r in records for g in r["guests"].values()]
+    resumed = sum(1 for g in guests if g["started"] == "resumed")
+    return (f"real-kernel guests: {len(guests)} started ({resumed} resumed from a saved state, "
+            f"{len(guests) - resumed} booted); {sum(g['boots'] for g in guests)} kernel boots in all")
 
 
 def vm_lab_fixture(name: str, vms: list[tuple[str, str]], hosts: list[tuple[str, str]] | None = None):
@@ -51,7 +80,7 @@ def vm_lab_fixture(name: str, vms: list[tuple[str, str]], hosts: list[tuple[str,
         try:
             yield started
         finally:
-            started.down()
+            stop_vm_lab(started, name)
 
     return lab
 
@@ -150,8 +179,6 @@ for line in lines[1:]:
                 'affinity': rd(f'/proc/irq/{irq}/smp_affinity_list')}
 print(json.dumps(out))
 """
-    import json
-
     out = ssh(lab, host, "python3 -c " + shlex.quote(script))
     return {int(k): v for k, v in json.loads(out).items()}
 

@@ -30,7 +30,8 @@ def add_parser(sub) -> argparse.ArgumentParser:
                                 + "\n".join(f"  {k:12s} {v}" for k, v in _presets().items())
                                 + "\n\nexamples:\n"
                                 "  hostkit lab up --hosts 3                       three sshd sysroot hosts\n"
-                                "  hostkit lab up --vm g1=numa2                   one real-kernel guest (boot: 1-3 min on TCG)\n"
+                                "  hostkit lab up --vm g1=numa2                   one real-kernel guest (resumed in seconds from\n"
+                                "                                                 its preset's saved state; --boot: a boot)\n"
                                 "  hostkit lab up --host bm=epyc-9634-nps1 --vm vm=vmware-like\n"
                                 "  hostkit lab status; hostkit lab down")
     up.add_argument("--hosts", type=int, default=None, metavar="N",
@@ -41,6 +42,9 @@ def add_parser(sub) -> argparse.ArgumentParser:
                     help="a QEMU guest with a real kernel (SPEC or a preset, see below); repeatable, mixable with --host")
     up.add_argument("--boot-timeout", type=float, default=None, metavar="S",
                     help="seconds to wait for each guest's sshd (default 600)")
+    up.add_argument("--boot", action="store_true",
+                    help="boot every guest through GRUB instead of resuming a preset's saved state "
+                         "(the state is saved once per image, at the first --vm of each preset)")
     up.add_argument("--port", type=int, default=2222, help="sshd port on every loopback address (default 2222)")
     for sp in (up, lsub.add_parser("down", help="stop exactly the sshd processes the lab started; remove it"),
                lsub.add_parser("status", help="show lab hosts and whether their sshd answers")):
@@ -68,7 +72,7 @@ def run(args) -> int:
         vms = _pairs(args.vm, "--vm", "NAME=SPEC (or NAME=PRESET)")
         err = output.console(stderr=True)
         hosts = lab.up(n_hosts=args.hosts, host_specs=specs, port=args.port, vm_specs=vms,
-                       boot_timeout=args.boot_timeout,
+                       boot_timeout=args.boot_timeout, resume=not args.boot,
                        say=lambda msg: err.print(msg, markup=False),
                        progress=None if args.json else
                        (lambda h: err.print(f"started {h.name} on {h.address}:{h.port} ({h.source})")))

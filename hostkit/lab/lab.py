@@ -42,6 +42,11 @@ MAX_HOSTS = 200  # 127.0.0.2 .. 127.0.0.201
 # guest booted in 2 min 16 s. With 60 s, an attempt that reaches a slow guest finishes instead of
 # timing out and starting over.
 VM_SSH_TIMEOUT = 60
+# Keepalives on SSH connections to QEMU guests: QEMU's user networking keeps the host side of a
+# connection open when the guest reboots under it (no reset ever comes), and an ssh waiting on it
+# waits forever: a reboot task hung so for 9 minutes with the guest long back up. With these, a
+# dead connection is given up after 60 s and the reboot task's next attempt reaches the new boot.
+VM_SSH_KEEPALIVE = "-o ServerAliveInterval=10 -o ServerAliveCountMax=6"
 
 
 @dataclass
@@ -54,6 +59,7 @@ class LabHost:
     pid: int | None = None  # sshd's, or QEMU's for a VM guest
     kind: str = "sshd"  # "sshd": a sysroot served by sshd on this machine; "vm": a QEMU guest
     vm: str | None = None  # the guest's VmSpec as text (kind "vm")
+    started: str | None = None  # a guest's start: "resumed" (from its preset's saved state) or "booted"
 
 
 def _check_free(address: str, port: int) -> None:
@@ -140,9 +146,11 @@ class Lab:
     # ------------------------------------------------------------------ up
     def up(self, n_hosts: int | None = None, host_specs: list[tuple[str, str]] | None = None,
            port: int = DEFAULT_PORT, progress=None, vm_specs: list[tuple[str, str]] | None = None,
-           say=None, boot_timeout: float | None = None) -> list[LabHost]:
+           say=None, boot_timeout: float | None = None, resume: bool = True) -> list[LabHost]:
         """Start the lab. ``host_specs``: (name, fixture-name-or-directory) pairs; ``vm_specs``:
-        (name, VM spec or preset) pairs for real-kernel QEMU guests (see :mod:`hostkit.lab.vm`)."""
+        (name, VM spec or preset) pairs for real-kernel QEMU guests (see :mod:`hostkit.lab.vm`).
+        A guest of a preset topology resumes from its saved state (:mod:`hostkit.lab.vm_state`)
+        unless ``resume`` is false; any other guest, or one whose state is not usable, boots."""
         from hostkit.lab import vm as vmlab
 
         if shutil.which(SSHD) is None and not Path(SSHD).exists():
@@ -207,16 +215,12 @@ class Lab:
                     progress(host)
             for j, (name, spec) in enumerate(guests):
                 address = f"127.0.0.{len(specs) + j + 2}"
-                guest = vmlab.Guest(name, self.host_dir(name), spec)
-                guest.prepare(image, self.client_key.with_suffix(".pub"))
                 host = LabHost(name=name, address=address, port=port, sysroot="", source=spec.to_text(),
                                kind="vm", vm=spec.to_text())
-                host.pid = guest.start(image, address, port, accel)
+                host.pid, host.started = self._start_guest(vmlab.Guest(name, self.host_dir(name), spec), image,
+                                                           accel, address, port, resume, say)
                 hosts.append(host)
                 self._save(hosts, port)
-                if say:
-                    say(f"{name}: QEMU ({vmlab.accel_name(accel)}) started, {spec.cpus} vCPUs "
-                        f"({spec.sockets}s/{spec.cores}c/{spec.threads}t), {spec.nodes} NUMA node(s), booting")
             for h in hosts:
                 if h.kind == "vm":
                     self.wait_ssh(h, timeout=boot_timeout or vmlab.BOOT_TIMEOUT, say=say)
@@ -228,6 +232,41 @@ class Lab:
             raise
         self._write_client_files(hosts)
         return hosts
+
+    def _start_guest(self, guest, image, accel, address: str, port: int, resume: bool, say) -> tuple[int, str]:
+        """Resume the guest from its preset's saved state, or boot it (saying why); (pid, how)."""
+        from hostkit.lab import vm as vmlab
+        from hostkit.lab.vm_state import ResumeFailed, SavedState
+
+        client_pub = self.client_key.with_suffix(".pub")
+        spec = guest.spec
+        shape = (f"{spec.cpus} vCPUs ({spec.sockets}s/{spec.cores}c/{spec.threads}t), "
+                 f"{spec.nodes} NUMA node(s), {vmlab.accel_name(accel)}")
+        preset = vmlab.preset_of(spec)
+        if not resume:
+            why = "--boot"
+        elif preset is None:
+            why = "a custom spec has no saved state (presets do: " + ", ".join(vmlab.PRESETS) + ")"
+        else:
+            state = SavedState(image, preset, accel)
+            why = state.ensure(say)
+            if why is None:
+                t0 = time.monotonic()
+                guest.prepare(state.disk, client_pub)
+                try:
+                    pid = state.resume(guest, address, port)
+                except ResumeFailed as exc:
+                    state.discard()  # QEMU refused it, or the guest did not take its identity
+                    why = f"{exc} (removed: the next start saves a new one)"
+                else:
+                    if say:
+                        say(f"{guest.name}: resumed from the saved state of {preset} in "
+                            f"{time.monotonic() - t0:.1f} s, {shape}")
+                    return pid, "resumed"
+        if say:
+            say(f"{guest.name}: booting, {shape} (saved state not used: {why})")
+        guest.prepare(image.base, client_pub)
+        return guest.launch(image, address, port, accel), "booted"
 
     @staticmethod
     def _validate_specs(specs: list[tuple[str, str]]) -> None:
@@ -307,7 +346,8 @@ class Lab:
                 f"  UserKnownHostsFile {self.known_hosts}",
                 "  StrictHostKeyChecking yes",
                 "  BatchMode yes",
-                *([f"  ConnectTimeout {VM_SSH_TIMEOUT}"] if h.kind == "vm" else []),
+                *([f"  ConnectTimeout {VM_SSH_TIMEOUT}", "  ServerAliveInterval 10", "  ServerAliveCountMax 6"]
+                  if h.kind == "vm" else []),
                 "",
             ]
         _write_private(self.known_hosts, "\n".join(kh_lines) + "\n")
@@ -333,7 +373,8 @@ class Lab:
                                 "hostkit_sysroot": h.sysroot,
                                 "hostkit_fixture": h.source,
                                 "hostkit_lab_kind": h.kind,
-                                **({"ansible_ssh_timeout": VM_SSH_TIMEOUT} if h.kind == "vm" else {}),
+                                **({"ansible_ssh_timeout": VM_SSH_TIMEOUT, "ansible_ssh_extra_args": VM_SSH_KEEPALIVE}
+                                   if h.kind == "vm" else {}),
                             } for h in hosts
                         }
                     }
@@ -419,6 +460,10 @@ class Lab:
             raise LabError(f"{name}: no QEMU guest of this lab, so no serial console")
         return self._guest(host).console
 
+    def guest_boots(self) -> dict[str, int]:
+        """Kernel boots per QEMU guest so far (a resumed start is none; each reboot is one)."""
+        return {h.name: self._guest(h).boots() for h in self.hosts() if h.kind == "vm"}
+
     def stop_host(self, name: str) -> None:
         """Stop one host's sshd (fault tests); ``start_host`` brings it back."""
         self._stop([h for h in self.hosts() if h.name == name])
@@ -432,7 +477,7 @@ class Lab:
                 from hostkit.lab.vm_image import Image
 
                 image = Image()
-                h.pid = self._guest(h).start(image, h.address, h.port, vmlab.accel_args(image.kernel))
+                h.pid = self._guest(h).launch(image, h.address, h.port, vmlab.accel_args(image.kernel))
                 self._save(hosts, h.port)
                 if wait:
                     self.wait_ssh(h, vmlab.BOOT_TIMEOUT)

@@ -190,6 +190,16 @@ def accel_name(args: list[str]) -> str:
 
 
 # ---------------------------------------------------------------------------- one guest
+SOCKET_PATH_MAX = 100  # bytes; a UNIX socket path must fit sockaddr_un (108 with its NUL)
+BOOT_MARK = b"Linux version "  # the kernel's first console line: one per boot
+AGENT_PORT = "org.qemu.guest_agent.0"
+
+
+def preset_of(spec: VmSpec) -> str | None:
+    """The preset this spec is (a preset's saved state can resume it), or None for a custom spec."""
+    return next((name for name, text in PRESETS.items() if parse_spec(text) == spec), None)
+
+
 @dataclass
 class Guest:
     """Files of one guest under ``<lab>/hosts/<name>/``."""
@@ -198,37 +208,68 @@ class Guest:
     spec: VmSpec
 
     def __post_init__(self) -> None:
-        self.overlay = self.dir / "disk.qcow2"  # copy-on-write over the cached base image
+        self.overlay = self.dir / "disk.qcow2"  # copy-on-write over the cached base image (or a saved state's disk)
         self.pidfile = self.dir / "qemu.pid"
-        self.console = self.dir / "console.log"  # the guest's serial console
+        self.console = self.dir / "console.log"  # the guest's serial console, every boot appended
+        self.qemu_log = self.dir / "qemu.log"  # QEMU's own messages (why it refused to start or load a state)
         self.host_key = self.dir / "ssh_host_ed25519_key"
 
-    def prepare(self, image, client_pub: Path) -> None:
-        """A pristine copy-on-write overlay of the base image plus this guest's seed files."""
+    def _socket(self, name: str) -> Path:
+        """A UNIX socket of this guest's QEMU: in its directory, or under /tmp when that path is too long."""
+        path = self.dir / name
+        if len(str(path).encode()) <= SOCKET_PATH_MAX:
+            return path
+        import hashlib
+
+        return Path("/tmp") / f"hostkit-vm-{hashlib.sha256(str(path).encode()).hexdigest()[:16]}-{name}"
+
+    @property
+    def qmp_socket(self) -> Path:
+        return self._socket("qmp.sock")
+
+    @property
+    def agent_socket(self) -> Path:
+        return self._socket("qga.sock")
+
+    def prepare(self, backing: Path, client_pub: Path | None, hostname: str | None = None) -> None:
+        """A pristine copy-on-write overlay of ``backing`` (the base image, or a saved state's disk)
+        plus this guest's own identity: SSH host key, the lab's client key (none: nobody logs in),
+        hostname and machine-id, handed to the guest through fw_cfg."""
         from hostkit.lab.lab import _keygen
 
         self.dir.mkdir(parents=True, exist_ok=True)
-        for stale in (self.overlay, self.pidfile, self.console):
+        for stale in (self.overlay, self.pidfile, self.console, self.qemu_log, self.qmp_socket, self.agent_socket):
             stale.unlink(missing_ok=True)
-        proc = subprocess.run(["qemu-img", "create", "-q", "-f", "qcow2", "-F", "qcow2", "-b", str(image.base),
+        proc = subprocess.run(["qemu-img", "create", "-q", "-f", "qcow2", "-F", "qcow2", "-b", str(backing),
                                str(self.overlay)], capture_output=True, text=True)
         if proc.returncode != 0:
             raise LabError(f"qemu-img could not create the overlay of {self.name}: {proc.stderr.strip()}")
-        _keygen(self.host_key, f"hostkit-lab-{self.name}")
-        (self.dir / "hostname").write_text(self.name + "\n")
-        shutil.copy(client_pub, self.dir / "authorized_keys")
+        if not self.host_key.exists():
+            _keygen(self.host_key, f"hostkit-lab-{self.name}")
+        (self.dir / "hostname").write_text((hostname or self.name) + "\n")
+        machine_id = self.dir / "machine-id"
+        if not machine_id.exists():
+            machine_id.write_text(os.urandom(16).hex() + "\n")
+        auth = self.dir / "authorized_keys"
+        auth.write_text(client_pub.read_text() if client_pub else "")
 
-    def argv(self, image, address: str, port: int, accel: list[str]) -> list[str]:
+    def argv(self, image, address: str, port: int, accel: list[str], incoming: bool = False) -> list[str]:
         s = self.spec
         argv = [QEMU, *accel, "-name", f"hostkit-lab-{self.name}", "-machine", "pc",
                 "-smp", f"{s.cpus},sockets={s.sockets},cores={s.cores},threads={s.threads}",
-                "-m", str(s.mem), "-display", "none", "-monitor", "none",
-                "-serial", f"file:{self.console}", "-daemonize", "-pidfile", str(self.pidfile),
+                "-m", str(s.mem), "-display", "none", "-monitor", "none", "-pidfile", str(self.pidfile),
+                "-chardev", f"file,id=con0,path={self.console},append=on", "-serial", "chardev:con0",
+                "-qmp", f"unix:{self.qmp_socket},server=on,wait=off",
                 "-drive", f"file={self.overlay},format=qcow2,if=none,id=root,cache=unsafe",
                 "-device", f"virtio-blk-pci,drive=root,num-queues={s.disk_queues}",
                 "-cdrom", str(image.iso), "-boot", "d",
                 "-netdev", f"user,id=n0,restrict=on,hostfwd=tcp:{address}:{port}-:22",
-                "-device", "virtio-net-pci,netdev=n0"]
+                "-device", "virtio-net-pci,netdev=n0",
+                # the guest agent's port (the lab's way in before sshd, after a resume) and a VM
+                # generation ID, which a resumed guest's kernel takes as the signal to reseed its RNG
+                "-chardev", f"socket,id=qga0,path={self.agent_socket},server=on,wait=off",
+                "-device", "virtio-serial-pci,id=vser0", "-device", f"virtserialport,chardev=qga0,name={AGENT_PORT}",
+                "-device", "vmgenid,guid=auto"]
         if s.nodes > 1:
             per_mem = s.mem // s.nodes
             for n, (first, last) in enumerate(s.node_cpus()):
@@ -238,21 +279,42 @@ class Guest:
         esc = lambda v: v.replace(",", ",,")  # noqa: E731  QEMU's escape for a comma in an option value
         argv += ["-smbios", f"type=1,manufacturer={esc(maker)},product={esc(product)}"]
         for key, path in (("host_key", self.host_key), ("host_key_pub", self.host_key.with_suffix(".pub")),
-                          ("authorized_keys", self.dir / "authorized_keys"), ("hostname", self.dir / "hostname")):
+                          ("authorized_keys", self.dir / "authorized_keys"), ("hostname", self.dir / "hostname"),
+                          ("machine_id", self.dir / "machine-id")):
             argv += ["-fw_cfg", f"name=opt/hostkit/{key},file={path}"]
+        if incoming:
+            argv += ["-incoming", "defer"]
         return argv
 
-    def start(self, image, address: str, port: int, accel: list[str]) -> int:
-        argv = self.argv(image, address, port, accel)
+    def launch(self, image, address: str, port: int, accel: list[str], incoming: bool = False) -> int:
+        """Start QEMU in its own session (it outlives the command that started it); its pid. With
+        ``incoming`` it waits for a saved state (``migrate-incoming``) instead of booting."""
+        argv = self.argv(image, address, port, accel, incoming)
         (self.dir / "qemu.argv").write_text(json.dumps(argv) + "\n")
-        proc = subprocess.run(argv, capture_output=True, text=True)
+        self.pidfile.unlink(missing_ok=True)
+        with open(self.qemu_log, "ab") as log:
+            # setsid --fork: QEMU is not our child, so nothing of ours has to reap it when it ends
+            proc = subprocess.run(["setsid", "--fork", *argv], stdin=subprocess.DEVNULL, stdout=log, stderr=log)
         if proc.returncode != 0:
-            raise LabError(f"QEMU did not start {self.name}: {proc.stderr.strip()[-400:]}")
-        for _ in range(100):
+            raise LabError(f"QEMU did not start {self.name}: {self.log_tail()}")
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
             if self.pidfile.exists() and self.pidfile.read_text().strip():
-                return int(self.pidfile.read_text().strip())
+                pid = int(self.pidfile.read_text().strip())
+                if self.is_ours(pid):
+                    return pid
             time.sleep(0.05)
-        raise LabError(f"QEMU for {self.name} wrote no pid file")
+        raise LabError(f"QEMU did not start {self.name}: {self.log_tail()}")
+
+    def qmp(self, timeout: float = 30.0):
+        from hostkit.lab.qmp import Qmp
+
+        return Qmp(self.qmp_socket, timeout)
+
+    def agent(self, timeout: float = 30.0):
+        from hostkit.lab.qmp import GuestAgent
+
+        return GuestAgent(self.agent_socket, timeout)
 
     def is_ours(self, pid: int | None) -> bool:
         if not pid:
@@ -265,14 +327,35 @@ class Guest:
 
     def stop(self, pid: int | None) -> bool:
         if not self.is_ours(pid):
+            self._remove_sockets()
             return False
         os.kill(pid, signal.SIGTERM)
         for _ in range(100):
             if not self.is_ours(pid):
-                return True
+                break
             time.sleep(0.05)
-        os.kill(pid, signal.SIGKILL)
+        else:
+            os.kill(pid, signal.SIGKILL)
+        self._remove_sockets()
         return True
+
+    def _remove_sockets(self) -> None:
+        for sock in (self.qmp_socket, self.agent_socket):
+            sock.unlink(missing_ok=True)
+
+    def boots(self) -> int:
+        """How many times a kernel booted in this guest (each boot prints its banner on the console)."""
+        try:
+            return self.console.read_bytes().count(BOOT_MARK)
+        except OSError:
+            return 0
+
+    def log_tail(self, n: int = 3) -> str:
+        try:
+            lines = [ln.strip() for ln in self.qemu_log.read_text(errors="replace").splitlines() if ln.strip()]
+        except OSError:
+            return "(no QEMU log)"
+        return " | ".join(lines[-n:])[-400:] or "(QEMU said nothing)"
 
     def console_tail(self, n: int = 3) -> str:
         try:

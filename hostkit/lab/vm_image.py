@@ -9,10 +9,12 @@ How it is built, with no loop mounts and no network but the machine's apt source
 
 1. ``mmdebstrap`` installs the packages into a directory (the machine's own apt sources);
 2. hostkit writes the guest's configuration (fstab, networkd, sshd, the seed unit that takes
-   each guest's SSH host key and authorized key from QEMU ``fw_cfg`` at boot);
+   each guest's SSH host key, authorized key, hostname and machine-id from QEMU ``fw_cfg`` at
+   boot, and the reseed a guest resumed from a saved state runs: :mod:`hostkit.lab.vm_state`);
 3. ``mke2fs -d`` turns the directory into an ext4 disk (whole disk, no partition table);
-4. a first boot runs the guest's own ``update-grub``, so ``/boot/grub/grub.cfg`` is the one
-   Debian's ``grub-mkconfig`` writes, then powers off; ``debugfs`` checks it from outside;
+4. a first boot runs the guest's own ``update-initramfs`` (``MODULES=dep``: the modules this
+   machine needs) and ``update-grub``, so ``/boot/grub/grub.cfg`` is the one Debian's
+   ``grub-mkconfig`` writes, then powers off; ``debugfs`` checks it from outside;
 5. ``qemu-img convert`` makes the qcow2 base; a manifest with its sha256 marks it complete.
 
 Guests boot through a GRUB rescue ISO (``grub-mkrescue``) whose only job is to load the
@@ -33,12 +35,12 @@ from pathlib import Path
 
 from hostkit.errors import LabError
 
-RECIPE_VERSION = "1"
+RECIPE_VERSION = "2"
 SUITE = "bookworm"
 PACKAGES = (
     "systemd-sysv", "udev", "kmod", "openssh-server", "python3", "linux-image-amd64",
     "grub-pc-bin", "grub2-common", "irqbalance", "iproute2", "procps", "rt-tests", "numactl",
-    "util-linux", "e2fsprogs", "dbus", "tuned",
+    "util-linux", "e2fsprogs", "dbus", "tuned", "qemu-guest-agent",
 )
 # Installed for the tuned coexistence test (tests/test_vm_tuned.py) but disabled: a guest runs tuned
 # only when a test enables it (`systemctl enable --now tuned`), so every other guest is tuned-free.
@@ -55,7 +57,8 @@ TOOLS = {"mmdebstrap": "mmdebstrap", "mke2fs": "e2fsprogs", "debugfs": "e2fsprog
 
 SEED_SCRIPT = """#!/bin/sh
 # hostkit lab: seed this guest from the QEMU fw_cfg entries `hostkit lab up --vm` passes
-# (its SSH host key, the lab's client key, its name). Files are rewritten only when they differ.
+# (its SSH host key, the lab's client key, its name, its machine-id). Files are rewritten only
+# when they differ. Run at every boot, and by hostkit-reseed after a resume from a saved state.
 set -e
 modprobe qemu_fw_cfg 2>/dev/null || true
 d=/sys/firmware/qemu_fw_cfg/by_name/opt/hostkit
@@ -72,15 +75,28 @@ put host_key /etc/ssh/ssh_host_ed25519_key 0600
 put host_key_pub /etc/ssh/ssh_host_ed25519_key.pub 0644
 put authorized_keys /root/.ssh/authorized_keys 0600
 put hostname /etc/hostname 0644
+put machine_id /etc/machine-id 0444
 hostname -F /etc/hostname
+"""
+
+# Run through the guest agent (guest-exec) once a guest resumed from a saved state, before anything
+# talks to it: the state was saved with sshd stopped and the template's identity; the fw_cfg driver
+# is reloaded so it lists this QEMU's entries (their sizes differ from the template's), then the
+# same seed as at boot gives the guest its own host key, client key, hostname and machine-id, and
+# sshd starts with them. The wall clock is set by the lab through the agent (guest-set-time).
+RESEED_SCRIPT = """#!/bin/sh
+# hostkit lab: this guest was resumed from a saved state: take this QEMU's identity, then start sshd.
+set -e
+rmmod qemu_fw_cfg 2>/dev/null || true
+/usr/local/sbin/hostkit-seed
+systemctl start ssh.service
 """
 
 SEED_UNIT = """[Unit]
 Description=hostkit lab: SSH host key, authorized key and hostname from QEMU fw_cfg
 DefaultDependencies=no
 After=local-fs.target systemd-modules-load.service
-Before=ssh.service network-pre.target
-Wants=network-pre.target
+Before=ssh.service
 
 [Service]
 Type=oneshot
@@ -92,13 +108,13 @@ WantedBy=multi-user.target
 """
 
 FIRSTBOOT_UNIT = """[Unit]
-Description=hostkit lab image build: generate grub.cfg with the guest's own update-grub, power off
+Description=hostkit lab image build: the initrd for this machine and grub.cfg, by the guest's own tools, power off
 ConditionPathExists=/etc/hostkit-image-firstboot
 After=local-fs.target
 
 [Service]
 Type=oneshot
-ExecStart=/bin/sh -c 'update-grub > /var/log/hostkit-firstboot.log 2>&1 && rm -f /etc/hostkit-image-firstboot && sync && systemctl poweroff --no-block || { echo FAILED >> /var/log/hostkit-firstboot.log; sync; systemctl poweroff --no-block; }'
+ExecStart=/bin/sh -c '{ update-initramfs -u -k all && update-grub; } > /var/log/hostkit-firstboot.log 2>&1 && rm -f /etc/hostkit-image-firstboot && sync && systemctl poweroff --no-block || { echo FAILED >> /var/log/hostkit-firstboot.log; sync; systemctl poweroff --no-block; }'
 
 [Install]
 WantedBy=multi-user.target
@@ -122,6 +138,10 @@ Name=en* eth*
 DHCP=ipv4
 """
 
+INITRAMFS_CONF = """# hostkit lab guest: only the modules this machine needs (see initramfs.conf(5))
+MODULES=dep
+"""
+
 RESCUE_CFG = """# hostkit lab: GRUB rescue image. Its only job: load the guest disk's own grub.cfg,
 # the one update-grub writes, so what hostkit changes is exactly what the next boot uses.
 serial --unit=0 --speed=115200
@@ -139,7 +159,7 @@ def cache_dir() -> Path:
 
 def image_key() -> str:
     recipe = json.dumps({"suite": SUITE, "packages": sorted(PACKAGES), "recipe": RECIPE_VERSION,
-                         "files": [SEED_SCRIPT, SEED_UNIT, FIRSTBOOT_UNIT, SSHD_DROPIN, NETWORK, RESCUE_CFG],
+                         "files": [SEED_SCRIPT, RESEED_SCRIPT, SEED_UNIT, INITRAMFS_CONF, FIRSTBOOT_UNIT, SSHD_DROPIN, NETWORK, RESCUE_CFG],
                          "size": DISK_SIZE, "masked": MASKED_UNITS,
                          "disabled": DISABLED_UNITS}, sort_keys=True)
     return hashlib.sha256(recipe.encode()).hexdigest()[:16]
@@ -283,9 +303,14 @@ class Image:
         write("etc/systemd/network/80-hostkit-dhcp.network", NETWORK)
         write("etc/ssh/sshd_config.d/hostkit-lab.conf", SSHD_DROPIN)
         write("usr/local/sbin/hostkit-seed", SEED_SCRIPT, 0o755)
+        write("usr/local/sbin/hostkit-reseed", RESEED_SCRIPT, 0o755)
         write("etc/systemd/system/hostkit-seed.service", SEED_UNIT)
         write("etc/systemd/system/hostkit-firstboot.service", FIRSTBOOT_UNIT)
         write("etc/hostkit-image-firstboot", "")
+        # The initrd holds only the modules this (virtual) machine needs, found by the first boot's
+        # update-initramfs on the guest itself: a tenth of Debian's MODULES=most, which GRUB loads
+        # through the emulated BIOS and the kernel unpacks at every boot of every guest.
+        write("etc/initramfs-tools/conf.d/hostkit-lab.conf", INITRAMFS_CONF)
         # Debian's grub-pc postinst would create /etc/default/grub from this template.
         template = (root / "usr/share/grub/default/grub").read_text()
         template = template.replace('GRUB_TIMEOUT=5', 'GRUB_TIMEOUT=0')
