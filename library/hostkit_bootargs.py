@@ -45,6 +45,12 @@ options:
     description: Lab sysroots only - rewrite the sysroot's C(proc/cmdline) and C(sys/devices/system/cpu/isolated) as a reboot would.
     type: bool
     default: false
+  regenerate:
+    description:
+      - When files changed, also run the command that regenerates the boot loader's config
+        (RV(commands)) in the same call, or record it as would-run on a lab sysroot (RV(ran)).
+    type: bool
+    default: false
 """
 
 EXAMPLES = r"""
@@ -120,136 +126,21 @@ simulated_reboot:
   returned: when a reboot was simulated
   type: bool
   sample: true
+ran:
+  description: The regeneration commands run (or recorded as would-run), each as the module M(hostkit.tuning.hostkit_run) reports it.
+  returned: with O(regenerate) when files changed
+  type: list
+  elements: dict
+  sample: [{argv: [update-grub], changed: true, would_run: false, rc: 0}]
 """
 
-import re
-
 from ansible.module_utils.basic import AnsibleModule
-from ansible.module_utils.hostkit_boot_loader import (BootConfigError, describe_none, detect, edit, next_boot,
-                                                      real_path)
-from ansible.module_utils.hostkit_journal import (JournalError, ModuleFailure, change_file, file_state,
-                                                  journaled_module_options, run_journaled)
-from ansible.module_utils.hostkit_kernel_args import (arg_name, cmdline_tokens, domain_isolated, format_arg,
-                                                      split_cmdline)
-from ansible.module_utils.hostkit_sysroot import is_live, sysroot_path
-
-CMDLINE = "/proc/cmdline"
-ISOLATED = "/sys/devices/system/cpu/isolated"  # what a booted kernel lists as domain-isolated
-NAME_RE = re.compile(r"^[A-Za-z0-9_.-]+$")
-VALUE_RE = re.compile(r"^[A-Za-z0-9_.,:/=-]*$")
-
-
-def wanted_args(params):
-    """The arguments to set as name -> str value (None: a bare flag), checked; params only."""
-    want = dict((k, None if v is None else str(v)) for k, v in params["set"].items())
-    for k, v in sorted(want.items()):
-        if not NAME_RE.match(k) or (v is not None and not VALUE_RE.match(v)):
-            raise ModuleFailure("refusing kernel argument %r=%r: only letters, digits and _.,:/=- are allowed" % (k, v))
-    for k in params["remove"]:
-        if not NAME_RE.match(k):
-            raise ModuleFailure("refusing to remove kernel argument %r: a name is letters, digits and _.- only" % (k,))
-    if params["simulate_reboot"] and is_live(params["sysroot"]):
-        raise ModuleFailure("simulate_reboot is for lab sysroots only; on a real host reboot it")
-    return want
-
-
-def read_host(sysroot, simulate_reboot):
-    """What the decision needs from the host: its boot configuration (backend, files and their
-    state) and the booted command line."""
-    try:
-        with open(sysroot_path(sysroot, CMDLINE)) as f:
-            booted = f.read().strip()
-    except (IOError, OSError) as exc:
-        raise ModuleFailure("cannot read %s under the sysroot %r: %s" % (CMDLINE, sysroot, exc))
-    cfg = detect(sysroot)
-    return {"boot": cfg,
-            "states": dict((p, file_state(sysroot_path(sysroot, real_path(cfg, p)))) for p in cfg["files"]),
-            "booted": booted,
-            "cmdline": file_state(sysroot_path(sysroot, CMDLINE)) if simulate_reboot else None,
-            "isolated": file_state(sysroot_path(sysroot, ISOLATED)) if simulate_reboot else None}
-
-
-def decide(params, want, seen):
-    """Pure: the file changes (path, before state, new text or None to remove, in the order they
-    are made) and the module's result, from the parameters and what ``read_host`` saw."""
-    managed = set(want) | set(params["remove"])
-    cfg = seen["boot"]
-    backend = cfg["backend"]
-    args = split_cmdline(seen["booted"])
-    pending = ([k for k, v in want.items() if k not in args or args[k] != v]
-               + [k for k in params["remove"] if k in args])
-    if backend == "none":
-        if want or pending:  # something to change and nowhere to write it: never "ok"
-            raise ModuleFailure("%s: the kernel arguments %s cannot be set here"
-                                % (describe_none(cfg), ", ".join(sorted(set(want) | set(pending)))))
-        return [], dict(changed=False, bootloader=None, commands=[], reboot_required=False, pending_args=[],
-                        booted_cmdline=seen["booted"], not_applicable=True, files=[],
-                        msg=describe_none(cfg) + ": nothing to set or remove")
-    try:
-        new = edit(cfg, want, params["remove"])
-    except BootConfigError as exc:
-        raise ModuleFailure(str(exc))
-    changes = []
-    for path in sorted(new, key=lambda p: (cfg["files"] + [p]).index(p)):
-        before = seen["states"].get(path) or {"exists": False}
-        changes.append({"path": real_path(cfg, path), "before": before, "content": new[path]})
-    after = dict(cfg, texts=dict((p, t) for p, t in list(cfg["texts"].items()) + list(new.items()) if t is not None))
-    next_line, source = next_boot(after, seen["booted"])
-    result = dict(bootloader=backend, commands=[["update-grub"]] if changes and backend == "grub-debian" else [],
-                  reboot_required=bool(pending), pending_args=sorted(pending), booted_cmdline=seen["booted"],
-                  not_applicable=False, next_boot_cmdline=next_line, next_boot_source=source)
-    if params["simulate_reboot"] and pending:
-        kept = [t for t in cmdline_tokens(seen["booted"]) if arg_name(t) not in managed]
-        new_cmdline = " ".join(kept + [format_arg(k, v) for k, v in sorted(want.items())]) + "\n"
-        changes.append({"path": CMDLINE, "before": seen["cmdline"], "content": new_cmdline})
-        isolated = seen.get("isolated") or {"exists": False}
-        if isolated["exists"]:  # the kernel's own list, as the simulated boot would show it
-            listed = domain_isolated(split_cmdline(new_cmdline).get("isolcpus")) + "\n"
-            if listed != isolated.get("content"):
-                changes.append({"path": ISOLATED, "before": isolated, "content": listed})
-        result.update(simulated_reboot=True, reboot_required=False, pending_args=[])
-    result["changed"] = bool(changes)
-    result["files"] = [c["path"] for c in changes]
-    return changes, result
-
-
-def diff(changes):
-    return [dict(before_header=c["path"], after_header=c["path"], before=c["before"].get("content", ""),
-                 after=c["content"] or "") for c in changes]
-
-
-def do(params, journal, changes):
-    """Journal each change, then make it; a journal that cannot be written stops before that file."""
-    for c in changes:
-        before = c["before"]
-        data = None if c["content"] is None else c["content"].encode("utf-8")
-        mode = int(before["mode"], 8) if before["exists"] else 0o644
-        try:
-            change_file(journal, params["role"], c["path"], sysroot_path(params["sysroot"], c["path"]), before,
-                        data, mode=mode)
-        except JournalError as exc:
-            raise ModuleFailure("cannot write the journal %s (stopped before %s): %s" % (exc.path, c["path"], exc.reason))
+from ansible.module_utils.hostkit_change_bootargs import OPTIONS, work
+from ansible.module_utils.hostkit_journal import journaled_module_options, run_journaled
 
 
 def main():
-    module = AnsibleModule(
-        argument_spec=journaled_module_options(
-            set=dict(type="dict", default={}),
-            remove=dict(type="list", elements="str", default=[]),
-            simulate_reboot=dict(type="bool", default=False),
-        ),
-        supports_check_mode=True,
-    )
-
-    def work(p, journal):
-        want = wanted_args(p)
-        changes, result = decide(p, want, read_host(p["sysroot"], p["simulate_reboot"]))
-        if module._diff:
-            result["diff"] = diff(changes)
-        if changes and not module.check_mode:
-            do(p, journal, changes)
-        return result
-
+    module = AnsibleModule(argument_spec=journaled_module_options(**OPTIONS), supports_check_mode=True)
     run_journaled(module, work)
 
 

@@ -32,6 +32,14 @@ options:
     description: Why it runs (recorded in the would-run log).
     type: str
     default: ''
+  retries:
+    description: Run the command again up to this many times (O(delay) seconds apart) until it succeeds.
+    type: int
+    default: 0
+  delay:
+    description: Seconds between two attempts (O(retries)).
+    type: float
+    default: 1.0
 """
 
 EXAMPLES = r"""
@@ -75,59 +83,18 @@ stdout:
   sample: ''
 """
 
-import os
-
 from ansible.module_utils.basic import AnsibleModule
-from ansible.module_utils.hostkit_journal import record_would_run
-from ansible.module_utils.hostkit_sysroot import is_live
-
-
-def decide(params, live, systemd_running, check_mode):
-    """Pure: what to do with the command - 'record' (lab sysroot), 'run', or None (check mode,
-    or systemctl with no systemd) - and the result; None and a message for bad input."""
-    argv = params["argv"]
-    if not argv:
-        return None, dict(failed=True, msg="argv must not be empty")
-    shown = " ".join(argv)
-    if not live:
-        action = None if check_mode else "record"
-        return action, dict(changed=False, would_run=True, argv=argv, msg="would run (lab sysroot): %s" % shown)
-    if check_mode:
-        return None, dict(changed=True, would_run=True, argv=argv)
-    if os.path.basename(argv[0]) == "systemctl" and not systemd_running:
-        # A container or a minimal VM: no systemd to talk to. Nothing to restart or reload.
-        return None, dict(changed=False, would_run=False, skipped_reason="systemd is not running on this host",
-                          argv=argv, msg="skipped (systemd is not running): %s" % shown)
-    return "run", dict(changed=True, would_run=False, argv=argv)
-
-
-def do(module, action, result):
-    """Record the command as would-run, or run it; a command that fails fails the module."""
-    argv = module.params["argv"]
-    if action == "record":
-        record_would_run(module.params["sysroot"], argv, module.params["reason"])
-    elif action == "run":
-        rc, out, err = module.run_command(argv)
-        if rc != 0:
-            module.fail_json(msg="%s failed (rc=%d): %s" % (" ".join(argv), rc, (err or out).strip()[-500:]),
-                             rc=rc, argv=argv)
-        result.update(rc=rc, stdout=out)
+from ansible.module_utils.hostkit_change_run import OPTIONS, work
+from ansible.module_utils.hostkit_journal import ModuleFailure
 
 
 def main():
-    module = AnsibleModule(
-        argument_spec=dict(
-            sysroot=dict(type="str", default=""),
-            argv=dict(type="list", elements="str", required=True),
-            reason=dict(type="str", default=""),
-        ),
-        supports_check_mode=True,
-    )
-    p = module.params
-    action, result = decide(p, is_live(p["sysroot"]), os.path.isdir("/run/systemd/system"), module.check_mode)
-    if result.pop("failed", False):
-        module.fail_json(**result)
-    do(module, action, result)
+    module = AnsibleModule(argument_spec=dict(sysroot=dict(type="str", default=""), **OPTIONS),
+                           supports_check_mode=True)
+    try:
+        result = work(module.params, None, module.check_mode)
+    except ModuleFailure as exc:
+        module.fail_json(msg=str(exc), **exc.fields)
     module.exit_json(**result)
 
 

@@ -20,8 +20,8 @@ from hostkit.tunables import tuned_sysctls  # noqa: E402
 
 INTRO = {
     "bios_nps": "Read-only checks of what only the BIOS can set: NUMA nodes per socket (AMD NPS, Intel SNC), "
-                "SMT, populated memory channels (dmidecode, live hosts). A mismatch fails the host when "
-                "`bios_nps_enforce`, else warns.",
+                "SMT, populated memory channels (the facts' SMBIOS memory devices). A mismatch fails the host when "
+                "`bios_nps_enforce`, else warns. Nothing runs on the host: the checks are the plan's.",
     "isolcpus": "Kernel arguments `isolcpus=managed_irq,domain,I nohz_full=I rcu_nocbs=I irqaffinity=H` in the "
                 "host's boot loader configuration, one backend chosen from its files: Debian/Ubuntu GRUB "
                 "(`/etc/default/grub.d/hostkit.cfg`; the same arguments in `/etc/default/grub` or another "
@@ -29,9 +29,10 @@ INTRO = {
                 "in `/boot/grub2/grubenv`, `/etc/kernel/cmdline`) or systemd-boot (`<esp>/loader/entries`, "
                 "`/etc/kernel/cmdline`); each argument ends up exactly once, another tool's value replaced, never "
                 "duplicated; no supported boot configuration fails the host. Sets `isolcpus_reboot_required` when "
-                "`/proc/cmdline` differs; reboots only with `isolcpus_reboot_ok` (in the lab, a reboot rewrites the "
-                "sysroot's `proc/cmdline`). `update-grub` runs as a handler for Debian GRUB only (recorded as "
-                "*would run* under a lab sysroot).",
+                "`/proc/cmdline` differs; reboots only with `isolcpus_reboot_ok`, after every other role of the play "
+                "(`tasks/reboot.yml`, which `playbooks/apply.yml` imports last; in the lab, the reboot rewrites the "
+                "sysroot's `proc/cmdline`). `update-grub` runs in the same call, after the files, for Debian GRUB "
+                "only (recorded as *would run* under a lab sysroot).",
     "irq_affinity": "IRQs have one owner (the plan's `irq.owner`). Where irqbalance runs and the plan bans it, "
                     "it places them: the role bans it from every CPU that is not an IRQ CPU and pins no IRQ itself "
                     "(irqbalance would rewrite the pins at its next pass); `default_smp_affinity` starts new IRQs "
@@ -56,7 +57,7 @@ INTRO = {
     "containerd": "`/etc/containerd/config.toml` rendered from the installed version's `containerd config "
                   "default` with `SystemdCgroup = true` (and NRI where the version has it), validated by the "
                   "real containerd (`containerd --config FILE config dump`) before it replaces the old file; "
-                  "`try-restart` handler with a readiness check.",
+                  "`try-restart` when it changed, with a readiness check; not applicable where containerd is not installed.",
     "smoke": "Runs the on-host SHM inference smoke test with the shipped agent zipapp (python3 is all the "
              "host needs; numpy is used when present, a pure-Python model otherwise) and returns its JSON: "
              "p50/p99/p999/max deschedule, queue wait, rpc, SCHED_FIFO, diagnosis and the SLO verdict. "
@@ -67,10 +68,10 @@ INTRO = {
              "re-defined without the arguments hostkit sets; `/etc/tuned/active_profile` (`hostkit`), "
              "`/etc/tuned/profile_mode` (`manual`) and `/etc/tuned/bootcmdline` left as tuned writes them, so "
              "the next boot is right before tuned runs again. neutralize: the same with profile "
-             "`hostkit-neutral` (no plugin sections). `tuned-adm profile NAME` runs as a handler. Rollback "
+             "`hostkit-neutral` (no plugin sections). `tuned-adm profile NAME` runs when a file changed. Rollback "
              "restores the files and runs `tuned-adm profile <previous>`.",
     "kernel_values": "The plan's `/sys` values (`hostkit/tunables.py` `SYSFS_VALUES`, expanded per CPU and per "
-                     "NUMA node by the planner) in one `hostkit_values` call, compared by kind (hex masks, a "
+                     "NUMA node by the planner) in one call, compared by kind (hex masks, a "
                      "choice file's bracketed word), and a oneshot unit writing them at every boot: unbound "
                      "workqueue and writeback cpumasks on the housekeeping CPUs, `energy_performance_preference` "
                      "where the cpufreq driver offers it, transparent hugepages `enabled`/`defrag`, KSM `run`, "
@@ -82,7 +83,7 @@ INTRO = {
     "kthreads": "kthreadd and every kernel thread the kernel lets move (no `PF_NO_SETAFFINITY`; threaded IRQ "
                 "handlers follow their IRQ and are left) whose allowed CPUs include an isolated one, onto the "
                 "housekeeping CPUs among its allowed ones, else all of them (tuned's `isolated_cores` rule: "
-                "`kswapd<N>` stays on its node), by `hostkit_kthreads` on live hosts, each thread's "
+                "`kswapd<N>` stays on its node), on live hosts, each thread's "
                 "`Cpus_allowed_list` journaled by boot id, pid and start time; `hostkit-kthreads.service` runs the same "
                 "move at every boot (`hostkit/agent/kthreads.py`, installed with the `cpulist.py` it imports). "
                 "Under a lab sysroot there are no threads: the move is reported skipped. Rollback moves each "
@@ -93,8 +94,11 @@ INTRO = {
                "(kubelet crash-loops otherwise).",
 }
 COMMON = """
-Every change goes through hostkit's own modules (`hostkit_file`, `hostkit_values`, `hostkit_bootargs`,
-`hostkit_run`): the previous state is journaled on the host before the change
+A role is one call of `hostkit.tuning.hostkit_changes` on the host (one round trip): its files, values,
+boot arguments and kernel threads, then the commands they call for (restarts, `update-grub`, only
+when something they follow changed). Each change is the work of one of hostkit's modules
+(`hostkit_file`, `hostkit_values`, `hostkit_bootargs`, `hostkit_kthreads`, `hostkit_run`, ...): the
+previous state is journaled on the host before the change
 (`<sysroot>/var/lib/hostkit/journal/<run-id>.json`, mode 0600), check and diff modes work, and a
 second run changes nothing. All paths are under `hostkit_sysroot`; when it is not `/`, commands that
 act on the machine itself are recorded in `var/lib/hostkit/would-run.jsonl`, never run.

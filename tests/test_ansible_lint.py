@@ -33,10 +33,13 @@ def test_role_readmes_document_every_variable():
 
 
 def test_every_role_has_the_layout():
+    """No handlers/: a role's commands (restarts, update-grub) run in its one module call, after the
+    changes they follow (hostkit_changes' run changes)."""
     for role in (REPO / "roles").iterdir():
-        for part in ("defaults/main.yml", "vars/main.yml", "tasks/main.yml", "handlers/main.yml",
+        for part in ("defaults/main.yml", "vars/main.yml", "tasks/main.yml",
                      "meta/argument_specs.yml", "meta/main.yml", "README.md"):
             assert (role / part).exists(), f"{role.name}: {part}"
+        assert not (role / "handlers").exists(), f"{role.name}: handlers/ (use run changes of hostkit_changes)"
         assert (role / "templates").is_dir(), role.name
         for tpl in (role / "templates").glob("*.j2"):
             text = tpl.read_text()

@@ -120,7 +120,7 @@ def test_playbooks_and_roles_call_hostkits_modules_by_fqcn():
                     assert key.removeprefix("hostkit.tuning.") in MODULES, f"{f.relative_to(REPO)}: {key}"
                     fqcn.append(key)
     assert not short, "call hostkit's modules as hostkit.tuning.<name>: " + ", ".join(short)
-    assert "hostkit.tuning.hostkit_values" in fqcn and "hostkit.tuning.hostkit_file" in fqcn  # the walk finds tasks
+    assert "hostkit.tuning.hostkit_changes" in fqcn and "hostkit.tuning.hostkit_lock" in fqcn  # the walk finds tasks
 
 
 def test_the_import_rewrite_keeps_names_and_changes_only_hostkit_module_utils():

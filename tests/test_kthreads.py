@@ -29,7 +29,7 @@ from hostkit.lab import fixtures
 from hostkit.plan.planner import make_plan
 from hostkit.profiles import load_profile
 from tests.labutil import cli_json
-from tests.modules.runner import REPO, load_module
+from tests.modules.runner import REPO
 
 pytestmark = [pytest.mark.live,
               pytest.mark.skipif(os.geteuid() != 0 or len(os.sched_getaffinity(0)) < 2 or not os.path.isdir("/proc/2"),
@@ -59,12 +59,20 @@ def originals():
                 pass
 
 
+def change_kthreads():
+    """The kthreads kind of change (module_utils), which hostkit_kthreads and hostkit_changes run."""
+    from tests.modules.runner import MODULE_UTILS  # noqa: F401 (puts module_utils on ansible.module_utils)
+    import ansible.module_utils.hostkit_change_kthreads as kind
+
+    return kind
+
+
 def strays_now() -> list[dict]:
     return [t for t in kthreads.kernel_threads() if kthreads.movable(t) and parse_cpulist(t["cpus"]) & ISOLATED]
 
 
 def test_move_journal_audit_and_rollback_on_the_real_threads(tmp_path, originals):
-    mod = load_module("hostkit_kthreads")
+    mod = change_kthreads()
     params = {"sysroot": "/", "run_id": "kt1", "role": "kthreads", "housekeeping": "0", "isolated": "1"}
     stray = strays_now()
     bound = [t for t in kthreads.kernel_threads() if not kthreads.movable(t) and t["cpus"] == "1"]
@@ -106,7 +114,7 @@ def test_move_journal_audit_and_rollback_on_the_real_threads(tmp_path, originals
 
 
 def test_an_unwritable_journal_moves_no_thread(tmp_path, originals):
-    mod = load_module("hostkit_kthreads")
+    mod = change_kthreads()
     params = {"sysroot": "/", "run_id": "kt2", "role": "kthreads", "housekeeping": "0", "isolated": "1"}
     (tmp_path / "var/lib/hostkit").mkdir(parents=True)
     (tmp_path / "var/lib/hostkit/journal").write_text("not a directory\n")

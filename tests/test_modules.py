@@ -12,8 +12,8 @@ import os
 import pytest
 
 from hostkit.agent.kernel_args import remove_grub_args
-from tests.modules.runner import (CASES_DIR, LIBRARY, MODES, load_cases, load_module, make_shim, run_case,
-                                  run_inprocess, snapshot)
+from tests.modules.runner import (CASES_DIR, LIBRARY, MODES, MODULE_UTILS, load_cases, load_module, make_shim,
+                                  run_case, run_inprocess, snapshot)
 from tests.test_agent import _python3_only
 
 CASES = load_cases()
@@ -85,14 +85,37 @@ def test_case_names_are_unique():
     assert len(ids) == len(set(ids)), sorted(i for i in ids if ids.count(i) > 1)
 
 
+# Each kind of change: the work of one module and of one kind of hostkit_changes' changes.
+CHANGE_KINDS = sorted(p.stem for p in MODULE_UTILS.glob("hostkit_change_*.py"))
+
+
 @pytest.mark.parametrize("module", MODULES)
-def test_module_keeps_python2_syntax_and_splits_decide_from_do(module):
+def test_module_keeps_python2_syntax_and_does_its_work_in_one_place(module):
+    """A module's source keeps Python 2 syntax; its work is a kind of change (module_utils), which the
+    module and hostkit_changes share, or the module's own decide() and do()."""
     source = (LIBRARY / f"{module}.py").read_text()
     tree = ast.parse(source)
     assert not _python3_only(tree), _python3_only(tree)
     assert "from __future__ import absolute_import, division, print_function" in source
     functions = {n.name for n in tree.body if isinstance(n, ast.FunctionDef)}
-    assert {"decide", "do"} <= functions, f"{module}: decide() and do() expected, found {sorted(functions)}"
+    shared = [n.module for n in tree.body if isinstance(n, ast.ImportFrom) and n.module
+              and n.module.startswith("ansible.module_utils.hostkit_change_")]
+    if module == "hostkit_changes":
+        assert set(shared) == {f"ansible.module_utils.{k}" for k in CHANGE_KINDS}, shared  # every kind
+    else:
+        assert shared or {"decide", "do"} <= functions, f"{module}: no shared work, no decide() and do()"
+
+
+@pytest.mark.parametrize("kind", CHANGE_KINDS)
+def test_a_kind_of_change_keeps_python2_syntax_and_splits_decide_from_do(kind):
+    source = (MODULE_UTILS / f"{kind}.py").read_text()
+    tree = ast.parse(source)
+    assert not _python3_only(tree), _python3_only(tree)
+    assert "from __future__ import absolute_import, division, print_function" in source
+    functions = {n.name for n in tree.body if isinstance(n, ast.FunctionDef)}
+    names = {t.id for n in tree.body if isinstance(n, ast.Assign) for t in n.targets if isinstance(t, ast.Name)}
+    assert {"decide", "work"} <= functions and {"OPTIONS", "RULES"} <= names, (kind, sorted(functions))
+    assert "do" in functions or kind == "hostkit_change_irqs", kind  # irqs does its writing as values
 
 
 # ----------------------------------------------------------------------------- what JSON cannot set up
@@ -106,14 +129,19 @@ def test_the_runner_catches_a_module_that_writes_before_journaling(tmp_path, shi
     the normal case, and the unwritable-journal case fails in both modes."""
     library = tmp_path / "library"
     library.mkdir()
-    source = (LIBRARY / "hostkit_file.py").read_text()
+    work = (MODULE_UTILS / "hostkit_change_file.py").read_text()
     early = ('    if data is not None:\n'
              '        with open(sysroot_path(params["sysroot"], params["path"]), "wb") as f:\n'
              '            f.write(data)\n'
              '    try:\n        change_file(')
-    mutated = source.replace("    try:\n        change_file(", early)
-    assert mutated != source
-    (library / "hostkit_file.py").write_text(mutated)
+    mutated = work.replace("    try:\n        change_file(", early)
+    assert mutated != work
+    inlined = "\n".join(line for line in mutated.splitlines()
+                        if not line.startswith(("from __future__", "__metaclass__")))
+    shared = "from ansible.module_utils.hostkit_change_file import OPTIONS, RULES, work\n"
+    source = (LIBRARY / "hostkit_file.py").read_text()
+    assert shared in source
+    (library / "hostkit_file.py").write_text(source.replace(shared, inlined + "\n"))
     case, journals = _case("hostkit_file", "an existing file gets the new content and mode")
     with pytest.raises(AssertionError, match="changed before its journal entry"):
         run_case("hostkit_file", case, journals, "inprocess", tmp_path / "a", shim, library)
@@ -132,6 +160,13 @@ def _values_tree(tmp_path):
     return tree, items
 
 
+def _values_work():
+    """The values kind's module_utils, as hostkit_values and hostkit_changes import it in-process."""
+    import ansible.module_utils.hostkit_change_values as values
+
+    return values
+
+
 def _refusing_open(refused_paths):
     import builtins
 
@@ -145,7 +180,7 @@ def _refusing_open(refused_paths):
 
 def test_values_a_write_the_kernel_refuses_is_reported_and_dropped_from_the_journal(tmp_path, monkeypatch):
     tree, items = _values_tree(tmp_path)
-    monkeypatch.setattr(load_module("hostkit_values"), "open", _refusing_open(["/proc/irq/30/smp_affinity_list"]),
+    monkeypatch.setattr(_values_work(), "open", _refusing_open(["/proc/irq/30/smp_affinity_list"]),
                         raising=False)
     result, rc = run_inprocess("hostkit_values", {"sysroot": str(tree), "run_id": "r1", "items": items,
                                                   "tolerate_refused": True})
@@ -159,7 +194,7 @@ def test_values_a_write_the_kernel_refuses_is_reported_and_dropped_from_the_jour
 
 def test_values_nothing_written_leaves_no_journal_to_roll_back(tmp_path, monkeypatch):
     tree, items = _values_tree(tmp_path)
-    monkeypatch.setattr(load_module("hostkit_values"), "open", _refusing_open(["smp_affinity_list"]), raising=False)
+    monkeypatch.setattr(_values_work(), "open", _refusing_open(["smp_affinity_list"]), raising=False)
     result, rc = run_inprocess("hostkit_values", {"sysroot": str(tree), "run_id": "r1", "items": items,
                                                   "tolerate_refused": True})
     assert rc == 0 and result["changed"] is False and result["written"] == 0 and len(result["refused"]) == 2
@@ -168,7 +203,7 @@ def test_values_nothing_written_leaves_no_journal_to_roll_back(tmp_path, monkeyp
 
 def test_values_a_refused_write_without_tolerate_refused_fails_after_the_journal(tmp_path, monkeypatch):
     tree, items = _values_tree(tmp_path)
-    monkeypatch.setattr(load_module("hostkit_values"), "open", _refusing_open(["/proc/irq/30/smp_affinity_list"]),
+    monkeypatch.setattr(_values_work(), "open", _refusing_open(["/proc/irq/30/smp_affinity_list"]),
                         raising=False)
     result, rc = run_inprocess("hostkit_values", {"sysroot": str(tree), "run_id": "r1", "items": items})
     assert rc == 1 and result["failed"] is True
@@ -208,9 +243,24 @@ def test_lock_taken_by_another_run_between_read_and_create(tmp_path, monkeypatch
     (True, True, False, "run", True),
 ])
 def test_run_decides_from_the_host_it_is_on(live, systemd, check, action, changed):
-    decided, result = load_module("hostkit_run").decide({"argv": ["systemctl", "daemon-reload"]}, live, systemd,
-                                                        check)
+    from ansible.module_utils.hostkit_change_run import decide
+
+    decided, result = decide({"argv": ["systemctl", "daemon-reload"]}, live, systemd, check)
     assert decided == action and result["changed"] is changed
+
+
+def test_run_retries_a_command_until_it_succeeds_then_fails_with_its_output():
+    from ansible.module_utils.hostkit_change_run import ModuleFailure, do
+
+    calls, slept = [], []
+    answers = iter([(1, "", "connection refused"), (1, "", "connection refused"), (0, "v1.7", "")])
+    result = {}
+    do({"argv": ["ctr", "version"], "retries": 5, "delay": 0.5}, "run", result,
+       runner=lambda argv: calls.append(argv) or next(answers), sleep=slept.append)
+    assert (len(calls), slept, result["rc"], result["stdout"]) == (3, [0.5, 0.5], 0, "v1.7")
+    with pytest.raises(ModuleFailure, match=r"ctr version failed \(rc=1\): connection refused"):
+        do({"argv": ["ctr", "version"], "retries": 2, "delay": 0}, "run", {},
+           runner=lambda argv: (1, "", "connection refused"), sleep=lambda s: None)
 
 
 # ----------------------------------------------------------------------------- the shared parsers the modules use

@@ -110,11 +110,11 @@ class ModuleFailure(Exception):
 
 def run_journaled(module, work):
     """The rest of a journaled module's main(), once AnsibleModule has checked the arguments:
-    ``work(params, journal)`` decides, does the work unless in check mode, and returns the
-    module's result; a ModuleFailure or ValueError fails the task with its message."""
+    ``work(params, journal, check_mode, diff_mode)`` decides, does the work unless in check mode,
+    and returns the module's result; a ModuleFailure or ValueError fails the task with its message."""
     params = module.params
     try:
-        result = work(params, Journal(params["sysroot"], params["run_id"]))
+        result = work(params, Journal(params["sysroot"], params["run_id"]), module.check_mode, module._diff)
     except ModuleFailure as exc:
         module.fail_json(msg=str(exc), **exc.fields)
     except ValueError as exc:

@@ -117,12 +117,15 @@ def _host_result(name: str, run: RunResult) -> HostApply:
         r["changed"] += int(t.changed)
         r["failed"] = r["failed"] or t.status in ("failed", "unreachable")
         res = t.res or {}
-        if res.get("skipped_reason"):  # a step that could not do its job on this host, and why
-            r.setdefault("skipped", []).append(res["skipped_reason"])
+        for leaf in result_leaves(res):
+            if leaf.get("skipped_reason"):  # a step that could not do its job on this host, and why
+                r.setdefault("skipped", []).append(leaf["skipped_reason"])
+            if leaf.get("not_applicable") and isinstance(leaf["not_applicable"], str):
+                r.setdefault("not_applicable", []).append(leaf["not_applicable"])
+            if leaf.get("would_run") and leaf.get("argv"):
+                out.would_run.append(list(leaf["argv"]))
         if "reboot_required" in res:  # the last word wins: the re-check after a reboot clears it
             out.reboot_required = bool(res["reboot_required"])
-        if res.get("would_run") and res.get("argv"):
-            out.would_run.append(list(res["argv"]))
         out.irq_refused += res.get("refused") or []
         out.diffs += [{"task": t.task, **d} for d in task_diffs(res)]
         if res.get("locked"):
@@ -131,6 +134,16 @@ def _host_result(name: str, run: RunResult) -> HostApply:
     if out.status == "ok" and out.changed:
         out.status = "changed"
     return out
+
+
+def result_leaves(res: dict):
+    """A task's result and the results inside it: each change of a ``hostkit_changes`` call (and the
+    commands a ``bootargs`` change ran), or each item of a loop."""
+    yield res
+    for sub in res.get("results") or []:
+        if isinstance(sub, dict):
+            yield sub
+            yield from (ran for ran in sub.get("ran") or [] if isinstance(ran, dict))
 
 
 def task_diffs(res: dict) -> list[dict]:
