@@ -263,12 +263,6 @@ def test_testinfra_idiom_fails_the_run_on_a_drifting_check(local_host):
     assert len(failed) == 1 and "me::sysctl vm.stat_interval" in failed[0], failed
 
 
-def test_testinfra_idiom_without_an_inventory_fails_loudly_naming_the_option(tmp_path):
-    proc = _pytest("--pyargs", "hostkit.audit", "--connection=ansible", cwd=tmp_path)
-    assert proc.returncode == 4, proc.stdout[-2000:] + proc.stderr[-2000:]
-    assert "--ansible-inventory" in proc.stderr and "--hostkit-inventory" in proc.stderr
-
-
 def test_hostkit_checks_from_a_users_own_testinfra_test(local_host):
     work, root = local_host
     (work / "test_mine.py").write_text(

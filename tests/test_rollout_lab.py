@@ -1,16 +1,15 @@
-"""hostkit rollout on the sshd lab: real Ansible over real SSH to six sysroot hosts, real hook
-scripts that record their calls, trees hashed before and after.
+"""hostkit rollout on the sshd lab, for what only real hosts show: a controller killed mid-apply
+(SIGKILL: no handler runs) leaves a host-side lock and a cut-off run in the hosts' journals; the
+resume releases that run's lock, rolls the run back, and applies every host exactly once; the abort
+then puts every tree back byte for byte. Real Ansible over real SSH to three sysroot hosts, real
+hook scripts, trees hashed before and after. The loop's decisions (batches, waves, hook order,
+gates, rollbacks, resume and abort) are tests/test_rollout_loop.py's, against a fake api.
 
-One lab of six hosts (n1..n6) serves the module; each test leaves every tree as it found it.
-The rollouts run ``--canary 1 --batch 3 --max-unavailable 2`` (batches n1 | n2,n3,n4 | n5,n6; the
-middle batch goes out in two waves, n2,n3 then n4). The hosts' own journals (each apply run's
-first and last change, microseconds, one clock: the lab's hosts share this machine) prove the
-order. The rollout that is killed mid-apply and resumed runs with isolation on: every host's plan
-changes its kernel arguments and the lab's simulated reboot (``--reboot``) rewrites
-``proc/cmdline`` and ``sys/devices/system/cpu/isolated`` as the booted kernel would, journaled.
-The others run with ``isolation: false`` (no reboot: shorter). Smoke runs are 2 s: their verdict
-is INCONCLUSIVE (too few samples), which does not stop a rollout; a host made to miss gets an
-unreachable target (0.001 ms), which a 2 s run already proves MISSED.
+``--canary 1 --batch 2 --max-unavailable 1``: batches n1 | n2,n3, the second in two waves. Isolation
+is on, so every host's plan changes its kernel arguments and the lab's simulated reboot
+(``--reboot``) rewrites ``proc/cmdline`` and ``sys/devices/system/cpu/isolated`` as the booted
+kernel would, journaled. Smoke runs are 2 s: INCONCLUSIVE (too few samples), which does not stop a
+rollout.
 """
 
 from __future__ import annotations
@@ -33,10 +32,10 @@ from tests.labutil import cli, cli_json, sysroot, trees
 
 pytestmark = pytest.mark.lab
 
-HOSTS = ["n1", "n2", "n3", "n4", "n5", "n6"]
-ROLLOUT = ["--batch", "3", "--canary", "1", "--max-unavailable", "2", "--reboot", "--smoke-duration", "2"]
-BATCHES = [["n1"], ["n2", "n3", "n4"], ["n5", "n6"]]
-WAVES = [["n1"], ["n2", "n3"], ["n4"], ["n5", "n6"]]  # at most 2 hosts out at once
+HOSTS = ["n1", "n2", "n3"]
+ROLLOUT = ["--batch", "2", "--canary", "1", "--max-unavailable", "1", "--reboot", "--smoke-duration", "2"]
+BATCHES = [["n1"], ["n2", "n3"]]
+WAVES = [["n1"], ["n2"], ["n3"]]  # one host out at a time
 HOOK = """#!/bin/sh
 # hook.sh pre|post HOST: records the call; fails while fail-<kind>-<host> exists
 d=$(dirname "$0")
@@ -161,9 +160,8 @@ def test_a_rollout_killed_mid_apply_resumes_each_host_applied_once_in_order_then
     inv = fleet(isolation=True)
     rid = kill_mid_apply(lab, inv, ROLLOUT, "n2")
     s = state_file(rid)
-    assert s["status"] == "running" and [b["status"] for b in s["batches"]] == ["done", "running", "pending"]
-    assert {h: r["step"] for h, r in s["hosts"].items()} == \
-        {"n1": "done", "n2": "apply", "n3": "apply", "n4": "pending", "n5": "pending", "n6": "pending"}
+    assert s["status"] == "running" and [b["status"] for b in s["batches"]] == ["done", "running"]
+    assert {h: r["step"] for h, r in s["hosts"].items()} == {"n1": "done", "n2": "apply", "n3": "pending"}
     cut = s["batches"][1]["apply_runs"][0]
     hist = history(inv)
     assert in_force(hist)["n2"] == [cut]  # the apply was cut off with changes on the host
@@ -176,34 +174,23 @@ def test_a_rollout_killed_mid_apply_resumes_each_host_applied_once_in_order_then
     hist = history(inv)
     runs = {h: doc["hosts"][h]["apply"]["run_id"] for h in HOSTS}
     assert in_force(hist) == {h: [runs[h]] for h in HOSTS}
-    assert [[h for h in HOSTS if runs[h] == r] for r in dict.fromkeys(runs[h] for h in HOSTS)] == WAVES
-    cut_off = {h: next((r for r in hist[h] if r["run_id"] == cut), None) for h in ("n2", "n3")}
-    for h, r in cut_off.items():
-        if r is not None:  # n3 may have had no change yet when the controller died
-            assert r["rolled_back"] and epoch(r["rolled_back"]) < epoch(hist[h][-1]["started"]), (h, r)
-    assert cut_off["n2"] is not None
+    cut_off = next(r for r in hist["n2"] if r["run_id"] == cut)
+    assert cut_off["rolled_back"] and epoch(cut_off["rolled_back"]) < epoch(hist["n2"][-1]["started"]), cut_off
     assert not (sysroot(lab, "n2") / "var/lib/hostkit/lock").exists()
-    # hooks in order, with the host names: the stop, then the resume from the interrupted wave
-    assert fleet.calls() == ["pre n1", "post n1", "pre n2", "pre n3",  # killed in n2/n3's apply
-                             "pre n2", "pre n3", "post n2", "post n3", "pre n4", "post n4",
-                             "pre n5", "pre n6", "post n5", "post n6"]
-    # the hosts' journals: waves strictly ordered, never more than 2 hosts changing at once
+    assert fleet.calls() == ["pre n1", "post n1", "pre n2",  # killed in n2's apply
+                             "pre n2", "post n2", "pre n3", "post n3"]
+    # the hosts' journals: waves strictly ordered, one host changing at a time
     span = {h: (epoch(hist[h][-1]["started"]), epoch(hist[h][-1]["last_change"])) for h in HOSTS}
     for earlier, later in zip(WAVES, WAVES[1:]):
         assert max(span[h][1] for h in earlier) < min(span[h][0] for h in later), span
-    for h in HOSTS:
-        assert sum(1 for a, b in span.values() if a <= span[h][0] <= b) <= 2, span
     # the simulated reboot: each host booted its new kernel arguments
     for h in HOSTS:
         assert "isolcpus=managed_irq," in (sysroot(lab, h) / "proc/cmdline").read_text(), h
-    assert [(e["batch"], e["status"]) for e in doc["events"] if e["step"] == "batch"] == \
-        [(0, "started"), (0, "done"), (1, "started"), (1, "started"), (1, "done"), (2, "started"), (2, "done")]
     # the state and the fleet report
     assert {h: (r["status"], r["audit"]["status"], r["after"]["verdict"]) for h, r in state_file(rid)["hosts"].items()} \
         == {h: ("done", "pass", "INCONCLUSIVE") for h in HOSTS}
     d = runs_dir() / rid
-    report = (d / "report.md").read_text()
-    assert "status: **completed**" in report and "--max-unavailable 2" in report
+    assert "status: **completed**" in (d / "report.md").read_text()
     assert (d / "fleet.png").read_bytes()[:4] == b"\x89PNG"
 
     # a finished rollout: resuming it is bad input, nothing changed
@@ -214,55 +201,6 @@ def test_a_rollout_killed_mid_apply_resumes_each_host_applied_once_in_order_then
 
     rc, aborted, proc = cli_json("rollout", "--abort", rid)
     assert rc == 0, proc.stderr[-3000:]
-    assert [e["hosts"] for e in aborted["events"] if e["step"] == "rollback"][-4:] == \
-        [["n5", "n6"], ["n4"], ["n2", "n3"], ["n1"]]  # newest run first: batch 3, batch 2's two waves, 1
-    assert trees(lab) == fleet.before
-
-
-def test_abort_of_a_rollout_killed_mid_apply_leaves_every_host_as_before(lab, fleet):
-    inv = fleet()
-    rid = kill_mid_apply(lab, inv, ROLLOUT, "n1")  # in the canary's apply
-    assert {h: r["step"] for h, r in state_file(rid)["hosts"].items() if r["step"] != "pending"} == {"n1": "apply"}
-    assert trees(lab)["n1"] != fleet.before["n1"]
-    rc, doc, proc = cli_json("rollout", "--abort", rid)
-    assert rc == 0, proc.stderr[-3000:]
-    assert doc["status"] == "aborted" and doc["abort"]["errors"] == []
+    assert [e["hosts"] for e in aborted["events"] if e["step"] == "rollback"][-3:] == [["n3"], ["n2"], ["n1"]]
     assert trees(lab) == fleet.before
     assert not any((sysroot(lab, h) / "var/lib/hostkit/lock").exists() for h in HOSTS)
-    assert in_force(history(inv)) == {h: [] for h in HOSTS}
-    assert fleet.calls() == ["pre n1"]  # abort runs no hooks
-
-
-def test_a_host_missing_its_slo_stops_the_rollout_and_its_whole_batch_is_rolled_back(lab, fleet):
-    inv = fleet({"n4": 0.001})
-    rc, doc, proc = cli_json("rollout", "-i", inv, *ROLLOUT)
-    assert rc == 1, proc.stderr[-3000:]
-    f = doc["failure"]
-    assert (f["batch"], f["host"], f["gate"]) == (1, "n4", "smoke")
-    assert f["why"].startswith("MISSED: p999 ") and "vs target 0.001 ms" in f["why"]
-    after = trees(lab)
-    assert after["n1"] != fleet.before["n1"]  # the canary stays tuned
-    assert {h: after[h] == fleet.before[h] for h in HOSTS[1:]} == {h: True for h in HOSTS[1:]}
-    assert {h: doc["hosts"][h]["status"] for h in HOSTS} == \
-        {"n1": "done", "n2": "rolled_back", "n3": "rolled_back", "n4": "rolled_back", "n5": "pending",
-         "n6": "pending"}
-    assert in_force(history(inv)) == {"n1": [doc["hosts"]["n1"]["apply"]["run_id"]], **{h: [] for h in HOSTS[1:]}}
-    # n4 back in service, then the wave that had passed taken out again (2 at a time) and rolled
-    # back; n5 and n6 never touched
-    assert fleet.calls() == ["pre n1", "post n1", "pre n2", "pre n3", "post n2", "post n3", "pre n4", "post n4",
-                             "pre n2", "pre n3", "post n2", "post n3"]
-    report = (runs_dir() / doc["rollout_id"] / "report.md").read_text()
-    assert "**n4** failed the **smoke** gate: MISSED" in report
-
-
-def test_a_failing_pre_batch_hook_stops_the_rollout_before_any_change(lab, fleet):
-    inv = fleet()
-    (fleet.dir / "fail-pre-n2").touch()
-    rc, doc, proc = cli_json("rollout", "-i", inv, "--batch", "3", "--max-unavailable", "2", "--smoke-duration",
-                             "2")
-    assert rc == 1, proc.stderr[-3000:]
-    assert (doc["failure"]["host"], doc["failure"]["gate"]) == ("n2", "pre_hook")
-    assert doc["failure"]["why"].endswith("exit 3: cannot drain n2: node has unevictable pods")
-    assert trees(lab) == fleet.before
-    assert all(r["apply"] is None and r["before"] is None for r in doc["hosts"].values())
-    assert fleet.calls() == ["pre n1", "pre n2", "post n1", "post n2"]  # drained nodes put back, nothing else

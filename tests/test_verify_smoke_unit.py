@@ -33,3 +33,41 @@ def test_only_missed_or_failed_smoke_reverts(monkeypatch):
     assert sorted(rolled) == ["down", "miss"]
     assert out["few"].verdict.startswith("INCONCLUSIVE") and out["few"].rollback is None
     assert out["pass"].passed and out["pass"].rollback is None
+
+
+def test_verify_smoke_without_reboot_refuses_a_plan_that_changes_kernel_arguments(monkeypatch, sysroots):
+    """The host whose plan changes kernel arguments is refused before anything runs (its smoke would
+    measure the kernel it booted, untuned); the host whose plan does not is applied and measured."""
+    from hostkit.facts import gather
+    from hostkit.plan import build_plan
+    from hostkit.profiles import load_profile
+
+    def host_plan(name, fixture, profile):
+        facts = gather(str(sysroots[fixture]))
+        return api.HostPlan(name, "ok", facts=facts, plan=build_plan(facts, load_profile(profile)))
+
+    plans = api.PlanResult({"bm": host_plan("bm", "epyc-9634-nps1", "bare-metal-inference"),
+                            "vm": host_plan("vm", "kvm-small", "vmware-guest")})
+    monkeypatch.setattr(api, "plan", lambda req, on_event=None: plans)
+    applied = []
+
+    def fake_run_apply(runnable, inventory, **kw):
+        applied.append(sorted(runnable))
+        return {h: HostApply(h, "changed", changed=1) for h in runnable}, SimpleNamespace(run_id=kw["run_id"])
+
+    monkeypatch.setattr(api, "run_apply", fake_run_apply)
+    monkeypatch.setattr(api, "smoke", lambda req: SimpleNamespace(hosts={
+        h: AgentReply(h, "ok", doc=_slo("PASSED")) for h in req.limit.split(",")}))
+    result = api.apply(api.ApplyRequest("inv.yml", verify_smoke=True, smoke_duration=2))
+    assert applied == [["vm"]]  # the refused host was never run
+    bm = result.hosts["bm"]
+    assert bm.status == "refused" and len(bm.refused) == 1
+    assert bm.refused[0].startswith("--verify-smoke would measure the running kernel, booted without "
+                                    "isolcpus=managed_irq,2-83,86-167 nohz_full=2-83,86-167 "
+                                    "rcu_nocbs=2-83,86-167 ...: add --reboot"), bm.refused
+    assert set(result.smoke) == {"vm"} and result.rc == 3
+    # with --reboot the new arguments are booted before the smoke: nothing refused
+    applied.clear()
+    plans.hosts["bm"] = host_plan("bm", "epyc-9634-nps1", "bare-metal-inference")
+    result = api.apply(api.ApplyRequest("inv.yml", verify_smoke=True, smoke_duration=2, reboot=True))
+    assert applied == [["bm", "vm"]] and result.hosts["bm"].status == "changed"
