@@ -38,30 +38,11 @@ $(STAMP): pyproject.toml
 demo: setup
 	@bash scripts/demo.sh
 
-# Fast tests first (unit, fixtures, live reads), then the lab tests over real SSH side by side
-# with the real-kernel lab (QEMU guests booted through their own GRUB; the guest image is built
-# once into /var/cache/hostkit/vm and reused), then the dependency floors while the VM lanes finish
-# (the lab suite ends well before them; the floors measure no latency). The VM suite runs in
-# two lanes (VM_LANE_B's modules on their own ports; the rest in lane A, about as long), both
-# beside the lab suite: a VM test spends most of its time waiting on TCG guests (boots, Ansible
-# inside them), so three processes keep the 2 cores busy where one after another left them idle. Each lane's output follows the lab suite's
-# (from .hostkit/test-vm-*.log); any of the three failing fails the run. The VM tests that judge
-# latency compare figures measured in the same guest within one run, or state a skip with the
-# measured figure when this host's load stops the guest (test_vm_gaps).
-VM_LANE_B := tests/test_vm_rollout.py tests/test_vm_tuned.py
+# The fast suite alone first (it measures latency on this machine), then the lab suite beside the
+# real-kernel (VM) suite in two lanes, the dependency floors while the VM lanes finish; each suite's
+# time, the ten slowest tests and the guest boots at the end (scripts/run_tests.py, docs/testing.md).
 test: setup
-	$(PY) -m pytest -m 'not lab and not vm and not floors' $(PYTEST_ARGS)
-	@mkdir -p .hostkit; echo "VM suite running in two lanes beside the lab suite: .hostkit/test-vm-a.log, .hostkit/test-vm-b.log"; \
-	( $(PY) -m pytest -m vm $(addprefix --ignore=,$(VM_LANE_B)) $(PYTEST_ARGS) > .hostkit/test-vm-a.log 2>&1; \
-	  echo $$? > .hostkit/test-vm-a.rc ) & a=$$!; \
-	( HOSTKIT_TEST_VM_PORT=2600 HOSTKIT_TEST_LAB_PORT=2422 $(PY) -m pytest -m vm $(VM_LANE_B) $(PYTEST_ARGS) \
-	  > .hostkit/test-vm-b.log 2>&1; echo $$? > .hostkit/test-vm-b.rc ) & b=$$!; \
-	$(PY) -m pytest -m lab $(PYTEST_ARGS); lab=$$?; \
-	echo "lab suite exit $$lab; the dependency floors while the VM lanes finish"; \
-	$(PY) -m pytest -m floors $(PYTEST_ARGS); floors=$$?; wait $$a $$b; \
-	cat .hostkit/test-vm-a.log .hostkit/test-vm-b.log; \
-	echo "lab suite exit $$lab, floors exit $$floors, VM lane a exit $$(cat .hostkit/test-vm-a.rc), lane b exit $$(cat .hostkit/test-vm-b.rc)"; \
-	test $$lab = 0 && test $$floors = 0 && test "$$(cat .hostkit/test-vm-a.rc)" = 0 && test "$$(cat .hostkit/test-vm-b.rc)" = 0
+	$(PY) scripts/run_tests.py $(PYTEST_ARGS)
 
 test-fast: setup
 	$(PY) -m pytest -m 'not lab and not vm and not floors' $(PYTEST_ARGS)
