@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import stat
 from pathlib import Path
 
 
@@ -20,6 +21,8 @@ def tree_hash(root: str | Path) -> dict[str, str]:
                 out[rel] = f"link:{os.readlink(p)}"
             elif os.path.isdir(p):
                 out[rel] = f"dir:{oct(st.st_mode)}"
+            elif not stat.S_ISREG(st.st_mode):  # a FIFO or a device: its type and mode, never read
+                out[rel] = f"special:{oct(st.st_mode)}"
             else:
                 out[rel] = f"{oct(st.st_mode)}:{hashlib.sha256(Path(p).read_bytes()).hexdigest()}"
     return out

@@ -40,11 +40,11 @@ import re
 try:  # in the hostkit package (the agent zipapp, the controller)
     from hostkit.agent.kernel_args import (arg_name, cmdline_words, edit_words, format_arg, remove_grub_args,
                                            split_cmdline)
-    from hostkit.agent.sysroot import sysroot_path
+    from hostkit.agent.sysroot import HostFileError, read_bytes, sysroot_path
 except ImportError:  # inside an Ansible module
     from ansible.module_utils.hostkit_kernel_args import (arg_name, cmdline_words, edit_words, format_arg,
                                                           remove_grub_args, split_cmdline)
-    from ansible.module_utils.hostkit_sysroot import sysroot_path
+    from ansible.module_utils.hostkit_sysroot import HostFileError, read_bytes, sysroot_path
 
 BACKENDS = ("grub-debian", "bls", "systemd-boot")
 SUPPORTED = "Debian/Ubuntu GRUB (/etc/default/grub), BLS entries with GRUB (/boot/loader/entries + /boot/grub2), " \
@@ -73,18 +73,24 @@ DROPIN_HEADER = ("# Managed by hostkit: kernel arguments for latency-critical in
                  "# Remove with `hostkit rollback`; edits here are overwritten by `hostkit apply`.\n")
 
 
-class BootConfigError(Exception):
+class BootConfigError(ValueError):
     """The boot configuration cannot be read or edited as asked (named in the message)."""
+
+
+# The largest boot configuration file read (a grubenv is 1 KiB, a BLS entry or GRUB default far less).
+MAX_BOOT_FILE = 1 << 20
 
 
 # --------------------------------------------------------------------------------------- files
 
 def _read(sysroot, path):
+    """A boot configuration file's text (None: absent or unreadable). A FIFO, device, symlink loop
+    or a file over 1 MiB where a boot file belongs is a BootConfigError, never waited on or read whole."""
     try:
-        with open(sysroot_path(sysroot, path), "rb") as f:
-            return f.read().decode("utf-8", "replace")
-    except (IOError, OSError):
-        return None
+        data = read_bytes(sysroot_path(sysroot, path), MAX_BOOT_FILE)
+    except HostFileError as exc:
+        raise BootConfigError("%s: %s" % (path, exc.why))
+    return None if data is None else data.decode("utf-8", "replace")
 
 
 def _listdir(sysroot, path, suffix):

@@ -24,6 +24,17 @@ except ImportError:  # inside an Ansible module (module_utils/hostkit_cpulist.py
 # Large enough for any real machine (the kernel's NR_CPUS tops out at 8192),
 # small enough that "0-99999999" cannot eat the controller's memory.
 MAX_CPUS = 8192
+SHOWN = 60  # characters of a bad cpulist or mask quoted in an error
+
+
+def _shown(text):
+    """The input as an error quotes it: at most SHOWN characters (a 1 MB value is not echoed)."""
+    return repr(text) if len(text) <= SHOWN else "%r... (%d characters)" % (text[:SHOWN], len(text))
+
+
+def _digits(s):
+    """ASCII decimal digits only (``str.isdigit`` also takes ``²``, which int() refuses)."""
+    return bool(s) and all("0" <= c <= "9" for c in s)
 
 
 def parse_cpulist(text, max_cpus=MAX_CPUS):
@@ -33,36 +44,38 @@ def parse_cpulist(text, max_cpus=MAX_CPUS):
     writes for ``/sys/devices/system/cpu/isolated`` with nothing isolated.
     """
     if not isinstance(text, str):
-        raise CpulistError("cpulist must be a string, got %s: %r" % (type(text).__name__, text))
+        raise CpulistError("cpulist must be a string, got %s: %s" % (type(text).__name__, _shown(repr(text))))
     body = text.strip()
     cpus = set()
     if not body:
         return frozenset()
-    if body.isdigit():  # the common single-CPU case, on the hot path of sysfs reads
+    if _digits(body):  # the common single-CPU case, on the hot path of sysfs reads
         cpu = int(body)
         if cpu >= max_cpus:
-            raise CpulistError("invalid cpulist %r: CPU %d is beyond the limit of %d CPUs" % (text, cpu, max_cpus))
+            raise CpulistError("invalid cpulist %s: CPU %d is beyond the limit of %d CPUs"
+                               % (_shown(text), cpu, max_cpus))
         return frozenset((cpu,))
     for part in body.split(","):
         part = part.strip()
         if not part:
-            raise CpulistError("invalid cpulist %r: empty element" % (text,))
+            raise CpulistError("invalid cpulist %s: empty element" % (_shown(text),))
         stride_used, stride_group = 1, 1
         if ":" in part:
             part, _colon, stride = part.partition(":")
             used, slash, group = stride.partition("/")
             if not slash:
-                raise CpulistError("invalid cpulist %r: stride must be ':used/group'" % (text,))
+                raise CpulistError("invalid cpulist %s: stride must be ':used/group'" % (_shown(text),))
             stride_used, stride_group = _num(used, text), _num(group, text)
             if stride_used == 0 or stride_group == 0 or stride_used > stride_group:
-                raise CpulistError("invalid cpulist %r: bad stride %r" % (text, stride))
+                raise CpulistError("invalid cpulist %s: bad stride %r" % (_shown(text), stride))
         lo_s, dash, hi_s = part.partition("-")
         lo = _num(lo_s, text)
         hi = _num(hi_s, text) if dash else lo
         if hi < lo:
-            raise CpulistError("invalid cpulist %r: range %d-%d runs backwards" % (text, lo, hi))
+            raise CpulistError("invalid cpulist %s: range %d-%d runs backwards" % (_shown(text), lo, hi))
         if hi >= max_cpus:
-            raise CpulistError("invalid cpulist %r: CPU %d is beyond the limit of %d CPUs" % (text, hi, max_cpus))
+            raise CpulistError("invalid cpulist %s: CPU %d is beyond the limit of %d CPUs"
+                               % (_shown(text), hi, max_cpus))
         if stride_group == 1:
             cpus.update(range(lo, hi + 1))
         else:
@@ -73,8 +86,8 @@ def parse_cpulist(text, max_cpus=MAX_CPUS):
 
 def _num(s, text):
     s = s.strip()
-    if not s.isdigit():
-        raise CpulistError("invalid cpulist %r: %r is not a CPU number" % (text, s))
+    if not _digits(s):
+        raise CpulistError("invalid cpulist %s: %s is not a CPU number" % (_shown(text), _shown(s)))
     return int(s)
 
 
@@ -97,18 +110,22 @@ def format_cpulist(cpus):
 def parse_mask(text, max_cpus=MAX_CPUS):
     """Parse a kernel hex CPU mask (``/proc/irq/N/smp_affinity``, ``cpumap``)."""
     if not isinstance(text, str):
-        raise CpulistError("CPU mask must be a string, got %s: %r" % (type(text).__name__, text))
+        raise CpulistError("CPU mask must be a string, got %s: %s" % (type(text).__name__, _shown(repr(text))))
     body = text.strip().replace(",", "")
     if body.startswith(("0x", "0X")):
         body = body[2:]
     if not body:
-        raise CpulistError("invalid CPU mask %r: empty" % (text,))
+        raise CpulistError("invalid CPU mask %s: empty" % (_shown(text),))
+    if not all(c in "0123456789abcdefABCDEF" for c in body):
+        raise CpulistError("invalid CPU mask %s: not hexadecimal" % (_shown(text),))
+    if len(body.lstrip("0")) * 4 > max_cpus + 3:  # more hex digits than any mask of max_cpus bits
+        raise CpulistError("invalid CPU mask %s: sets a CPU beyond %d" % (_shown(text), max_cpus))
     try:
         value = int(body, 16)
     except ValueError:
-        raise CpulistError("invalid CPU mask %r: not hexadecimal" % (text,))
+        raise CpulistError("invalid CPU mask %s: not hexadecimal" % (_shown(text),))
     if value.bit_length() > max_cpus:
-        raise CpulistError("invalid CPU mask %r: sets a CPU beyond %d" % (text, max_cpus))
+        raise CpulistError("invalid CPU mask %s: sets a CPU beyond %d" % (_shown(text), max_cpus))
     return frozenset(i for i in range(value.bit_length()) if value >> i & 1)
 
 

@@ -9,7 +9,8 @@ configuration one way.
 
 from __future__ import annotations
 
-from hostkit.agent.boot_loader import boot_loader_facts
+from hostkit.agent.boot_loader import BootConfigError, boot_loader_facts
+from hostkit.errors import FactsError
 from hostkit.facts.sysroot import Sysroot
 
 
@@ -20,4 +21,7 @@ def read_boot_loader(sr: Sysroot, booted: str) -> tuple[dict, str | None]:
     [the files read, in reading order], "next_boot_source": the file the next boot's line comes
     from}``, plus ``found`` and ``reason`` for ``none``. ``booted``: ``/proc/cmdline``, whose
     ``BOOT_IMAGE=``/``root=`` GRUB on Debian takes from its own disk probe."""
-    return boot_loader_facts(sr.root, booted)
+    try:
+        return boot_loader_facts(sr.root, booted)
+    except BootConfigError as exc:
+        raise FactsError(str(exc)) from None

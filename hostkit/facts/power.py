@@ -3,6 +3,8 @@ offers beside it) and the cpuidle driver with its C-states' exit latencies."""
 
 from __future__ import annotations
 
+import os
+import stat
 import struct
 
 from hostkit.facts.sysroot import CPU_DIR, Sysroot
@@ -47,9 +49,15 @@ def read_cpuidle(sr: Sysroot) -> dict:
 def read_latency_ceiling(sr: Sysroot) -> int | None:
     """The CPU latency ceiling in force (us): the smallest PM QoS request, as ``/dev/cpu_dma_latency``
     reads (a native s32; 2000000000 when nobody asks). None: not readable (not root, no such device)."""
-    try:
-        with open(sr.path(PM_QOS.path.lstrip("/")), "rb") as f:
-            raw = f.read(4)
+    try:  # the character device (or a fixture's regular file); a FIFO in its place is never waited on
+        fd = os.open(sr.path(PM_QOS.path.lstrip("/")), os.O_RDONLY | os.O_NONBLOCK)
     except OSError:
         return None
+    try:
+        mode = os.fstat(fd).st_mode
+        raw = os.read(fd, 4) if stat.S_ISCHR(mode) or stat.S_ISREG(mode) else b""
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
     return struct.unpack("=i", raw)[0] if len(raw) == 4 else None

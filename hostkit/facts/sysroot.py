@@ -8,10 +8,9 @@ fixture tree stands in for another machine exactly as it does for
 from __future__ import annotations
 
 import os
-import re
 
 from hostkit.agent.cpulist import parse_cpulist, parse_mask
-from hostkit.agent.sysroot import is_live, sysroot_path
+from hostkit.agent.sysroot import HostFileError, excerpt, is_live, is_number, read_text, sysroot_path
 from hostkit.errors import CpulistError, FactsError
 
 CPU_DIR = "sys/devices/system/cpu"
@@ -46,35 +45,23 @@ class Sysroot:
         return os.path.isdir(self.path(rel))
 
     def read(self, rel: str, default: str | None = None) -> str | None:
-        """File text stripped of the trailing newline; ``default`` if absent or unreadable.
-
-        Plain ``os.open``/``os.read`` on a string path: a 384-CPU host means
-        thousands of tiny sysfs reads, and pathlib costs 4x more per read.
-        """
+        """File text without trailing newlines and NULs; ``default`` if absent or unreadable. A FIFO,
+        a device, a symlink loop or a file over :data:`MAX_READ` bytes is a FactsError naming it
+        (:func:`hostkit.agent.sysroot.read_bytes`: plain ``os.open``/``os.read`` on a string path, as
+        a 384-CPU host means thousands of tiny sysfs reads)."""
         try:
-            fd = os.open(self.path(rel), os.O_RDONLY)
-        except OSError:
-            return default
-        try:
-            chunks = []
-            while True:
-                b = os.read(fd, 65536)
-                if not b:
-                    break
-                chunks.append(b)
-        except OSError:  # EIO reading a sysfs attribute the driver refuses, EISDIR
-            return default
-        finally:
-            os.close(fd)
-        return b"".join(chunks).decode(errors="replace").rstrip("\n")
+            text = read_text(self.path(rel))
+        except HostFileError as exc:
+            raise FactsError(str(exc)) from None
+        return default if text is None else text
 
     def read_int(self, rel: str, default: int | None = None) -> int | None:
         text = self.read(rel)
         if text is None:
             return default
         text = text.strip()
-        if not re.fullmatch(r"-?\d+", text):
-            raise FactsError(f"malformed number in {self.path(rel)}: {text!r}")
+        if not is_number(text.removeprefix("-")):
+            raise FactsError(f"malformed number in {self.path(rel)}: {excerpt(text)}")
         return int(text)
 
     def read_cpulist(self, rel: str, default: frozenset[int] | None = None) -> frozenset[int] | None:
@@ -91,7 +78,7 @@ class Sysroot:
         try:
             return parse(text)
         except CpulistError as exc:
-            raise FactsError(f"malformed {what} in {self.path(rel)}: {text.strip()!r} ({exc})") from None
+            raise FactsError(f"malformed {what} in {self.path(rel)}: {excerpt(text.strip())} ({exc})") from None
 
     def listdir(self, rel: str) -> list[str]:
         try:
@@ -103,7 +90,7 @@ class Sysroot:
         """Numbers N of the entries ``prefixN`` in a directory, sorted."""
         out = []
         for name in self.listdir(rel):
-            if name.startswith(prefix) and name[len(prefix):].isdigit():
+            if name.startswith(prefix) and is_number(name[len(prefix):]):
                 out.append(int(name[len(prefix):]))
         return sorted(out)
 

@@ -52,6 +52,8 @@ BASE_PROFILES = ("cpu-partitioning", "latency-performance")
 _VAR = re.compile(r"(?<!\\)\$\{(\w+)\}")
 _BOOT_VAR = re.compile(r'^\s*(\w+)\s*=\s*"(.*)"\s*$')
 
+# Profiles including one another: deeper than any tuned ships, far from the recursion limit.
+MAX_INCLUDE_DEPTH = 32
 
 def _ini(text: str, headerless: bool = False) -> configparser.RawConfigParser:
     """tuned's ConfigParser settings (delimiters '=', inline '#' comments, non-strict, names as written)."""
@@ -87,9 +89,12 @@ def load_chain(sr: Sysroot, names: list[str]) -> tuple[list[dict], list[str]]:
     missing: list[str] = []
     seen: set[str] = set()
 
-    def load(name: str) -> None:
+    def load(name: str, depth: int = 0) -> None:
         optional = name.startswith("-")
         name = name.lstrip("-")
+        if depth > MAX_INCLUDE_DEPTH:
+            missing.append(f"{name} (included more than {MAX_INCLUDE_DEPTH} profiles deep: not read)")
+            return
         path = find_profile(sr, name)
         if path is None:
             if not optional:
@@ -108,7 +113,7 @@ def load_chain(sr: Sysroot, names: list[str]) -> tuple[list[dict], list[str]]:
         if include:
             for parent in re.split(r"\s*[,;]\s*", include.strip()):
                 if parent:
-                    load(parent)
+                    load(parent, depth + 1)
         chain.append({"name": name, "path": path, "sections": sections})
 
     for n in names:
