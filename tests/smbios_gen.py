@@ -1,4 +1,5 @@
-"""A small generator of SMBIOS tables with Memory Device (type 17) structures, for sysroot fixtures.
+"""A small generator of SMBIOS tables with Memory Device (type 17) and System Information (type 1)
+structures, for sysroot fixtures.
 
 Field offsets: DMTF SMBIOS Reference Specification (DSP0134), "Memory Device (Type 17)" (the layout
 of edk2's SMBIOS_TABLE_TYPE17, SMBIOS 2.8 fields: a 28h-byte formatted area); see hostkit/facts/dmi.py.
@@ -49,6 +50,17 @@ def memory_device(handle: int, locator: str, bank: str, size_mb: int, speed_mts:
         struct.pack_into("<H", f, 0x20, speed_mts)  # Configured Memory Speed
         struct.pack_into("<HHH", f, 0x22, 1100, 1100, 1100)  # DDR5 1.1 V
     return bytes(f) + _strings(strings)
+
+
+def system_information(manufacturer: str, product: str, handle: int = 0x0100) -> bytes:
+    """One type 1 structure (System Information, DSP0134 7.2): Manufacturer and Product Name strings
+    at 04h and 05h, the 16-byte UUID at 08h, Wake-up Type at 18h (SMBIOS 2.1: 19h bytes)."""
+    f = bytearray(0x19)
+    f[0], f[1] = 1, len(f)
+    struct.pack_into("<H", f, 0x02, handle)
+    f[0x04], f[0x05] = 1, 2
+    f[0x18] = 0x06  # Wake-up Type: power switch
+    return bytes(f) + _strings([manufacturer, product])
 
 
 def end_of_table(handle: int) -> bytes:

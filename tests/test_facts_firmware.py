@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import pytest
 
+from hostkit.agent.cpulist import format_cpulist, format_mask, parse_cpulist
 from hostkit.facts import gather
 
 
@@ -67,3 +68,144 @@ def test_pci_vendor_is_not_read_when_dmi_names_the_machine(sysroot_copy):
     (root / "sys/bus/pci/devices/0000:41:00.0").mkdir(parents=True)
     (root / "sys/bus/pci/devices/0000:41:00.0/vendor").write_text("0x1af4\n")
     assert gather(str(root))["virtualization"]["virtual"] is False
+
+
+# ----------------------------------------------------------------------------- topology as real dumps show it
+# Each case changes a fixture the way a real machine's dump shows it; util-linux's lscpu --sysroot,
+# reading the same tree, is the oracle (tests/test_fixtures_lscpu.py's comparison).
+
+def _agrees_with_lscpu(root):
+    from tests.test_fixtures_lscpu import assert_agrees, lscpu
+
+    facts = gather(str(root))
+    assert_agrees(facts, lscpu(root))
+    return facts["topology"]
+
+
+def test_siblings_from_the_masks_when_a_kernel_gives_no_list_files(sysroot_copy):
+    """Kernels before 2.6.28 (and dumps of them) have thread_siblings and core_siblings masks only."""
+    root = sysroot_copy("epyc-9654-nps4-smt")
+    want = gather(str(root))["topology"]
+    for topo in _cpu_topology(root):
+        for leaf in ("core_cpus_list", "thread_siblings_list", "package_cpus_list", "core_siblings_list",
+                     "core_cpus", "package_cpus"):
+            (topo / leaf).unlink(missing_ok=True)
+    got = _agrees_with_lscpu(root)
+    assert (got["threads_per_core"], got["cores"], got["sockets_cpus"]) == \
+        (2, want["cores"], want["sockets_cpus"])
+
+
+def test_per_cpu_online_files_when_there_is_no_online_list(sysroot_copy):
+    root = sysroot_copy("epyc-9634-nps1")
+    cpu = root / "sys/devices/system/cpu"
+    (cpu / "online").unlink()
+    for n in (6, 7):
+        (cpu / f"cpu{n}/online").write_text("0\n")
+    # as a kernel shows offline CPUs: out of their node's list and mask too
+    node = root / "sys/devices/system/node/node0"
+    cpus = parse_cpulist((node / "cpulist").read_text()) - {6, 7}
+    (node / "cpulist").write_text(format_cpulist(cpus) + "\n")
+    (node / "cpumap").write_text(format_mask(cpus, len(list(cpu.glob("cpu[0-9]*")))) + "\n")
+    got = _agrees_with_lscpu(root)
+    assert got["offline"] == "6-7" and not parse_cpulist(got["online"]) & {6, 7}
+
+
+def test_sysfs_values_ending_in_a_nul_read_as_the_kernel_tools_read_them(sysroot_copy):
+    """Some kernels end sysfs values with "\\n\\0": read as lscpu and hwloc read them, not refused."""
+    root = sysroot_copy("epyc-9634-nps1")
+    want = gather(str(root))["topology"]
+    cpu = root / "sys/devices/system/cpu"
+    for leaf in ("online", "possible", "present"):
+        (cpu / leaf).write_bytes((cpu / leaf).read_bytes().rstrip(b"\n") + b"\n\x00")
+    for topo in _cpu_topology(root):
+        for f in topo.iterdir():
+            f.write_bytes(f.read_bytes().rstrip(b"\n") + b"\n\x00")
+    got = _agrees_with_lscpu(root)
+    assert (got["online"], got["cores"], got["sockets_cpus"]) == (want["online"], want["cores"], want["sockets_cpus"])
+
+
+def test_two_packages_the_firmware_gave_one_id_stay_two(sysroot_copy):
+    """Single-core CPUs whose firmware sets physical_package_id 0 on both while the kernel's package
+    masks (and /proc/cpuinfo's physical id) say they are separate packages: two sockets, not one."""
+    root = sysroot_copy("kvm-small")
+    topos = _cpu_topology(root)
+    assert len(topos) >= 2
+    for n, topo in enumerate(topos):
+        (topo / "physical_package_id").write_text("0\n")
+        for leaf in ("package_cpus_list", "core_siblings_list", "core_cpus_list", "thread_siblings_list"):
+            (topo / leaf).write_text(f"{n}\n")
+        for leaf in ("package_cpus", "core_siblings", "core_cpus", "thread_siblings"):
+            (topo / leaf).write_text(f"{1 << n:x}\n")
+    got = gather(str(root))["topology"]
+    assert got["sockets"] == len(topos) and got["cores_per_socket"] == 1
+    assert [c["socket"] for c in got["per_cpu"]] == list(range(len(topos)))
+
+
+# ----------------------------------------------------------------------------- hypervisors without DMI strings
+
+def _no_dmi_strings(sysroot_copy):
+    root = sysroot_copy("kvm-small")
+    for f in (root / "sys/class/dmi/id").glob("*"):
+        f.unlink()
+    for dev in (root / "sys/bus/pci/devices").glob("*"):
+        (dev / "vendor").unlink(missing_ok=True)
+    cpuinfo = root / "proc/cpuinfo"  # no CPUID hypervisor flag and no kvm-clock either: only the platform tells
+    cpuinfo.write_text(cpuinfo.read_text().replace(" hypervisor", ""))
+    (root / "sys/devices/system/clocksource/clocksource0/available_clocksource").unlink(missing_ok=True)
+    assert gather(str(root))["virtualization"]["hypervisor"] is None
+    return root
+
+
+def _lscpu_vendor(root) -> str | None:
+    from tests.test_fixtures_lscpu import lscpu
+
+    return lscpu(root).get("Hypervisor vendor")
+
+
+def test_a_virtualbox_guest_known_by_its_raw_smbios_table(sysroot_copy, tmp_path):
+    """No /sys/class/dmi/id strings, but the kernel's raw SMBIOS table. dmidecode reading the same
+    table is the oracle (lscpu --sysroot does not read the table of a tree that is not running)."""
+    import shutil
+    import subprocess
+
+    from tests.smbios_gen import dump_bin, end_of_table, system_information
+
+    root = _no_dmi_strings(sysroot_copy)
+    raw = system_information("innotek GmbH", "VirtualBox") + end_of_table(0xFEFF)
+    table = root / "sys/firmware/dmi/tables/DMI"
+    table.parent.mkdir(parents=True, exist_ok=True)
+    table.write_bytes(raw)
+    v = gather(str(root))["virtualization"]
+    assert (v["hypervisor"], v["virtual"]) == ("oracle", True)
+    assert v["evidence"][0] == "DMI from the raw SMBIOS table (no /sys/class/dmi/id)"
+    if shutil.which("dmidecode") is None:
+        pytest.skip("dmidecode is not installed (make setup installs it): the table is not cross-checked")
+    (tmp_path / "dump.bin").write_bytes(dump_bin(raw))
+    out = subprocess.run(["dmidecode", "--from-dump", str(tmp_path / "dump.bin"), "-t", "1"], capture_output=True,
+                         text=True, check=True).stdout
+    assert "Manufacturer: innotek GmbH" in out and "Product Name: VirtualBox" in out, out
+
+
+@pytest.mark.parametrize("sysinfo, name, lscpu_vendor", [
+    ("Manufacturer:         IBM\nType:                 2964\nLPAR Name:            LP01\n"
+     "VM00 Name:            LINUX1\nVM00 Control Program: z/VM    6.3.0\n", "zvm", "IBM"),
+    ("Manufacturer:         IBM\nType:                 8561\nLPAR Name:            LP02\n"
+     "VM00 Name:            guest1\nVM00 Control Program: KVM/Linux\n", "kvm", "KVM"),
+    ("Manufacturer:         IBM\nType:                 3906\nLPAR Number:          3\nLPAR Name:            LP03\n",
+     "prsm", "IBM"),
+], ids=["zvm", "s390-kvm", "lpar"])
+def test_ibm_z_guests_and_lpars_from_proc_sysinfo(sysroot_copy, sysinfo, name, lscpu_vendor):
+    root = _no_dmi_strings(sysroot_copy)
+    (root / "proc/sysinfo").write_text(sysinfo)
+    assert gather(str(root))["virtualization"]["hypervisor"] == name
+    assert _lscpu_vendor(root) == lscpu_vendor
+
+
+def test_a_powervm_lpar_from_the_device_tree(sysroot_copy):
+    root = _no_dmi_strings(sysroot_copy)
+    dt = root / "proc/device-tree"
+    dt.mkdir(parents=True)
+    (dt / "ibm,partition-name").write_bytes(b"lpar1\0")
+    (dt / "hmc-managed?").write_bytes(b"\0\0\0\1")
+    assert gather(str(root))["virtualization"]["hypervisor"] == "powervm"
+    assert _lscpu_vendor(root) == "pHyp"

@@ -28,6 +28,8 @@ from __future__ import annotations
 import re
 import struct
 
+from hostkit.agent.sysroot import HostFileError, read_bytes
+from hostkit.errors import FactsError
 from hostkit.facts.sysroot import Sysroot
 
 TABLE = "sys/firmware/dmi/tables/DMI"
@@ -98,12 +100,32 @@ def channel_of(device: dict) -> tuple[int, str] | None:
     return None
 
 
+SYSTEM_INFORMATION = 1
+
+
+def read_table(sr: Sysroot) -> bytes | None:
+    """The raw SMBIOS table the kernel exposes (None without one); see read_bytes for what is refused."""
+    try:
+        return read_bytes(sr.path(TABLE), 1 << 20)
+    except HostFileError as exc:
+        raise FactsError(str(exc)) from None
+
+
+def system_information(sr: Sysroot) -> tuple[str | None, str | None]:
+    """(manufacturer, product name) of the SMBIOS System Information structure (type 1), as the
+    ``sys_vendor`` and ``product_name`` of ``/sys/class/dmi/id`` give them: for dumps and kernels
+    that have the raw table but not those files."""
+    raw = read_table(sr)
+    for t, _, f, strings in structures(raw or b""):
+        if t == SYSTEM_INFORMATION:
+            return _string(f, 0x04, strings), _string(f, 0x05, strings)
+    return None, None
+
+
 def read_memory(sr: Sysroot) -> dict:
     """The memory facts: every slot, populated channels per socket, the slowest populated speed."""
-    try:
-        with open(sr.path(TABLE), "rb") as fh:
-            raw = fh.read()
-    except OSError:
+    raw = read_table(sr)
+    if raw is None:
         return {"source": None, "slots": 0, "populated": 0, "total_mb": None, "speed_mts": None,
                 "channels": None, "unrecognised": 0}
     devices = [memory_device(f, s) for t, _, f, s in structures(raw) if t == MEMORY_DEVICE]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from hostkit.agent.cpulist import format_cpulist
+from hostkit.agent.sysroot import excerpt, is_number
 from hostkit.errors import FactsError
 from hostkit.facts.sysroot import CPU_DIR, NODE_DIR, Sysroot
 
@@ -32,47 +33,9 @@ def _cpu_rel(cpu: int, leaf: str) -> str:
 
 
 def read_topology(sr: Sysroot, cpuinfo: dict) -> dict:
-    possible = sr.read_cpulist(f"{CPU_DIR}/possible")
-    present = sr.read_cpulist(f"{CPU_DIR}/present")
-    dirs = frozenset(sr.numbered(CPU_DIR, "cpu"))
-    if possible is None:
-        possible = present if present is not None else dirs
-    if not possible:
-        raise FactsError(f"no CPUs found under {sr.path(CPU_DIR)}")
-    if present is None:
-        present = possible
-    online = sr.read_cpulist(f"{CPU_DIR}/online")
-    if online is None:
-        online = present
+    possible, present, online = _cpu_sets(sr)
     isolated = sr.read_cpulist(f"{CPU_DIR}/isolated", frozenset())
-
-    # Cores and packages: one sibling-list read per core and two reads per package,
-    # not four reads per CPU (a 384-CPU host would otherwise cost 1,500 reads).
-    packages: dict[int, frozenset[int]] = {}
-    cpu_package: dict[int, int] = {}
-    cores: dict[frozenset[int], None] = {}
-    cpu_core: dict[int, frozenset[int]] = {}
-    for cpu in sorted(online):
-        if cpu not in cpu_package:
-            pkg = sr.read_int(_cpu_rel(cpu, "topology/physical_package_id"), 0)
-            members = _package_members(sr, cpu, online)
-            if pkg < 0:
-                # Firmware that reports no package (-1, seen on some VMs and ARM servers): the kernel's
-                # package_cpus / core_siblings masks still say which CPUs share a package.
-                pkg = _synthetic_package(packages, members)
-            elif pkg in packages:  # a package id seen before: merge rather than trust the list
-                members = packages[pkg] | members
-            packages[pkg] = members
-            for c in members:
-                cpu_package.setdefault(c, pkg)
-        if cpu not in cpu_core:
-            siblings = sr.read_cpulist(_cpu_rel(cpu, "topology/core_cpus_list"))
-            if siblings is None:
-                siblings = sr.read_cpulist(_cpu_rel(cpu, "topology/thread_siblings_list"), frozenset({cpu}))
-            siblings = frozenset(siblings & online) | {cpu}
-            cores.setdefault(siblings, None)
-            for c in siblings:
-                cpu_core.setdefault(c, siblings)
+    packages, cpu_package, cores, cpu_core = _packages_and_cores(sr, online)
     core_text = {core: format_cpulist(core) for core in cores}
     cpu_rows = [{"cpu": cpu, "socket": cpu_package[cpu], "siblings": core_text[cpu_core[cpu]]}
                 for cpu in sorted(online)]
@@ -88,11 +51,7 @@ def read_topology(sr: Sysroot, cpuinfo: dict) -> dict:
     else:
         numa_per_socket = 0  # one NUMA node spans several sockets (NPS0 or a flattened VM)
 
-    l3 = read_l3_groups(sr, online)
-    smt_control = sr.read(f"{CPU_DIR}/smt/control")
     smt_active = sr.read_int(f"{CPU_DIR}/smt/active")
-    smt_on = threads_per_core > 1 if smt_active is None else bool(smt_active)
-
     return {
         "vendor": cpuinfo["vendor"],
         "model_name": cpuinfo["model_name"],
@@ -108,16 +67,85 @@ def read_topology(sr: Sysroot, cpuinfo: dict) -> dict:
         "numa_nodes": nodes,
         "numa_per_socket": numa_per_socket,
         "numa_mode": numa_mode_name(cpuinfo["vendor"], numa_per_socket),
-        "l3_groups": l3,
-        "smt": {"control": smt_control, "active": smt_on},
+        "l3_groups": read_l3_groups(sr, online),
+        "smt": {"control": sr.read(f"{CPU_DIR}/smt/control"),
+                "active": threads_per_core > 1 if smt_active is None else bool(smt_active)},
         "sockets_cpus": [{"id": p, "cpus": format_cpulist(c)} for p, c in sorted(packages.items())],
         "cores": [core_text[c] for c in sorted(cores, key=min)],
         "per_cpu": cpu_rows,
     }
 
 
-def _package_members(sr: Sysroot, cpu: int, online: frozenset[int]) -> frozenset[int]:
-    """The online CPUs sharing ``cpu``'s package: the kernel's list files, else its hex masks."""
+def _cpu_sets(sr: Sysroot) -> tuple[frozenset[int], frozenset[int], frozenset[int]]:
+    """(possible, present, online) CPUs: the kernel's lists, else what the CPU directories say (a dump
+    without ``cpu/online`` has per-CPU ``cpuN/online`` files, 0 for an offline CPU; the boot CPU
+    often has none, and is online)."""
+    possible = sr.read_cpulist(f"{CPU_DIR}/possible")
+    present = sr.read_cpulist(f"{CPU_DIR}/present")
+    dirs = frozenset(sr.numbered(CPU_DIR, "cpu"))
+    if possible is None:
+        possible = present if present is not None else dirs
+    if not possible:
+        raise FactsError(f"no CPUs found under {sr.path(CPU_DIR)}")
+    if present is None:
+        present = possible
+    online = sr.read_cpulist(f"{CPU_DIR}/online")
+    if online is None:
+        online = frozenset(c for c in present if sr.read_int(_cpu_rel(c, "online"), 1) != 0)
+    if not online:
+        raise FactsError(f"no CPU online under {sr.path(CPU_DIR)}")
+    return possible, present, online
+
+
+def _packages_and_cores(sr: Sysroot, online: frozenset[int]):
+    """(package id -> CPUs, CPU -> package id, cores (sibling sets), CPU -> its core), for the online
+    CPUs: one sibling read per core and two per package, not four per CPU (a 384-CPU host would
+    otherwise cost 1,500 reads).
+
+    A package is what the kernel's package lists (or masks) say; its id is the firmware's
+    ``physical_package_id``, unless that id is -1 (no package: seen on some VMs and ARM servers) or
+    the firmware gave one id to CPUs the kernel's lists put in different packages (seen on
+    single-core machines): then a free id. Without any list or mask, CPUs of one id are one package."""
+    packages: dict[int, frozenset[int]] = {}
+    cpu_package: dict[int, int] = {}
+    cores: dict[frozenset[int], None] = {}
+    cpu_core: dict[int, frozenset[int]] = {}
+    for cpu in sorted(online):
+        if cpu not in cpu_package:
+            pkg = sr.read_int(_cpu_rel(cpu, "topology/physical_package_id"), 0)
+            members, listed = _package_members(sr, cpu, online)
+            if pkg < 0 or (listed and pkg in packages and not packages[pkg] & members):
+                pkg = _synthetic_package(packages, members)
+            elif pkg in packages:  # one package by its id, the kernel listing none: merge
+                members = packages[pkg] | members
+            packages[pkg] = members
+            for c in members:
+                cpu_package.setdefault(c, pkg)
+        if cpu not in cpu_core:
+            siblings = frozenset(_siblings(sr, cpu) & online) | {cpu}
+            cores.setdefault(siblings, None)
+            for c in siblings:
+                cpu_core.setdefault(c, siblings)
+    return packages, cpu_package, cores, cpu_core
+
+
+def _siblings(sr: Sysroot, cpu: int) -> frozenset[int]:
+    """The CPUs of ``cpu``'s core: the kernel's list files, else its hex masks (kernels before 2.6.28
+    and some dumps have only ``thread_siblings``), else the CPU alone."""
+    for leaf in ("core_cpus_list", "thread_siblings_list"):
+        cpus = sr.read_cpulist(_cpu_rel(cpu, f"topology/{leaf}"))
+        if cpus is not None:
+            return cpus
+    for leaf in ("core_cpus", "thread_siblings"):
+        cpus = sr.read_mask(_cpu_rel(cpu, f"topology/{leaf}"))
+        if cpus is not None:
+            return cpus
+    return frozenset({cpu})
+
+
+def _package_members(sr: Sysroot, cpu: int, online: frozenset[int]) -> tuple[frozenset[int], bool]:
+    """The online CPUs sharing ``cpu``'s package (the kernel's list files, else its hex masks) and
+    whether the kernel listed them at all."""
     members = None
     for leaf in ("package_cpus_list", "core_siblings_list"):
         members = sr.read_cpulist(_cpu_rel(cpu, f"topology/{leaf}"))
@@ -128,7 +156,7 @@ def _package_members(sr: Sysroot, cpu: int, online: frozenset[int]) -> frozenset
             members = sr.read_mask(_cpu_rel(cpu, f"topology/{leaf}"))
             if members is not None:
                 break
-    return frozenset((members or frozenset()) & online) | {cpu}
+    return frozenset((members or frozenset()) & online) | {cpu}, members is not None
 
 
 def _synthetic_package(packages: dict[int, frozenset[int]], members: frozenset[int]) -> int:
@@ -162,10 +190,9 @@ def read_numa_nodes(sr: Sysroot, online: frozenset[int]) -> list[dict]:
         if cpus is None:
             cpus = sr.read_mask(f"{base}/cpumap", frozenset())
         dist_text = sr.read(f"{base}/distance", "") or ""
-        try:
-            distances = [int(x) for x in dist_text.split()]
-        except ValueError:
-            raise FactsError(f"malformed distances in {sr.path(base + '/distance')}: {dist_text!r}") from None
+        if not all(is_number(x) for x in dist_text.split()):
+            raise FactsError(f"malformed distances in {sr.path(base + '/distance')}: {excerpt(dist_text)}")
+        distances = [int(x) for x in dist_text.split()]
         nodes.append({"id": nid, "cpus": format_cpulist(cpus & online),
                       "distances": distances, "memory_kb": _node_memtotal(sr, base)})
     return nodes
@@ -175,9 +202,9 @@ def _node_memtotal(sr: Sysroot, base: str) -> int | None:
     for line in (sr.read(f"{base}/meminfo", "") or "").splitlines():
         if "MemTotal:" in line:
             parts = line.split("MemTotal:")[1].split()
-            if parts and parts[0].isdigit():
+            if parts and is_number(parts[0]):
                 return int(parts[0])
-            raise FactsError(f"malformed MemTotal in {sr.path(base + '/meminfo')}: {line.strip()!r}")
+            raise FactsError(f"malformed MemTotal in {sr.path(base + '/meminfo')}: {excerpt(line.strip())}")
     return None
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from hostkit.facts.dmi import system_information
 from hostkit.facts.sysroot import Sysroot
 
 # DMI vendor / product substrings -> hypervisor name (as systemd-detect-virt names them).
@@ -36,6 +37,10 @@ def detect_hypervisor(sr: Sysroot, cpuinfo: dict) -> tuple[str | None, list[str]
     name: str | None = None
     vendor = (sr.read("sys/class/dmi/id/sys_vendor", "") or "").strip()
     product = (sr.read("sys/class/dmi/id/product_name", "") or "").strip()
+    if not vendor and not product:  # a dump or kernel with the raw SMBIOS table but not its sysfs files
+        vendor, product = (x or "" for x in system_information(sr))
+        if vendor or product:
+            evidence.append("DMI from the raw SMBIOS table (no /sys/class/dmi/id)")
     dmi = f"{vendor} {product}".lower()
     for needle, hv in _DMI_VENDORS:
         if needle in dmi:
@@ -50,6 +55,11 @@ def detect_hypervisor(sr: Sysroot, cpuinfo: dict) -> tuple[str | None, list[str]
         if pci:
             name, device, vid = pci
             evidence.append(f"no DMI; PCI device {device} vendor {vid}")
+    if name is None:
+        platform = _platform_hypervisor(sr)
+        if platform:
+            name = platform[0]
+            evidence.append(platform[1])
     hv_type = (sr.read("sys/hypervisor/type", "") or "").strip()
     if hv_type:
         name = name or hv_type
@@ -62,6 +72,27 @@ def detect_hypervisor(sr: Sysroot, cpuinfo: dict) -> tuple[str | None, list[str]
         name = name or "unknown"
         evidence.append("'hypervisor' flag in /proc/cpuinfo")
     return name, evidence
+
+
+def _platform_hypervisor(sr: Sysroot) -> tuple[str, str] | None:
+    """(hypervisor, evidence) on platforms with no DMI at all, where lscpu finds them too: IBM Z
+    (``/proc/sysinfo``: a z/VM or KVM guest's control program, else an LPAR under PR/SM) and POWER
+    (a partition name and an HMC in the device tree: a PowerVM LPAR, pHyp); ``/proc/xen``."""
+    sysinfo = sr.read("proc/sysinfo", "") or ""
+    if sysinfo:
+        control = next((line.split(":", 1)[1].strip() for line in sysinfo.splitlines()
+                        if line.startswith("VM00 Control Program:")), "")
+        if "z/VM" in control:
+            return "zvm", f"/proc/sysinfo: VM00 Control Program: {control}"
+        if "KVM" in control:
+            return "kvm", f"/proc/sysinfo: VM00 Control Program: {control}"
+        if any(line.startswith("LPAR ") for line in sysinfo.splitlines()):
+            return "prsm", "/proc/sysinfo: an LPAR (IBM PR/SM)"
+    if sr.exists("proc/device-tree/ibm,partition-name") and sr.exists("proc/device-tree/hmc-managed?"):
+        return "powervm", "/proc/device-tree: ibm,partition-name and hmc-managed? (a PowerVM LPAR, pHyp)"
+    if sr.is_dir("proc/xen"):
+        return "xen", "/proc/xen"
+    return None
 
 
 def _pci_hypervisor(sr: Sysroot) -> tuple[str, str, str] | None:
