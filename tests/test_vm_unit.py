@@ -37,7 +37,7 @@ def test_bad_specs_name_the_problem(text, needle):
 
 
 @pytest.mark.parametrize("preset, shape", [
-    ("numa2", (2, 2, 1, 2)), ("smt", (1, 2, 2, 1)), ("vmware-like", (8, 1, 1, 1)), ("small", (1, 2, 1, 1)),
+    ("numa2", (2, 2, 1, 2)), ("smt", (1, 2, 2, 1)), ("vmware-like", (4, 1, 1, 1)), ("small", (1, 2, 1, 1)),
 ])
 def test_presets(preset, shape):
     s = vm.parse_spec(preset)

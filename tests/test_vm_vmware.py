@@ -1,6 +1,6 @@
 """The real-kernel lab, `vmware-like` guest: the seed's deceptive VMware guest, shrunk.
 
-8 sockets x 1 core x 1 thread, one NUMA node, SMBIOS "VMware, Inc." / "VMware Virtual
+4 sockets x 1 core x 1 thread, one NUMA node, SMBIOS "VMware, Inc." / "VMware Virtual
 Platform", booted through its own GRUB, next to one sysroot lab host (`bm`, an EPYC
 fixture served by sshd) so fleet behaviour is visible: a guest that does not come back
 after a reboot fails alone, in bounded time, while the other host finishes.
@@ -48,7 +48,7 @@ def test_facts_name_vmware_and_the_deceptive_topology(lab):
     assert facts["virtualization"]["hypervisor"] == "vmware"
     assert facts["virtualization"]["deceptive_topology"] is True
     topo = facts["topology"]
-    assert (topo["sockets"], topo["cores_per_socket"], topo["threads_per_core"]) == (8, 1, 1)
+    assert (topo["sockets"], topo["cores_per_socket"], topo["threads_per_core"]) == (4, 1, 1)
     assert len(topo["numa_nodes"]) == 1
 
 

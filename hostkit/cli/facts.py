@@ -37,7 +37,7 @@ def run(args) -> int:
     progress = None
     if req.inventory and (not args.json or args.verbose):
         def progress(host: str, task: str, status: str) -> None:
-            err.print(f"[dim]{host}[/dim]: {status}", highlight=False)
+            err.print(f"[dim]{output.escape(host)}[/dim]: {output.escape(status)}", highlight=False)
 
     result = api.facts(req, on_event=progress)
     if args.json:
@@ -48,7 +48,7 @@ def run(args) -> int:
         rows = output.host_rows(result.hosts, FLEET_HEADER, lambda h, doc: [fleet_row(h, doc)], width=60)
         output.print_table(FLEET_HEADER, rows, title=f"hostkit facts: {len(result.hosts)} host(s)")
         for host in result.failed:
-            err.print(f"{host}: {result.hosts[host].status}: {result.hosts[host].error}")
+            err.print(f"{host}: {result.hosts[host].status}: {result.hosts[host].error}", markup=False)
         run = result.run
         err.print(f"run {run.run_id}: {len(result.hosts) - len(result.failed)} ok, {len(result.failed)} "
                   f"failed/unreachable ({run.seconds:.1f} s); artifacts in {run.private_data_dir}")

@@ -38,14 +38,23 @@ def run(args) -> int:
         return EXIT_OK
     if args.fx_cmd == "make":
         dest = Path(args.dest)
-        if dest.exists() and any(dest.iterdir()):
+        if dest.exists() and not dest.is_dir():
+            raise BadInput(f"{dest} exists and is not a directory")
+        if dest.is_dir() and any(dest.iterdir()):
             raise BadInput(f"{dest} exists and is not empty")
+        if not dest.parent.is_dir():
+            raise BadInput(f"{dest.parent} is not a directory: nowhere to write {dest.name}")
         fixtures.materialize(args.name, dest)
         print(dest)
         return EXIT_OK
     from hostkit.facts.capture import capture  # capture
 
+    out = Path(args.out)
+    if out.is_dir():
+        raise BadInput(f"{out} is a directory: name the JSON file to write")
+    if not out.parent.is_dir():
+        raise BadInput(f"{out.parent} is not a directory: nowhere to write {out.name}")
     doc = capture(args.sysroot)
-    Path(args.out).write_text(json.dumps(doc, indent=0, sort_keys=True) + "\n")
+    out.write_text(json.dumps(doc, indent=0, sort_keys=True) + "\n")
     print(f"captured {len(doc['files'])} files from {args.sysroot} into {args.out}")
     return EXIT_OK

@@ -75,7 +75,7 @@ def run(args) -> int:
                        boot_timeout=args.boot_timeout, resume=not args.boot,
                        say=lambda msg: err.print(msg, markup=False),
                        progress=None if args.json else
-                       (lambda h: err.print(f"started {h.name} on {h.address}:{h.port} ({h.source})")))
+                       (lambda h: err.print(f"started {h.name} on {h.address}:{h.port} ({h.source})", markup=False)))
         if args.json:
             output.emit_json({"dir": str(lab.dir), "inventory": str(lab.inventory),
                               "hosts": [h.__dict__ for h in hosts]})

@@ -31,15 +31,25 @@ def console(stderr: bool = False):
 
 
 def table(header: list[str], rows: list[list[str]], title: str | None = None):
+    """A table of plain text: what a cell holds came from hosts and files, and is shown as it is
+    (never read as Rich markup, where "[/x]" in a host name or an error would break the output)."""
     from rich.table import Table
+    from rich.text import Text
 
-    t = Table(title=title, show_lines=False, header_style="bold")
+    t = Table(title=Text(title) if title else None, show_lines=False, header_style="bold")
     for i, h in enumerate(header):
         # The first column names the host: never folded, whatever the width.
         t.add_column(h, overflow="fold", no_wrap=(i == 0))
     for r in rows:
-        t.add_row(*r)
+        t.add_row(*(Text(str(c)) for c in r))
     return t
+
+
+def escape(text) -> str:
+    """Text from a host, an inventory or a file, safe inside a Rich markup string."""
+    from rich.markup import escape as rich_escape
+
+    return rich_escape(str(text))
 
 
 def print_table(header: list[str], rows: list[list[str]], title: str | None = None) -> None:

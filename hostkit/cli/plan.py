@@ -38,7 +38,7 @@ def run(args) -> int:
     con = output.console()
     for host, r in result.hosts.items():
         if r.status != "ok":
-            con.print(f"[bold]{host}[/bold]: {r.status}: {r.error}")
+            con.print(f"[bold]{output.escape(host)}[/bold]: {output.escape(r.status)}: {output.escape(r.error)}")
             continue
         doc = r.plan.to_dict()
         con.print(output.table(PLAN_HEADER, plan_rows(doc),

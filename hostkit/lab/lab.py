@@ -25,6 +25,7 @@ from pathlib import Path
 
 import yaml
 
+from hostkit.agent.sysroot import excerpt
 from hostkit.errors import BadInput, LabError
 from hostkit.lab import fixtures
 
@@ -134,10 +135,26 @@ class Lab:
 
     # ------------------------------------------------------------------ state
     def hosts(self) -> list[LabHost]:
+        """The hosts the lab's state file records; a damaged file is a LabError naming it (the lab
+        cannot tell which processes are its own then: `lab down` says so rather than guess)."""
         if not self.state_file.exists():
             return []
-        data = json.loads(self.state_file.read_text())
-        return [LabHost(**h) for h in data["hosts"]]
+        from hostkit.jsonfile import read_json
+
+        try:
+            data = read_json(self.state_file)
+            hosts = data["hosts"]
+            out = [LabHost(**h) for h in hosts]
+        except (BadInput, KeyError, TypeError) as exc:
+            raise LabError(f"the lab's state file {self.state_file} is damaged ({exc}); remove {self.dir} "
+                           "after stopping its sshd and QEMU processes by hand") from None
+        for h in out:
+            if not (isinstance(h.name, str) and isinstance(h.address, str) and isinstance(h.port, int)
+                    and (h.pid is None or isinstance(h.pid, int)) and h.kind in ("sshd", "vm")
+                    and (h.kind == "sshd" or isinstance(h.vm, str))):
+                raise LabError(f"the lab's state file {self.state_file} is damaged (host {excerpt(h.name)}); "
+                               f"remove {self.dir} after stopping its processes by hand")
+        return out
 
     def _save(self, hosts: list[LabHost], port: int) -> None:
         data = {"port": port, "hosts": [asdict(h) for h in hosts]}

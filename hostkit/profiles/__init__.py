@@ -6,12 +6,13 @@ from __future__ import annotations
 from importlib import resources
 from pathlib import Path
 
-import yaml
-
+from hostkit.agent.sysroot import excerpt
 from hostkit.errors import BadInput
+from hostkit.jsonfile import parse_yaml, read_text
 from hostkit.profiles.schema import PLAN_OVERRIDES, SCHEMA, defaults, merge, validate
 
 DEFAULT_PROFILE = "bare-metal-inference"
+MAX_EXTENDS = 16  # profiles extending one another: deeper than any real chain, far from the recursion limit
 
 
 def shipped() -> list[str]:
@@ -20,20 +21,19 @@ def shipped() -> list[str]:
 
 
 def _read(ref: str) -> tuple[dict, str]:
+    if not isinstance(ref, str) or not ref:
+        raise BadInput(f"a profile is a name or a file, got {type(ref).__name__} {excerpt(ref)}")
     if ref in shipped():
         text = resources.files("hostkit.profiles").joinpath(f"{ref}.yml").read_text()
         source = f"profile {ref}"
     else:
         p = Path(ref)
-        if not p.is_file():
-            raise BadInput(f"unknown profile {ref!r}: not a shipped profile ({', '.join(shipped())}) "
+        if not p.exists():
+            raise BadInput(f"unknown profile {excerpt(ref)}: not a shipped profile ({', '.join(shipped())}) "
                            "nor a YAML file")
-        text = p.read_text()
+        text = read_text(p)
         source = f"profile {p}"
-    try:
-        data = yaml.safe_load(text)
-    except yaml.YAMLError as exc:
-        raise BadInput(f"{source} is not valid YAML: {exc}".splitlines()[0]) from None
+    data = parse_yaml(text, source)
     if not isinstance(data, dict):
         raise BadInput(f"{source} must be a YAML mapping")
     return data, source
@@ -42,7 +42,10 @@ def _read(ref: str) -> tuple[dict, str]:
 def load_profile(ref: str | None = None, _seen: tuple = ()) -> dict:
     """The fully resolved profile: schema defaults < extended profile < this one."""
     ref = ref or DEFAULT_PROFILE
-    if ref in _seen:
+    if len(_seen) >= MAX_EXTENDS:
+        raise BadInput(f"profile {excerpt(ref)}: more than {MAX_EXTENDS} profiles extend one another "
+                       f"(chain: {' -> '.join(map(str, _seen[:3]))} -> ...)")
+    if isinstance(ref, str) and ref in _seen:
         raise BadInput(f"profile {ref!r} extends itself (chain: {' -> '.join(_seen + (ref,))})")
     data, source = _read(ref)
     data = validate(data, SCHEMA, source=source)

@@ -8,6 +8,7 @@ overrides (``hostkit_overrides``) go through the same checks.
 from __future__ import annotations
 
 from hostkit.agent.cpulist import parse_cpulist
+from hostkit.agent.sysroot import excerpt
 from hostkit.errors import BadInput, CpulistError
 from hostkit.tunables import KernelArg, KthreadPlacement, PmQos, SysfsValue, profile_sections, tuned_sysctls
 
@@ -137,7 +138,7 @@ def validate(data, schema: dict = SCHEMA, prefix: str = "", source: str = "profi
         where = f"{prefix}{key}"
         if key not in schema:
             known = ", ".join(sorted(schema))
-            raise BadInput(f"{source}: unknown key {where!r} (known: {known})")
+            raise BadInput(f"{source}: unknown key {excerpt(where)} (known: {known})")
         f = schema[key]
         if isinstance(f, dict):
             out[key] = validate(value, f, where + ".", source)
@@ -154,45 +155,45 @@ def check_value(value, f: Field, where: str, source: str):
     kind = f.kind
     if kind == "bool":
         if not isinstance(value, bool):
-            raise BadInput(f"{source}: {where} must be true or false, got {value!r}")
+            raise BadInput(f"{source}: {where} must be true or false, got {excerpt(value)}")
     elif kind == "int":
         if isinstance(value, bool) or not isinstance(value, int):
-            raise BadInput(f"{source}: {where} must be an integer, got {value!r}")
+            raise BadInput(f"{source}: {where} must be an integer, got {excerpt(value)}")
     elif kind == "float":
         if isinstance(value, bool) or not isinstance(value, (int, float)):
-            raise BadInput(f"{source}: {where} must be a number, got {value!r}")
+            raise BadInput(f"{source}: {where} must be a number, got {excerpt(value)}")
         value = float(value)
     elif kind == "str":
         if not isinstance(value, str):
-            raise BadInput(f"{source}: {where} must be a string, got {value!r}")
+            raise BadInput(f"{source}: {where} must be a string, got {excerpt(value)}")
     elif kind == "cpulist":
         if isinstance(value, int) and not isinstance(value, bool):
             value = str(value)
         if not isinstance(value, str):
-            raise BadInput(f"{source}: {where} must be a cpulist string like \"8-63\", got {value!r}")
+            raise BadInput(f"{source}: {where} must be a cpulist string like \"8-63\", got {excerpt(value)}")
         try:
             parse_cpulist(value)
         except CpulistError as exc:
             raise BadInput(f"{source}: {where}: {exc}") from None
     elif kind == "flags":
         if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
-            raise BadInput(f"{source}: {where} must be a list of strings, got {value!r}")
+            raise BadInput(f"{source}: {where} must be a list of strings, got {excerpt(value)}")
         bad = [v for v in value if v not in ISOLCPUS_FLAGS]
         if bad:
             raise BadInput(f"{source}: {where}: unknown isolcpus flag(s) {bad} (known: {', '.join(ISOLCPUS_FLAGS)})")
     elif kind == "kernel_args":
         if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
-            raise BadInput(f"{source}: {where} must be a list of kernel arguments, got {value!r}")
+            raise BadInput(f"{source}: {where} must be a list of kernel arguments, got {excerpt(value)}")
         for arg in value:
             if not arg or not set(arg) <= KERNEL_ARG_CHARS:
-                raise BadInput(f"{source}: {where}: {arg!r} is not a plain kernel argument "
+                raise BadInput(f"{source}: {where}: {excerpt(arg)} is not a plain kernel argument "
                                "(letters, digits and _-.,=:/ only)")
     if f.choices is not None and value not in f.choices:
-        raise BadInput(f"{source}: {where} must be one of {', '.join(map(str, f.choices))}; got {value!r}")
+        raise BadInput(f"{source}: {where} must be one of {', '.join(map(str, f.choices))}; got {excerpt(value)}")
     if f.min is not None and value < f.min:
-        raise BadInput(f"{source}: {where} must be >= {f.min}, got {value!r}")
+        raise BadInput(f"{source}: {where} must be >= {f.min}, got {excerpt(value)}")
     if f.max is not None and value > f.max:
-        raise BadInput(f"{source}: {where} must be <= {f.max}, got {value!r}")
+        raise BadInput(f"{source}: {where} must be <= {f.max}, got {excerpt(value)}")
     return value
 
 

@@ -7,6 +7,7 @@ result on each side is compared as one host.
 
 from __future__ import annotations
 
+from hostkit.agent.sysroot import excerpt
 from hostkit.errors import BadInput
 from hostkit.jsonfile import read_json
 from hostkit.smoke.report import fifo_state, verdict as slo_word
@@ -38,15 +39,59 @@ def _gaps(r: dict, get):
         return "-"
 
 
+NUM = (int, float)
+OPT_NUM = (int, float, type(None))
+# What the report reads of a result, and the type of each: a document of another shape is bad input,
+# named with the first field that is wrong, before anything is written.
+SHAPE = {
+    "deschedule_ms": {"p50": OPT_NUM, "p99": OPT_NUM, "p999": OPT_NUM, "max": OPT_NUM},
+    "queue_wait_ms": {"p99": OPT_NUM},
+    "rpc_ms": {"p50": OPT_NUM, "p99": OPT_NUM},
+    "throughput_rps": OPT_NUM,
+    "samples": int,
+    "slow_infer": {"count": int},
+    "sched_fifo": {"used": bool, "available": bool},
+    "transport": str,
+    "slo": {"p999_ms": OPT_NUM, "target_p999_ms": NUM},
+    "diagnosis": list,
+}
+DIAGNOSIS = {"cause": str, "confidence": str, "evidence": str}
+
+
+def _check(value, shape, where: str) -> None:
+    if isinstance(shape, dict):
+        if not isinstance(value, dict):
+            raise BadInput(f"{where} must be an object, got {type(value).__name__}")
+        for key, sub in shape.items():
+            if key not in value:
+                raise BadInput(f"{where}.{key} is missing")
+            _check(value[key], sub, f"{where}.{key}")
+    elif not isinstance(value, shape) or (shape is int and isinstance(value, bool)):
+        raise BadInput(f"{where} has the wrong type: {type(value).__name__} {excerpt(value)}")
+
+
+def check_result(r, where: str) -> dict:
+    """A smoke result document of the shape the report reads (``where`` names it in an error)."""
+    _check(r, SHAPE, where)
+    for n, d in enumerate(r["diagnosis"]):
+        _check(d, DIAGNOSIS, f"{where}.diagnosis[{n}]")
+    if not isinstance(r.get("gaps") or {}, dict) or not isinstance(r.get("deschedule_cdf_ms") or [], list) \
+            or not all(isinstance(x, NUM) for x in r.get("deschedule_cdf_ms") or []):
+        raise BadInput(f"{where}: gaps or deschedule_cdf_ms of the wrong shape")
+    if r["slo"].get("verdict") is not None and not isinstance(r["slo"]["verdict"], str):
+        raise BadInput(f"{where}.slo.verdict has the wrong type")
+    return r
+
+
 def load_results(path: str) -> dict[str, dict]:
     doc = read_json(path)
     if isinstance(doc, dict) and "deschedule_ms" in doc:
-        return {doc.get("host") or "host": doc}
+        return {str(doc.get("host") or "host"): check_result(doc, path)}
     hosts = doc.get("hosts", doc) if isinstance(doc, dict) else None
     if not isinstance(hosts, dict) or not hosts or not all(isinstance(v, dict) and "deschedule_ms" in v
                                                            for v in hosts.values()):
         raise BadInput(f"{path} is not a hostkit smoke result (hostkit smoke --json)")
-    return hosts
+    return {str(h): check_result(r, f"{path}: {excerpt(h)}") for h, r in hosts.items()}
 
 
 def pair(before: dict[str, dict], after: dict[str, dict]) -> list[tuple[str, dict, dict]]:
