@@ -10,7 +10,7 @@ DEB_PACKAGES := openssh-server openssh-client rt-tests numactl containerd iprout
 STAMP := $(VENV)/.hostkit-installed
 PYTEST_ARGS ?=
 
-.PHONY: setup deb venv demo test test-fast test-lab test-vm bench clean
+.PHONY: setup deb venv demo test test-fast test-lab test-vm bench fuzz clean
 
 setup: deb venv
 
@@ -65,6 +65,10 @@ sanity: setup
 # Every dependency at its pyproject floor in a fresh venv, then the lint and unit suites (tests/test_floors.py).
 test-floors: setup
 	$(PY) -m pytest -m floors $(PYTEST_ARGS)
+
+# The generated-input properties of tests/test_fuzz.py with a large budget (make test runs 40 each).
+fuzz: setup
+	HOSTKIT_FUZZ_EXAMPLES=$${HOSTKIT_FUZZ_EXAMPLES:-2000} $(PY) -m pytest tests/test_fuzz.py -q $(PYTEST_ARGS)
 
 bench: setup
 	$(PY) bench/facts.py
