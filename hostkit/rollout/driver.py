@@ -506,12 +506,18 @@ class Driver:
         return {h: {r["run_id"]: r.get("rolled_back") for r in res.hosts[h].doc["runs"]}
                 for h in hosts if h in res.hosts and res.hosts[h].ok}
 
+    def run_order(self, run_id: str) -> int:
+        """Where a run of this rollout comes in the order its applies started (the batches' apply runs,
+        recorded before each starts): run ids alone name the second, and two waves can share one."""
+        order = [r for b in self.state["batches"] for r in b.get("apply_runs", [])]
+        return order.index(run_id) if run_id in order else -1
+
     def runs_to_undo(self, hosts: list[str]) -> dict[str, list[str]]:
         """Per host, this rollout's apply runs still in force in its journal, newest first (a run id
         is recorded before its apply starts: a run cut off by a killed controller is among them)."""
         journals = self.journaled(hosts)
         return {h: sorted((r for r in journals[h] if r in set(self.host(h)["runs"]) and journals[h][r] is None),
-                          reverse=True) for h in hosts if h in journals}
+                          key=self.run_order, reverse=True) for h in hosts if h in journals}
 
     def roll_back(self, hosts: list[str], batch: int) -> list[str]:
         """Roll back this rollout's runs on ``hosts`` (newest first); the hosts restored."""
@@ -522,7 +528,7 @@ class Driver:
                 by_run.setdefault(r, []).append(h)
         ok = {h for h in hosts if h in todo}  # hosts with no journaled run: nothing to restore
         reasons: dict[str, str] = {}
-        for run_id in sorted(by_run, reverse=True):
+        for run_id in sorted(by_run, key=self.run_order, reverse=True):
             group = by_run[run_id]
             self.set_step(group, "rollback")
             rb = api.rollback(api.RollbackRequest(self.req.inventory, ",".join(group), run_id=run_id,
