@@ -97,7 +97,8 @@ def test_kernel_values_and_pm_qos_through_apply_audit_and_rollback(sysroot_copy,
     qos = (root / "etc/systemd/system/hostkit-pm-qos.service").read_text()
     assert "ExecStart=/bin/sh -c 'exec 3>/dev/cpu_dma_latency && printf %%08x 3 >&3 && exec sleep infinity'\n" in qos
     assert ["systemctl", "enable", "hostkit-kernel-values.service"] in would_run(root)
-    assert ["systemctl", "enable", "--now", "hostkit-pm-qos.service"] in would_run(root)
+    assert ["systemctl", "enable", "hostkit-pm-qos.service"] in would_run(root)
+    assert ["systemctl", "restart", "hostkit-pm-qos.service"] in would_run(root)  # holds the ceiling from now
 
     again = apply(root, tmp_path, plan, "20260101T000001Z-kv2")
     assert again.changed == 0
