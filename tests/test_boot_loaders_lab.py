@@ -1,9 +1,9 @@
-"""Boot loaders on lab hosts (real sshd, real Ansible, the agent over SSH): for each boot fixture
+"""Boot loaders on lab hosts (real sshd, real Ansible, the agent over SSH): the five boot fixtures
 (RHEL 8 with tuned's cpu-partitioning in grubenv, RHEL 9 BLS, Ubuntu 22.04 cloud image, Debian 12,
-systemd-boot) apply -> the facts' next_boot_cmdline holds each planned argument exactly once and
-no other isolcpus/nohz_full -> the audit shows no drift (a pending reboot at most) -> rollback puts
-every byte back -> a second rollback changes nothing. A host without boot configuration is refused
-(exit 3) with nothing changed."""
+systemd-boot) as one fleet: apply -> the facts' next_boot_cmdline holds each planned argument exactly
+once and no other isolcpus/nohz_full -> the audit shows no drift (a pending reboot at most) ->
+rollback puts every byte back -> a second rollback changes nothing; checked per layout. A host
+without boot configuration is refused (exit 3) with nothing changed."""
 
 from __future__ import annotations
 
@@ -33,62 +33,67 @@ CHANGED = {
 
 @pytest.fixture(scope="module")
 def lab(make_lab):
-    # One host per test; each test rolls its host back (and checks it to the byte): any order.
     return make_lab([(h, h) for h in [*BOOT_HOSTS, "boot-none"]], lab_port(15))
-
-
-def remote_facts(lab, host: str) -> dict:
-    rc, doc, proc = cli_json("facts", "-i", lab.inventory, "--limit", host)
-    assert rc == 0, proc.stderr[-2000:]
-    return doc["hosts"][host]["facts"]
 
 
 def boot_files(tree: dict[str, str]) -> set[str]:
     return {p for p in tree if p.startswith(("boot/", "etc/default/grub", "etc/kernel/", "etc/tuned/"))}
 
 
-@pytest.mark.parametrize("host", list(BOOT_HOSTS))
-def test_apply_sets_the_next_boot_once_audit_passes_rollback_is_exact(lab, host):
-    before = trees(lab)[host]
-    rc, plan_doc, proc = cli_json("plan", "-i", lab.inventory, "--limit", host)  # what the apply will plan
+@pytest.fixture(scope="module")
+def fleet(lab):
+    """The five layouts as one fleet: plan, apply, facts, audit, rollback and a second rollback, each
+    one run over all of them (as an operator runs them); what each step left, per host."""
+    hosts = ",".join(BOOT_HOSTS)
+    out = {"before": trees(lab)}
+    rc, out["plan"], proc = cli_json("plan", "-i", lab.inventory, "--limit", hosts)
     assert rc == 0, proc.stderr[-2000:]
-    planned = plan_doc[host]["cmdline_set"]
-    assert planned["isolcpus"] and planned["nohz_full"]
-
-    rc, doc, proc = cli_json("apply", "-i", lab.inventory, "--limit", host)
+    out["apply_rc"], out["apply"], proc = cli_json("apply", "-i", lab.inventory, "--limit", hosts)
     try:
-        assert rc == 0, proc.stderr[-3000:]
-        assert doc["hosts"][host]["status"] == "changed"
-        # update-grub is Debian GRUB's only: BLS and systemd-boot entries are read by the loader itself.
-        assert (["update-grub"] in doc["hosts"][host]["would_run"]) is (BOOT_HOSTS[host] == "grub-debian")
-        after = trees(lab)[host]
-        changed = {p for p in boot_files(before) | boot_files(after) if before.get(p) != after.get(p)}
-        assert changed == CHANGED[host]
-
-        kernel = remote_facts(lab, host)["kernel"]  # read on the host by the agent, over SSH
-        assert kernel["boot_loader"]["backend"] == BOOT_HOSTS[host]
-        words = cmdline_words(kernel["next_boot_cmdline"])
-        for arg, value in planned.items():
-            assert [w for w in words if arg_name(w) == arg] == [format_arg(arg, value)], (arg, words)
-
-        rc, audit, proc = cli_json("audit", "-i", lab.inventory, "--limit", host)
-        findings = audit["hosts"][host]["findings"]
-        assert [f for f in findings if f["status"] == "drift"] == [], proc.stdout[-3000:]
-        kernel_args = {f["check"]: f["status"] for f in findings if f["check"].startswith("kernel arg ")}
-        assert set(kernel_args) == {f"kernel arg {a}" for a in planned}
-        assert set(kernel_args.values()) <= {"pass", "pending_reboot"}
-        assert audit["hosts"][host]["status"] == "pending_reboot" and rc == 0
+        out["applied"] = trees(lab)
+        rc, facts, proc = cli_json("facts", "-i", lab.inventory, "--limit", hosts)  # read on the hosts, over SSH
+        assert rc == 0, proc.stderr[-2000:]
+        out["kernel"] = {h: facts["hosts"][h]["facts"]["kernel"] for h in BOOT_HOSTS}
+        out["audit_rc"], out["audit"], proc = cli_json("audit", "-i", lab.inventory, "--limit", hosts)
     finally:
-        rc, rb, proc = cli_json("rollback", "-i", lab.inventory, "--limit", host)
-    assert rc == 0, proc.stdout[-3000:]
-    assert rb["hosts"][host]["verify"]["ok"]
-    assert trees(lab)[host] == before
+        out["rollback_rc"], out["rollback"], proc = cli_json("rollback", "-i", lab.inventory, "--limit", hosts)
+    out["rolled_back"] = trees(lab)
+    out["grubenv"] = (sysroot(lab, "boot-rhel8-tuned") / "boot/grub2/grubenv").read_bytes()
+    out["again_rc"], out["again"], proc = cli_json("rollback", "-i", lab.inventory, "--limit", hosts)
+    out["after_again"] = trees(lab)
+    return out
+
+
+@pytest.mark.parametrize("host", list(BOOT_HOSTS))
+def test_apply_sets_the_next_boot_once_audit_passes_rollback_is_exact(fleet, host):
+    before, planned = fleet["before"][host], fleet["plan"][host]["cmdline_set"]
+    assert planned["isolcpus"] and planned["nohz_full"]
+    assert fleet["apply_rc"] == 0 and fleet["apply"]["hosts"][host]["status"] == "changed", fleet["apply"]["hosts"][host]
+    # update-grub is Debian GRUB's only: BLS and systemd-boot entries are read by the loader itself.
+    assert (["update-grub"] in fleet["apply"]["hosts"][host]["would_run"]) is (BOOT_HOSTS[host] == "grub-debian")
+    after = fleet["applied"][host]
+    changed = {p for p in boot_files(before) | boot_files(after) if before.get(p) != after.get(p)}
+    assert changed == CHANGED[host]
+
+    kernel = fleet["kernel"][host]
+    assert kernel["boot_loader"]["backend"] == BOOT_HOSTS[host]
+    words = cmdline_words(kernel["next_boot_cmdline"])
+    for arg, value in planned.items():
+        assert [w for w in words if arg_name(w) == arg] == [format_arg(arg, value)], (arg, words)
+
+    findings = fleet["audit"]["hosts"][host]["findings"]
+    assert [f for f in findings if f["status"] == "drift"] == [], fleet["audit"]["hosts"][host]
+    kernel_args = {f["check"]: f["status"] for f in findings if f["check"].startswith("kernel arg ")}
+    assert set(kernel_args) == {f"kernel arg {a}" for a in planned}
+    assert set(kernel_args.values()) <= {"pass", "pending_reboot"}
+    assert fleet["audit"]["hosts"][host]["status"] == "pending_reboot" and fleet["audit_rc"] == 0
+
+    assert fleet["rollback_rc"] == 0 and fleet["rollback"]["hosts"][host]["verify"]["ok"]
+    assert fleet["rolled_back"][host] == before
     if host == "boot-rhel8-tuned":  # the tuned host's grubenv is its block again: 1024 bytes, tuned's values
-        env = (sysroot(lab, host) / "boot/grub2/grubenv").read_bytes()
-        assert len(env) == 1024 and b"tuned_params=skew_tick=1 tsc=reliable" in env
-    rc, again, proc = cli_json("rollback", "-i", lab.inventory, "--limit", host)
-    assert rc == 0 and again["hosts"][host]["changed"] is False, proc.stdout[-2000:]
-    assert trees(lab)[host] == before
+        assert len(fleet["grubenv"]) == 1024 and b"tuned_params=skew_tick=1 tsc=reliable" in fleet["grubenv"]
+    assert fleet["again_rc"] == 0 and fleet["again"]["hosts"][host]["changed"] is False
+    assert fleet["after_again"][host] == before
 
 
 def test_a_host_without_boot_configuration_is_refused_and_untouched(lab):

@@ -4,8 +4,10 @@ Two `small` QEMU guests (2 vCPUs, one NUMA node) form one batch that may have on
 service at a time: the rollout takes them out in two waves, g1 then g2. Isolation is on (one
 housekeeping CPU), so each guest's plan changes its kernel arguments and the apply reboots it:
 one real reboot per guest, the only one (the guests are overlays, thrown away with the lab, so
-no rollback reboot is spent on them; rollback with reboot is proven in test_vm_kubelet.py and
-test_vm_numa2.py). Smoke runs are 2 s (INCONCLUSIVE, which does not stop a rollout).
+no rollback reboot is spent on them; rollback with reboot is proven in test_vm_numa2.py). Smoke
+runs are 2 s (INCONCLUSIVE, which does not stop a rollout). The apply reboots after every role
+(playbooks/apply.yml), so that boot is also the one where hostkit's IRQ boot unit must put the
+pins back: IRQ numbers are the previous boot's in the plan, the unit matches them by name.
 
 What proves the order comes from the guests themselves: each guest's hostkit journal (its apply
 run's first and last change) and its kernel's boot time (``btime`` in ``/proc/stat``): g1's run
@@ -25,7 +27,7 @@ import yaml
 from hostkit.agent.cpulist import parse_cpulist
 from tests.labutil import cli, cli_json
 from tests.test_rollout_lab import epoch
-from tests.vmutil import REBOOT_TIMEOUT, device_irqs, read, reboot, ssh, vm_lab_fixture
+from tests.vmutil import REBOOT_TIMEOUT, device_irqs, read, ssh, vm_lab_fixture
 
 pytestmark = pytest.mark.vm
 
@@ -109,16 +111,17 @@ def test_the_guests_journals_and_boot_times_show_g2_went_out_after_g1_was_back(l
     assert span["g1"][1] < span["g2"][0] and boot["g1"] < span["g2"][0], (span, boot)
 
 
-def test_a_second_boot_gets_hostkits_irq_pins_back_from_the_boot_unit(lab, rolled_out):
+def test_the_reboot_gets_hostkits_irq_pins_back_from_the_boot_unit(lab, rolled_out):
     """hostkit owns this guest's IRQs: irqbalance is installed, but banned from all CPUs but the one IRQ
     CPU it does not stay running here (the VM runs found it inactive after the rollout), the case
-    where its IRQBALANCE_BANNED_CPULIST keeps nothing in place. The apply's own reboot came before the IRQ
-    role. Rebooted once more, the pins come back from hostkit-irq-affinity.service: it ran in this
+    where its IRQBALANCE_BANNED_CPULIST keeps nothing in place. The apply set the pins live and then
+    rebooted (the reboot comes after every role): a fresh boot puts every IRQ back on the kernel's
+    default affinity, so the pins of this boot come from hostkit-irq-affinity.service: it ran in this
     boot and moved the IRQs of its rules, each of them is on its rule's CPUs, and the audit passes."""
     g = "g2"
     irq = rolled_out["plans"][g]["irq"]
     assert irq["owner"] == "hostkit" and irq["by_name"] and irq["irqbalance_config"], irq
-    reboot(lab, g)
+    assert btime(lab, g) > rolled_out["boots_before"][g]  # this boot is the rollout's
     print("\n" + ssh(lab, g, "systemctl status --no-pager -n 5 irqbalance", check=False))  # for the record
     state = ssh(lab, g, "systemctl show -p ActiveState -p Result -p ExecMainStatus hostkit-irq-affinity.service")
     assert sorted(state.split()) == ["ActiveState=active", "ExecMainStatus=0", "Result=success"], state
