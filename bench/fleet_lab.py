@@ -94,6 +94,46 @@ def ansible_runs(env: dict, since: set[str] | None = None) -> list[dict]:
     return out
 
 
+# Task actions that run on the controller, never on a host: not a module call on the host.
+CONTROLLER_ACTIONS = {"ansible.builtin.debug", "ansible.builtin.assert", "ansible.builtin.set_fact",
+                      "ansible.builtin.fail", "ansible.builtin.validate_argument_spec", "ansible.builtin.meta",
+                      "ansible.builtin.include_role", "ansible.builtin.import_role", "ansible.builtin.include_tasks",
+                      "debug", "assert", "set_fact", "fail", "validate_argument_spec", "meta"}
+
+
+def module_calls(env: dict, since: set[str] | None = None) -> dict[str, int]:
+    """Per host, the module calls the Ansible runs not in ``since`` executed on it: each task (each
+    loop item) that ran there, not skipped, controller-side actions (debug, assert, ...) left out."""
+    runs = Path(env["HOSTKIT_STATE_DIR"]) / "runs"
+    calls: dict[str, int] = {}
+    for run in sorted(runs.glob("*")) if runs.is_dir() else []:
+        if since is not None and run.name in since:
+            continue
+        for p in (run / "artifacts/run/job_events").glob("*.json"):
+            e = json.loads(p.read_text())
+            d = e.get("event_data", {})
+            if d.get("task_action") in CONTROLLER_ACTIONS or not d.get("host"):
+                continue
+            looped = bool((d.get("res") or {}).get("results")) and e["event"] == "runner_on_ok"
+            if e["event"] in ("runner_item_on_ok", "runner_item_on_failed") or \
+                    (e["event"] in ("runner_on_ok", "runner_on_failed", "runner_on_unreachable") and not looped):
+                calls[d["host"]] = calls.get(d["host"], 0) + 1
+    return calls
+
+
+def round_trip(inventory: str, host: str, runs: int = 5) -> float:
+    """Median wall time of one Ansible module round trip to ``host`` (``ansible HOST -m ping`` with the
+    lab's inventory: Ansible's start, the SSH connection, the module on the host)."""
+    ansible = str(Path(sys.executable).parent / "ansible")
+    times = []
+    for _ in range(runs):
+        t = time.perf_counter()
+        subprocess.run([ansible, "-i", inventory, host, "-m", "ansible.builtin.ping"], check=True,
+                       capture_output=True, env=dict(os.environ, ANSIBLE_HOST_KEY_CHECKING="True"))
+        times.append(time.perf_counter() - t)
+    return median(times)
+
+
 def run_names(env: dict) -> set[str]:
     runs = Path(env["HOSTKIT_STATE_DIR"]) / "runs"
     return {p.name for p in runs.glob("*")} if runs.is_dir() else set()
