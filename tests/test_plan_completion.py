@@ -182,7 +182,8 @@ def test_facts_find_the_rhel_irqbalance_file_and_running_daemons(sysroot_copy):
     root = sysroot_copy("epyc-9634-nps1")
     assert gather(str(root))["services"] == {
         "irqbalance": {"installed": True, "running": False, "config": "/etc/default/irqbalance"},
-        "stalld": {"installed": False, "running": False}}
+        "stalld": {"installed": False, "running": False}, "containerd": {"installed": True, "running": False},
+        "kubelet": {"installed": True, "running": False}}
     # The RHEL family's layout: the irqbalance package's /etc/sysconfig/irqbalance, stalld in /usr/bin.
     (root / "etc/sysconfig").mkdir(parents=True)
     (root / "etc/default/irqbalance").rename(root / "etc/sysconfig/irqbalance")
@@ -193,7 +194,9 @@ def test_facts_find_the_rhel_irqbalance_file_and_running_daemons(sysroot_copy):
         (root / f"proc/{pid}/comm").write_text(comm + "\n")
     f = gather(str(root))
     assert f["services"] == {"irqbalance": {"installed": True, "running": True, "config": "/etc/sysconfig/irqbalance"},
-                             "stalld": {"installed": True, "running": True}}
+                             "stalld": {"installed": True, "running": True},
+                             "containerd": {"installed": True, "running": False},
+                             "kubelet": {"installed": True, "running": False}}
     p = build_plan(f, load_profile()).to_dict()
     assert p["irq"]["irqbalance_config"] == "/etc/sysconfig/irqbalance"
     assert p["irq"]["banned_cpulist"] == p["isolated"] and p["cmdline_set"]["irqaffinity"] == p["housekeeping"]
@@ -264,6 +267,38 @@ def test_audit_where_irqbalance_owns_irqs_checks_every_movable_irq_against_the_i
     victim["smp_affinity_list"] = str(isolated[0])
     found = [x for x in run_checks(LocalHost(), str(root), f, p) if x["check"].startswith("IRQ")]
     assert [(x["status"], x["expected"], x["actual"]) for x in found] == [("drift", p["irq_cpus"], str(isolated[0]))]
+
+
+# ----------------------------------------------------------------------------- components not installed
+
+def test_a_node_without_kubelet_and_containerd_gets_the_kubelet_partition_and_no_files_for_them(facts, sysroot_copy):
+    """The provisioning order: a bare-metal node tuned before Kubernetes is installed. The partition is
+    the kubelet profile's all the same; the roles of the missing components have nothing to write."""
+    root = sysroot_copy("epyc-9634-nps1")
+    for program in ("kubelet", "containerd"):
+        (root / "usr/bin" / program).unlink()
+    f = gather(str(root))
+    assert f["services"]["kubelet"] == f["services"]["containerd"] == {"installed": False, "running": False}
+    p, equipped = plan(f), plan(facts["epyc-9634-nps1"])
+    assert p["kubelet"] == {"enabled": False, "installed": False}
+    assert p["containerd"]["enabled"] is False and p["containerd"]["installed"] is False
+    assert sum(r.startswith("kubelet: not installed: no drop-in written, no restart") for r in p["reasons"]) == 1
+    assert sum(r.startswith("containerd: not installed: no config written") for r in p["reasons"]) == 1
+    assert equipped["kubelet"]["enabled"] and equipped["kubelet"]["installed"] and equipped["containerd"]["enabled"]
+    assert not any(r.startswith(("kubelet: not installed", "containerd: not installed")) for r in equipped["reasons"])
+    # the CPU partition and the kernel arguments are the kubelet profile's on both
+    for key in ("housekeeping", "isolated", "cmdline_set", "sysctl"):
+        assert p[key] == equipped[key], key
+    # pre-seeded: the drop-in is planned, kubelet is not restarted (installed: false)
+    seeded = plan(f, {"kubelet": {"preseed": True}})
+    assert seeded["kubelet"]["enabled"] is True and seeded["kubelet"]["installed"] is False
+    assert seeded["kubelet"]["config"] == equipped["kubelet"]["config"]
+    assert sum(r.startswith("kubelet: not installed: the drop-in is written for the kubelet installed later")
+               for r in seeded["reasons"]) == 1
+    # facts without the services (an older agent): configured as before
+    older = copy.deepcopy(f)
+    del older["services"]["kubelet"], older["services"]["containerd"]
+    assert plan(older)["kubelet"] == equipped["kubelet"] and plan(older)["containerd"]["enabled"] is True
 
 
 # ----------------------------------------------------------------------------- the RT budget

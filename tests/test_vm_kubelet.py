@@ -1,16 +1,19 @@
-"""The real-kernel lab, a kubelet-profile guest (issue 12): the bare-metal profile with kubelet's static
-CPU manager, applied with --reboot to the `numa2` QEMU guest (2 sockets x 2 cores, one NUMA node per
-socket, a real irqbalance), proven on the live kernel, then rolled back exactly (the next boot is the original one).
+"""The real-kernel lab, a kubelet-profile guest: the shipped default profile (bare-metal-inference,
+kubelet's static CPU manager) applied with --reboot to the `numa2` QEMU guest (2 sockets x 2 cores,
+one NUMA node per socket, a real irqbalance), proven on the live kernel, then rolled back exactly.
+
+The guest is a plain Debian install: no kubelet, no containerd (the provisioning order: a node is
+tuned before Kubernetes is installed). The default profile's whole apply runs; the roles of the
+missing components report themselves not applicable and write nothing, the plan is the kubelet
+partition all the same (it follows the profile, not what runs yet), and the one reboot comes after
+the last role. Before that, an apply whose later role fails (``/etc/sysctl.d`` made immutable, so
+the sysctl roles cannot write) exits non-zero without rebooting, and its rollback is exact.
 
 What only a booted kernel shows: ``isolcpus=managed_irq,<cpus>`` without ``domain`` leaves no
 domain-isolated CPU (``/sys/devices/system/cpu/isolated`` is empty) while ``nohz_full`` still covers
 the isolated CPUs; ``systemd.cpu_affinity`` puts PID 1 and the services it starts on the
 housekeeping CPUs; ``kernel.timer_migration`` is 1; irqbalance keeps running and no movable device
 IRQ is effective on an isolated CPU.
-
-The guest image has no kubelet or containerd: the apply runs the roles that change the kernel,
-IRQs and sysctls (``--tags``); the plan is the kubelet profile's all the same (the plan is made
-from the profile, not from what runs on the host).
 """
 
 from __future__ import annotations
@@ -22,12 +25,13 @@ import pytest
 
 from hostkit.agent.cpulist import parse_cpulist
 from tests.labutil import cli, cli_json
+from tests.test_rollout_lab import epoch
 from tests.vmutil import REBOOT_TIMEOUT, device_irqs, etc_boot_hashes, inventory_for, read, ssh, vm_lab_fixture
 
 pytestmark = pytest.mark.vm
 
 HOST = "numa2"
-TAGS = "isolcpus,irq_affinity,cpu_governor,numa_sysctl,rt_runtime"
+DROPIN = "/etc/kubernetes/kubelet.conf.d/60-hostkit.conf"  # roles/kubelet/defaults/main.yml
 
 
 lab = vm_lab_fixture("vm-kubelet", [(HOST, "numa2")])
@@ -35,9 +39,9 @@ lab = vm_lab_fixture("vm-kubelet", [(HOST, "numa2")])
 
 @pytest.fixture(scope="module")
 def inventory(lab, tmp_path_factory):
-    # kubelet stays enabled with its static CPU manager (the profile's); one housekeeping core per node.
+    # The default profile as shipped (kubelet and containerd enabled); one housekeeping core per node.
     return inventory_for(lab, tmp_path_factory.mktemp("vm-inv") / "inventory.yml", {HOST: {"hostkit_overrides": {
-        "reserve_per_node": 1, "allow_virtual": True, "containerd": {"enabled": False}}}})
+        "reserve_per_node": 1, "allow_virtual": True}}})
 
 
 def allowed(lab, path: str) -> str:
@@ -45,24 +49,82 @@ def allowed(lab, path: str) -> str:
                 if line.startswith("Cpus_allowed_list:"))
 
 
+def btime(lab) -> int:
+    return next(int(line.split()[1]) for line in read(lab, HOST, "/proc/stat").splitlines()
+                if line.startswith("btime "))
+
+
 @pytest.fixture(scope="module")
 def before(lab):
     return {"cmdline": read(lab, HOST, "/proc/cmdline"), "pid1": allowed(lab, "/proc/1/status"),
             "timer_migration": read(lab, HOST, "/proc/sys/kernel/timer_migration"),
-            "hashes": etc_boot_hashes(lab, HOST)}
+            "hashes": etc_boot_hashes(lab, HOST), "btime": btime(lab), "boots": lab.guest_boots()[HOST]}
 
 
 @pytest.fixture(scope="module")
-def tuned(lab, inventory, before):
+def failed_first(lab, inventory, before):
+    """An apply --reboot whose roles after isolcpus cannot write (/etc/sysctl.d immutable): it fails
+    with the kernel arguments already written for the next boot, and must not reboot; then the
+    directory is writable again and the failed run is rolled back."""
+    ssh(lab, HOST, "mkdir -p /etc/sysctl.d && chattr +i /etc/sysctl.d")
+    try:
+        proc = cli("apply", "-i", inventory, "--reboot", "--reboot-timeout", REBOOT_TIMEOUT, "--json",
+                   timeout=REBOOT_TIMEOUT + 900)
+        state = {"rc": proc.returncode, "doc": json.loads(proc.stdout) if proc.stdout.strip() else proc.stderr,
+                 "btime": btime(lab), "cmdline": read(lab, HOST, "/proc/cmdline")}
+    finally:
+        ssh(lab, HOST, "chattr -i /etc/sysctl.d")
+    back = cli("rollback", "-i", inventory, "--json", timeout=900)
+    assert back.returncode == 0, f"rollback failed: {back.stdout[-3000:]} {back.stderr[-3000:]}"
+    state["hashes"] = etc_boot_hashes(lab, HOST)
+    return state
+
+
+@pytest.fixture(scope="module")
+def tuned(lab, inventory, before, failed_first):
     rc, plan_doc, proc = cli_json("plan", "-i", inventory)
     assert rc == 0, proc.stderr
     plan = plan_doc[HOST]
     t0 = time.monotonic()
-    proc = cli("apply", "-i", inventory, "--tags", TAGS, "--reboot", "--reboot-timeout", REBOOT_TIMEOUT, "--json",
+    proc = cli("apply", "-i", inventory, "--reboot", "--reboot-timeout", REBOOT_TIMEOUT, "--json",
                timeout=REBOOT_TIMEOUT + 900)
     assert proc.returncode == 0, f"apply --reboot failed: {proc.stdout[-3000:]} {proc.stderr[-3000:]}"
     print(f"\napply --reboot took {time.monotonic() - t0:.0f} s")
-    return {"plan": plan, "apply": json.loads(proc.stdout)}
+    hist = cli("history", "-i", inventory, "--json")
+    assert hist.returncode == 0, hist.stderr[-2000:]
+    return {"plan": plan, "apply": json.loads(proc.stdout), "history": json.loads(hist.stdout)}
+
+
+def test_a_failing_role_leaves_the_guest_unrebooted_and_its_rollback_exact(lab, before, failed_first):
+    doc = failed_first["doc"]
+    assert failed_first["rc"] != 0 and isinstance(doc, dict), doc
+    host = doc["hosts"][HOST]
+    failed = [r for r, v in host["roles"].items() if v["failed"]]
+    assert host["status"] == "failed" and failed and set(failed) <= {"rt_runtime", "numa_sysctl"}, host
+    assert host["roles"]["isolcpus"]["changed"] and host["reboot_required"], host  # written, not booted
+    assert failed_first["btime"] == before["btime"] and failed_first["cmdline"] == before["cmdline"]
+    changed = {p for p in set(before["hashes"]) | set(failed_first["hashes"])
+               if before["hashes"].get(p) != failed_first["hashes"].get(p)}
+    assert not changed, sorted(changed)
+
+
+def test_without_kubelet_and_containerd_their_roles_say_so_and_write_nothing(lab, tuned):
+    plan, host = tuned["plan"], tuned["apply"]["hosts"][HOST]
+    assert plan["kubelet"] == {"enabled": False, "installed": False}
+    assert plan["containerd"]["enabled"] is False
+    assert host["roles"]["kubelet"]["not_applicable"] == ["not installed"], host["roles"]
+    assert host["roles"]["containerd"]["not_applicable"] == ["containerd is not installed"], host["roles"]
+    assert not any(v["failed"] for v in host["roles"].values()), host["roles"]
+    assert ssh(lab, HOST, f"test -e {DROPIN} || echo absent").strip() == "absent"
+    assert ssh(lab, HOST, "test -e /etc/containerd/config.toml || echo absent").strip() == "absent"
+
+
+def test_one_reboot_after_the_last_role(lab, before, tuned):
+    """The apply's only reboot: one more kernel boot on the guest's console, and the boot is later
+    than the run's last journaled change (every role had applied before it)."""
+    assert lab.guest_boots()[HOST] == before["boots"] + 1
+    run = next(r for r in tuned["history"][HOST]["runs"] if r["run_id"] == tuned["apply"]["run_id"])
+    assert epoch(run["last_change"]) < btime(lab)
 
 
 def test_the_plan_is_the_kubelet_partition(tuned):

@@ -117,6 +117,10 @@ def _host_result(name: str, run: RunResult) -> HostApply:
         r["changed"] += int(t.changed)
         r["failed"] = r["failed"] or t.status in ("failed", "unreachable")
         res = t.res or {}
+        msg, head = str(res.get("msg", "")), f"{role}: not applicable ("
+        if t.status == "ok" and msg.startswith(head) and msg.endswith(")"):
+            # a role with nothing to do on this host says why in one debug line (no module call)
+            r.setdefault("not_applicable", []).append(msg[len(head):-1])
         for leaf in result_leaves(res):
             if leaf.get("skipped_reason"):  # a step that could not do its job on this host, and why
                 r.setdefault("skipped", []).append(leaf["skipped_reason"])

@@ -1,6 +1,8 @@
 """The daemons the plan must agree with: irqbalance (who owns IRQ placement, and where its
-environment file lives on this distribution) and stalld (what boosts a starved kernel thread when
-RT throttling is off).
+environment file lives on this distribution), stalld (what boosts a starved kernel thread when
+RT throttling is off), and the node's container stack, containerd and kubelet (whose roles have
+nothing to configure on a host that does not have them yet: a node tuned before Kubernetes is
+installed, the usual provisioning order).
 
 Running means a process of that name in ``/proc/<pid>/comm`` under the sysroot; installed means
 its program (or, for irqbalance, its environment file) exists. Standard library only.
@@ -11,9 +13,11 @@ from __future__ import annotations
 from hostkit.facts.sysroot import Sysroot
 from hostkit.tunables import IRQBALANCE_CONFIGS
 
-# Where the distributions install the programs (Debian: /usr/sbin/irqbalance; RHEL: /usr/sbin/irqbalance,
-# /usr/bin/stalld); /sbin and /bin for hosts without the /usr merge.
-_PROGRAM_DIRS = ("usr/sbin", "usr/bin", "sbin", "bin")
+# Where the distributions install the programs (Debian: /usr/sbin/irqbalance, /usr/bin/containerd,
+# Kubernetes' own packages /usr/bin/kubelet; RHEL: /usr/sbin/irqbalance, /usr/bin/stalld); /sbin and
+# /bin for hosts without the /usr merge; /usr/local/bin for containerd and kubelet installed from
+# their release tarballs.
+_PROGRAM_DIRS = ("usr/sbin", "usr/bin", "sbin", "bin", "usr/local/bin")
 
 
 def running_commands(sr: Sysroot) -> set[str]:
@@ -38,4 +42,6 @@ def read_services(sr: Sysroot) -> dict:
         "irqbalance": {"installed": _installed(sr, "irqbalance") or config is not None,
                        "running": "irqbalance" in comms, "config": config},
         "stalld": {"installed": _installed(sr, "stalld"), "running": "stalld" in comms},
+        "containerd": {"installed": _installed(sr, "containerd"), "running": "containerd" in comms},
+        "kubelet": {"installed": _installed(sr, "kubelet"), "running": "kubelet" in comms},
     }

@@ -264,6 +264,8 @@ def build_tree(spec: dict, name: str) -> Tree:
         t.put("etc/default/irqbalance", "# Configuration for the irqbalance daemon\n\n"
               "# Should irqbalance be enabled?\nENABLED=\"1\"\n#IRQBALANCE_ONESHOT=\n"
               "#IRQBALANCE_BANNED_CPULIST=\n")
+    for program in spec.get("programs") or []:  # what facts.services looks for; never run from the tree
+        t.put(f"usr/bin/{program}", f"#!/bin/sh\n# {program} of a fixture host: facts see it installed\nexit 1\n")
     for name, policy in (spec.get("kubelet_state") or {}).items():
         t.put(f"var/lib/kubelet/{name}", json.dumps({"policyName": policy, "defaultCpuSet": "", "checksum": 1}))
     t.put("etc/hostname", name)

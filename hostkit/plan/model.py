@@ -73,8 +73,10 @@ class Plan:
     governor: str | None  # None: not applicable or left alone
     governor_cpus: frozenset[int]
     irq: IrqPlan
-    containerd: dict
-    kubelet: dict  # {"enabled"} and, when enabled, "config": KubeletConfiguration fields
+    containerd: dict  # the profile's containerd section; "enabled" false where containerd is not installed
+    # {"enabled"} and, when enabled, "installed" (false: a pre-seeded drop-in, no restart) and "config":
+    # KubeletConfiguration fields; "enabled" false where kubelet is not installed and not pre-seeded
+    kubelet: dict
     bios: dict  # {"enforce", "checks": [{"name", "expected", "actual", "ok", ...}]}
     smoke: dict
     warnings: tuple[str, ...]

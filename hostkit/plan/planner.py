@@ -105,6 +105,8 @@ def build_plan(facts: dict, profile: dict, pinned: dict | None = None, *, force:
     irq, why, warned = _irq_plan(profile, facts, topo, isolation, irq_cpus, nic_irq_cpus, pinned)
     reasons += why
     warnings += tuple(warned)
+    containerd, kubelet, why = _container_stack(profile, facts, format_cpulist(housekeeping), topo.nodes)
+    reasons += why
     return Plan(
         host=host, profile=profile["name"], isolation=isolation, nr_cpus=topo.nr_cpus, online=topo.online,
         housekeeping=frozenset(housekeeping), irq_cpus=frozenset(irq_cpus), nic_irq_cpus=nic_irq_cpus,
@@ -113,7 +115,7 @@ def build_plan(facts: dict, profile: dict, pinned: dict | None = None, *, force:
         cmdline_set=cmdline_set, cmdline_remove=tuple(cmdline_remove), sysctl=sysctl,
         governor=governor, governor_cpus=governor_cpus,
         irq=irq,
-        containerd=dict(profile["containerd"]), kubelet=_kubelet(profile, format_cpulist(housekeeping), topo.nodes),
+        containerd=containerd, kubelet=kubelet,
         bios=_bios(profile, facts["topology"], facts.get("memory") or {}), smoke=dict(profile["smoke"]),
         warnings=tuple(warnings), reasons=tuple(reasons), refused=tuple(refused), tuned=tuned,
         sysfs=tuple(sysfs), pm_qos=pm_qos, kthreads=kthreads)
@@ -614,6 +616,33 @@ def _bios(profile, topo, memory) -> dict:
         c["ok"] = None if c["actual"] is None else (c["actual"] >= c["expected"] if at_least
                                                      else c["actual"] == c["expected"])
     return {"enforce": b["enforce"], "checks": checks}
+
+
+def _container_stack(profile, facts, hk_text, nodes) -> tuple[dict, dict, list[str]]:
+    """Why: containerd and kubelet are configured only where they are installed. A node is often tuned
+    before Kubernetes is installed (the provisioning order): there is no containerd to render and
+    validate a config with, and no kubelet unit to restart. The CPU partition is still planned for the
+    profile's kubelet (the plan follows the profile, not what runs yet); ``kubelet.preseed`` writes the
+    drop-in for the kubelet installed later. Facts without the services (an older agent): installed."""
+    services = facts.get("services") or {}
+    reasons = []
+    containerd = dict(profile["containerd"])
+    if containerd["enabled"] and (services.get("containerd") or {}).get("installed") is False:
+        containerd.update(enabled=False, installed=False)
+        reasons.append("containerd: not installed: no config written (it is rendered from and validated by the "
+                       "installed containerd)")
+    kubelet = _kubelet(profile, hk_text, nodes)
+    installed = (services.get("kubelet") or {}).get("installed")
+    if kubelet["enabled"]:
+        kubelet["installed"] = installed is not False
+        if installed is False and not profile["kubelet"]["preseed"]:
+            kubelet = {"enabled": False, "installed": False}
+            reasons.append("kubelet: not installed: no drop-in written, no restart (kubelet.preseed: true writes "
+                           "the drop-in for a kubelet installed later)")
+        elif installed is False:
+            reasons.append("kubelet: not installed: the drop-in is written for the kubelet installed later "
+                           "(kubelet.preseed), no restart")
+    return containerd, kubelet, reasons
 
 
 def _kubelet(profile, hk_text, nodes) -> dict:

@@ -10,7 +10,8 @@ from __future__ import annotations
 from hostkit.agent.cpulist import parse_cpulist
 from hostkit.agent.sysroot import excerpt
 from hostkit.errors import BadInput, CpulistError
-from hostkit.tunables import KernelArg, KthreadPlacement, PmQos, SysfsValue, profile_sections, tuned_sysctls
+from hostkit.tunables import (TUNED_MODES, KernelArg, KthreadPlacement, PmQos, SysfsValue, profile_sections,
+                              tuned_sysctls)
 
 ISOLCPUS_FLAGS = ("domain", "managed_irq", "nohz")
 GOVERNORS = ("performance", "powersave", "schedutil", "ondemand", "conservative", "userspace")
@@ -67,7 +68,7 @@ SCHEMA: dict = {
                     doc="use: where CPUs are isolated and stalld runs, RT throttling is off "
                         "(sched_rt_runtime_us -1) and stalld boosts starved kernel threads; "
                         "ignore: sysctl kernel.sched_rt_runtime_us stands"),
-    "tuned": Field("str", None, choices=("drive", "neutralize", "ignore"), nullable=True,
+    "tuned": Field("str", None, choices=TUNED_MODES, nullable=True,
                    doc="drive: a hostkit tuned profile (include cpu-partitioning or latency-performance, hostkit's "
                        "values) made active; neutralize: tuned runs profile hostkit-neutral, which tunes nothing; "
                        "ignore: tuned left alone; null: drive where tuned is active, else ignore"),
@@ -79,12 +80,14 @@ SCHEMA: dict = {
                         doc="banned: IRQBALANCE_BANNED_CPULIST = every CPU but the IRQ CPUs; restore: give IRQs back "
                             "to irqbalance"),
     "containerd": {
-        "enabled": Field("bool", True, doc="render /etc/containerd/config.toml"),
+        "enabled": Field("bool", True, doc="render /etc/containerd/config.toml (where containerd is installed)"),
         "systemd_cgroup": Field("bool", True, doc="runc SystemdCgroup = true"),
         "nri": Field("bool", True, doc="enable NRI where the version supports it"),
     },
     "kubelet": {
-        "enabled": Field("bool", True, doc="write the kubelet configuration drop-in"),
+        "enabled": Field("bool", True, doc="write the kubelet configuration drop-in (where kubelet is installed)"),
+        "preseed": Field("bool", False, doc="write the drop-in even where kubelet is not installed yet (a node "
+                                            "tuned before Kubernetes is installed); nothing is restarted"),
         "cpu_manager_policy": Field("str", "static", choices=("static", "none")),
         "full_pcpus_only": Field("bool", True),
         "topology_manager_policy": Field("str", "single-numa-node",
