@@ -17,6 +17,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from hostkit.agent.rollback import restored
 from hostkit.ansible.agent_call import SMOKE_OUTPUT, AgentReply, call_agent
 from hostkit.ansible.apply import HostApply, run_apply, validate_tags
 from hostkit.ansible.apply import unlock as unlock_hosts
@@ -323,7 +324,7 @@ def _verify_smoke(req: ApplyRequest, result: ApplyResult) -> dict[str, SmokeVerd
         # Revert only on evidence of a miss: too few samples (INCONCLUSIVE) is not a failed host.
         if req.revert_on_fail and (not r.ok or said == "MISSED"):
             rb = rollback(RollbackRequest(req.inventory, host, run_id=result.run_id)).hosts[host]
-            out[host].rollback = (f"run {result.run_id} rolled back" if rb.ok and not rb.doc["errors"]
+            out[host].rollback = (f"run {result.run_id} rolled back" if rb.ok and restored(rb.doc)
                                   else f"rollback failed: {rb.to_dict()}")
     return out
 
@@ -430,11 +431,6 @@ class RollbackRequest:
                 + (["--check"] if self.check else []) + (["--diff"] if self.diff else []))
 
 
-def rolled_back(doc: dict) -> bool:
-    """The agent's rollback report says it restored everything and its re-check found nothing off."""
-    return not doc["errors"] and (doc["verify"] is None or doc["verify"]["ok"])
-
-
 @dataclass
 class RollbackResult(Result):
     check: bool
@@ -446,7 +442,7 @@ class RollbackResult(Result):
     def rc(self) -> int:
         if any(r.status not in ("ok", "would_run") for r in self.reboots.values()):
             return EXIT_FAILED
-        return EXIT_OK if all(r.ok and rolled_back(r.doc) for r in self.hosts.values()) else EXIT_FAILED
+        return EXIT_OK if all(r.ok and restored(r.doc) for r in self.hosts.values()) else EXIT_FAILED
 
     def to_dict(self) -> dict:
         return {"check": self.check, "hosts": _replies(self.hosts),

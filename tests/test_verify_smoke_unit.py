@@ -24,15 +24,30 @@ def test_only_missed_or_failed_smoke_reverts(monkeypatch):
 
     def fake_rollback(req):
         rolled.append(req.limit)
-        return SimpleNamespace(hosts={req.limit: AgentReply(req.limit, "ok", doc={"errors": []})})
+        return SimpleNamespace(hosts={req.limit: AgentReply(req.limit, "ok", doc={"errors": [],
+                                                                                   "verify": {"ok": True}})})
 
     monkeypatch.setattr(api, "rollback", fake_rollback)
     req = api.ApplyRequest("inv.yml", verify_smoke=True, revert_on_fail=True)
     result = api.ApplyResult("run-1", False, {h: HostApply(h, "changed") for h in replies}, None)
     out = api._verify_smoke(req, result)
     assert sorted(rolled) == ["down", "miss"]
+    assert out["miss"].rollback == "run run-1 rolled back"
     assert out["few"].verdict.startswith("INCONCLUSIVE") and out["few"].rollback is None
     assert out["pass"].passed and out["pass"].rollback is None
+
+
+def test_a_rollback_whose_re_check_finds_something_off_is_a_failed_rollback(monkeypatch):
+    """The rollback's own re-check is part of "rolled back" (agent.rollback.restored, the rule the
+    agent's exit status and `hostkit rollback` use): no errors but a value still off is a failure."""
+    monkeypatch.setattr(api, "smoke", lambda req: SimpleNamespace(hosts={"miss": AgentReply(
+        "miss", "ok", doc=_slo("MISSED"))}))
+    off = {"errors": [], "verify": {"ok": False, "findings": [{"check": "sysctl kernel.numa_balancing"}]}}
+    monkeypatch.setattr(api, "rollback", lambda req: SimpleNamespace(hosts={"miss": AgentReply("miss", "ok",
+                                                                                                doc=off)}))
+    req = api.ApplyRequest("inv.yml", verify_smoke=True, revert_on_fail=True)
+    out = api._verify_smoke(req, api.ApplyResult("run-1", False, {"miss": HostApply("miss", "changed")}, None))
+    assert out["miss"].rollback.startswith("rollback failed: ") and not out["miss"].passed
 
 
 def test_verify_smoke_without_reboot_refuses_a_plan_that_changes_kernel_arguments(monkeypatch, sysroots):

@@ -78,6 +78,8 @@ def main(argv: list[str] | None = None) -> int:
         return exc.exit_code
     json.dump(doc, sys.stdout)
     sys.stdout.write("\n")
-    if args.cmd == "rollback" and (doc["errors"] or (doc["verify"] and not doc["verify"]["ok"])):
-        return 1
+    if args.cmd == "rollback":
+        from hostkit.agent.rollback import restored
+
+        return 0 if restored(doc) else 1
     return 0

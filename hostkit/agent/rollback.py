@@ -190,6 +190,13 @@ def rollback(sysroot: str = "/", run_id: str | None = None, all_runs: bool = Fal
     }
 
 
+def restored(doc: dict) -> bool:
+    """The one rule for "rolled back": a rollback report (:func:`rollback`) with no error and whose
+    re-check found nothing still off (no re-check: a check-mode run). The agent's exit status, the
+    CLI's and a gate's "run ... rolled back" all read it."""
+    return not doc["errors"] and (doc["verify"] is None or bool(doc["verify"]["ok"]))
+
+
 def verify_restored(sysroot: str, runs: list[dict], irqbalance_owns_irqs: bool = False) -> dict:
     """Re-check: every journaled path holds its oldest recorded 'before' again. With
     ``irqbalance_owns_irqs``, an IRQ affinity that differs is listed as moved by irqbalance,

@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 
 from hostkit import api
+from hostkit.agent.rollback import restored
 from hostkit.cli import output
 from hostkit.cli.args import command, fleet_args, plan_args, reboot_args
 from hostkit.errors import BadInput
@@ -64,7 +65,7 @@ def run(args) -> int:
 
 def _restored(host: str, d: dict) -> list[list[str]]:
     return [[host, ("would change" if d["check"] and d["changed"] else "changed" if d["changed"] else "unchanged")
-             if api.rolled_back(d) else "FAILED", ",".join(d["runs"]) or "-", str(len(d["actions"])), str(d["unchanged"]),
+             if restored(d) else "FAILED", ",".join(d["runs"]) or "-", str(len(d["actions"])), str(d["unchanged"]),
              "-" if d["verify"] is None else ("ok" if d["verify"]["ok"] else f"{len(d['verify']['mismatches'])} mismatch(es)"),
              "yes" if d["reboot_required"] else "no", "; ".join(e["path"] + ": " + e["error"] for e in d["errors"])[:80]]]
 

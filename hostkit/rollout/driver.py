@@ -39,6 +39,7 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass, fields
 
 from hostkit import api
+from hostkit.agent.rollback import restored
 from hostkit.ansible.inventory import load_inventory
 from hostkit.ansible.run import new_run_id
 from hostkit.errors import EXIT_FAILED, EXIT_OK, EXIT_REFUSED, BadInput, HostkitError, Refused
@@ -48,7 +49,6 @@ from hostkit.rollout.batches import check_max_unavailable, next_wave, plan_batch
 from hostkit.smoke.options import SmokeOptions
 
 OnStep = Callable[[str], None] | None
-GATES = ("pre_hook", "apply", "audit", "smoke", "post_hook", "rollback")
 
 
 @dataclass(frozen=True)
@@ -378,14 +378,14 @@ class Driver:
         self.state["failed_hosts"] += len(failed)
         stop = self.state["failed_hosts"] > self.req.max_failures
         back = todo if stop else failed
-        restored = self.roll_back(back, i) if back else []
+        brought_back = self.roll_back(back, i) if back else []
         for h in back:
-            self.host(h)["status"] = "rolled_back" if h in restored else "failed"
-            if h not in failed and h not in restored:
+            self.host(h)["status"] = "rolled_back" if h in brought_back else "failed"
+            if h not in failed and h not in brought_back:
                 self.fail(h, "rollback", (self.host(h)["rollback"] or {}).get("why") or "rollback failed")
         # 6. post-batch hooks: hosts that passed, and hosts put back as they were
         ok = [h for h in todo if h not in back]
-        after = self.post_hooks(ok + [h for h in back if h in restored], i)
+        after = self.post_hooks(ok + [h for h in back if h in brought_back], i)
         for h in ok:
             if self.host(h)["gate"] is None:
                 self.host(h)["status"], self.host(h)["step"] = "done", "done"
@@ -421,13 +421,13 @@ class Driver:
                     self.event(batch, [h], "pre_hook", "failed", bad)
                 else:
                     drained.append(h)
-            restored = self.roll_back(drained, batch) if drained else []
+            brought_back = self.roll_back(drained, batch) if drained else []
             for h in drained:
-                self.host(h)["status"] = "rolled_back" if h in restored else "failed"
+                self.host(h)["status"] = "rolled_back" if h in brought_back else "failed"
                 self.host(h)["step"] = "rollback"
-                if h not in restored:
+                if h not in brought_back:
                     self.fail(h, "rollback", (self.host(h)["rollback"] or {}).get("why") or "rollback failed")
-            self.post_hooks([h for h in wave if h not in drained or h in restored], batch,
+            self.post_hooks([h for h in wave if h not in drained or h in brought_back], batch,
                             after="a rollback of the stopped batch")
 
     def stop(self, b: dict, host: str, gate: str, why: str, refused: bool = False) -> bool:
@@ -535,7 +535,7 @@ class Driver:
                                                   reboot=self.req.reboot, reboot_timeout=self.req.reboot_timeout))
             for h in group:
                 r = rb.hosts.get(h)
-                good = bool(r and r.ok and api.rolled_back(r.doc))
+                good = bool(r and r.ok and restored(r.doc))
                 reboot = rb.reboots.get(h)
                 if reboot and reboot.status not in ("ok", "would_run"):
                     good, reasons[h] = False, f"reboot after rollback {reboot.status}: {reboot.msg}"
@@ -575,8 +575,8 @@ class Driver:
         undone = [h for h, r in self.state["hosts"].items() if r["status"] != "done" and r["runs"]]
         for bi in sorted({self.host(h)["batch"] for h in undone}, reverse=True):
             group = [h for h in undone if self.host(h)["batch"] == bi]
-            restored = self.roll_back(group, bi)
-            bad = [h for h in group if h not in restored]
+            brought_back = self.roll_back(group, bi)
+            bad = [h for h in group if h not in brought_back]
             if bad:
                 self.state["status"] = "failed"
                 self.state["failure"] = {"batch": bi, "host": bad[0], "gate": "rollback",
@@ -597,10 +597,10 @@ class Driver:
             hosts = [h for h in b["hosts"] if h in touched]
             if not hosts:
                 continue
-            restored = self.roll_back(hosts, b["index"])
+            brought_back = self.roll_back(hosts, b["index"])
             for h in hosts:
-                self.host(h)["status"] = "aborted" if h in restored else "failed"
-                if h not in restored:
+                self.host(h)["status"] = "aborted" if h in brought_back else "failed"
+                if h not in brought_back:
                     errors.append(f"{h}: {self.host(h)['rollback'].get('why', 'rollback failed')}")
             b["status"] = "aborted"
         self.state["abort"] = {"at": st.now(), "errors": errors}
