@@ -27,7 +27,7 @@ from testinfra.backend.ssh import SshBackend
 from testinfra.host import Host
 
 from hostkit.ansible.inventory import InventoryHost
-from hostkit.ansible.run import close_masters, summarize_error  # noqa: F401 (close_masters: the audit's too)
+from hostkit.ansible.run import summarize_error
 from hostkit.ansible.settings import HostConnection, OperatorSettings, host_connection
 from hostkit.errors import HostkitError
 

@@ -27,6 +27,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from hostkit.agent.boot_loader import TUNED_BOOTCMDLINE
+
+# tuned's modes (profile key ``tuned``; hostkit/plan/tuned.py decides which applies).
+TUNED_MODES = ("drive", "neutralize", "ignore")
+
 ROLE_RT = "rt_runtime"
 ROLE_SYSCTL = "numa_sysctl"
 
@@ -115,7 +120,6 @@ KERNEL_ARGS: tuple[KernelArg, ...] = (
               "its twin); only when the profile asks", default=False, section="cpu_power"),
 )
 
-KERNEL_ARG_BY_NAME: dict[str, KernelArg] = {k.name: k for k in KERNEL_ARGS}
 
 
 ROLE_KERNEL_VALUES = "kernel_values"
@@ -318,7 +322,7 @@ FILES: tuple[ManagedFile, ...] = (
                 follow_up=TUNED_FOLLOW_UP, scope="/etc/tuned/"),
     ManagedFile("/etc/tuned/profile_mode", ROLE_TUNED, adopt="/etc/tuned/profile_mode",
                 follow_up=TUNED_FOLLOW_UP, scope="/etc/tuned/"),
-    ManagedFile("/etc/tuned/bootcmdline", ROLE_TUNED, adopt="/etc/tuned/bootcmdline",
+    ManagedFile(TUNED_BOOTCMDLINE, ROLE_TUNED, adopt=TUNED_BOOTCMDLINE,
                 follow_up=TUNED_FOLLOW_UP, scope="/etc/tuned/"),
     ManagedFile("/etc/systemd/system.conf.d/00-tuned.conf", ROLE_TUNED,
                 adopt="/etc/systemd/system.conf.d/00-tuned.conf"),

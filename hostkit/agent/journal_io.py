@@ -71,6 +71,9 @@ def missing_parents(full):
 
 
 def atomic_write(full, data, mode=0o644, uid=None, gid=None):
+    """The one atomic file write (journal, rollback, adoption, smoke reports, the rollout state, the
+    agent cache): a temporary file in the target's directory, fsync, rename over ``full``, fsync of
+    the directory. A crash leaves the old file or the new one, never half of either."""
     d = os.path.dirname(full)
     if not os.path.isdir(d):
         os.makedirs(d, 0o755)
@@ -88,6 +91,11 @@ def atomic_write(full, data, mode=0o644, uid=None, gid=None):
         if os.path.exists(tmp):
             os.unlink(tmp)
         raise
+    dfd = os.open(d, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        os.fsync(dfd)
+    finally:
+        os.close(dfd)
 
 
 def journaled_module_options(role_default="", **options):

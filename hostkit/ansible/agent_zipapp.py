@@ -19,12 +19,12 @@ import ast
 import hashlib
 import importlib.util
 import io
-import os
 import shlex
 import zipfile
 from pathlib import Path
 
 import hostkit
+from hostkit.agent.journal_io import atomic_write
 
 PACKAGE_ROOT = Path(hostkit.__file__).parent
 ENTRY = "agent/main.py"
@@ -87,7 +87,7 @@ def build(dest_dir: str | Path) -> Path:
         key.update(f"\0{name}\0{len(data)}\0".encode() + data)
     dest = Path(dest_dir) / f"hostkit-agent-{key.hexdigest()[:16]}.pyz"
     if dest.exists():
-        _write_atomic(index, dest.name.encode())
+        atomic_write(str(index), dest.name.encode())
         return dest
     buf = io.BytesIO()
     with zipfile.ZipFile(buf, "w", zipfile.ZIP_DEFLATED) as zf:
@@ -98,18 +98,9 @@ def build(dest_dir: str | Path) -> Path:
                 zf.writestr(info, body)
         info = zipfile.ZipInfo("__main__.py", date_time=(2020, 1, 1, 0, 0, 0))
         zf.writestr(info, MAIN)
-    _write_atomic(dest, b"#!/usr/bin/env python3\n" + buf.getvalue(), mode=0o755)
-    _write_atomic(index, dest.name.encode())
+    atomic_write(str(dest), b"#!/usr/bin/env python3\n" + buf.getvalue(), mode=0o755)  # a concurrent hostkit
+    atomic_write(str(index), dest.name.encode())  # never reads half a file
     return dest
-
-
-def _write_atomic(path: Path, data: bytes, mode: int = 0o644) -> None:
-    """A concurrent hostkit never reads half a file."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    tmp.write_bytes(data)
-    tmp.chmod(mode)
-    tmp.replace(path)
 
 
 def sha256(artifact: str | Path) -> str:

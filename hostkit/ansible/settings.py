@@ -47,8 +47,6 @@ from hostkit.errors import BadInput
 # compression only burns CPU on the fast links (and loopback) hostkit runs over.
 HOSTKIT_SSH_ARGS = "-o ControlMaster=auto -o ControlPersist=60s"
 STRICT = "-o StrictHostKeyChecking=yes"
-# Connections whose SSH options hostkit layers; any other (local, docker, ...) is left alone.
-SSH_CONNECTIONS = ("ssh", "smart", "ansible.builtin.ssh")
 
 
 def project_config_file() -> Path:

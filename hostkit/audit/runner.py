@@ -23,14 +23,14 @@ from pathlib import Path
 
 from hostkit.ansible import agent_zipapp
 from hostkit.ansible.inventory import InventoryHost, load_inventory
-from hostkit.ansible.run import current_options
+from hostkit.ansible.run import close_masters, current_options
 from hostkit.ansible.settings import host_connection, settings
 from hostkit.audit.checks import FETCH_SCRIPT, HostView, run_checks
 from hostkit.errors import BadInput, HostkitError
 from hostkit.paths import state_dir
 from hostkit.plan import make_plan
 from hostkit.profiles import for_host
-from hostkit.ssh import StrictSshBackend, close_masters, open_testinfra_host, put_file
+from hostkit.ssh import StrictSshBackend, open_testinfra_host, put_file
 from hostkit.tunables import role_paths
 
 STATUSES = ("pass", "drift", "pending_reboot", "tolerated", "not_applicable")

@@ -32,13 +32,13 @@ import configparser
 import os
 import re
 
+from hostkit.agent.boot_loader import TUNED_BOOTCMDLINE
 from hostkit.facts.services import running_commands
 from hostkit.facts.sysroot import Sysroot
 
 ACTIVE_PROFILE = "/etc/tuned/active_profile"
 PROFILE_MODE = "/etc/tuned/profile_mode"
 POST_LOADED_PROFILE = "/etc/tuned/post_loaded_profile"
-BOOT_CMDLINE = "/etc/tuned/bootcmdline"
 SYSTEMD_CONF = "/etc/systemd/system.conf.d/00-tuned.conf"
 ENABLED_LINK = "/etc/systemd/system/multi-user.target.wants/tuned.service"
 PROGRAMS = ("usr/sbin/tuned", "usr/sbin/tuned-adm", "sbin/tuned")
@@ -179,7 +179,7 @@ def read_tuned(sr: Sysroot, comms: set[str] | None = None) -> dict:
     chain, missing = load_chain(sr, names) if installed and names else ([], [])
     variables = read_variables(sr, chain)
     bootloader = {k: v for k, v in merged(chain, "bootloader").items() if k.startswith("cmdline") and v}
-    bootcmdline = parse_bootcmdline(sr.read(BOOT_CMDLINE.lstrip("/")))
+    bootcmdline = parse_bootcmdline(sr.read(TUNED_BOOTCMDLINE.lstrip("/")))
     return {
         "installed": installed,
         "running": running,

@@ -24,7 +24,6 @@ import re
 
 from hostkit.agent.cpulist import format_cpulist
 
-MODES = ("drive", "neutralize", "ignore")
 PROFILE = "hostkit"
 NEUTRAL = "hostkit-neutral"
 HEADER = "# Managed by hostkit: written by `hostkit apply`, removed by `hostkit rollback`.\n"

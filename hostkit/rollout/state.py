@@ -1,25 +1,23 @@
 """The rollout's state file: ``<state dir>/runs/<rollout-id>/rollout.json`` (beside the Ansible
-runs' directories, see :mod:`hostkit.paths`), rewritten after every step: a temporary file in the
-same directory, fsync, rename over the old one, fsync of the directory. A crash leaves either the
-previous state or the new one, never half a file."""
+runs' directories, see :mod:`hostkit.paths`), rewritten after every step with the one atomic write
+(:func:`hostkit.agent.journal_io.atomic_write`): a crash leaves either the previous state or the new
+one, never half a file."""
 
 from __future__ import annotations
 
 import json
-import os
-import tempfile
 import time
 from pathlib import Path
 
+from hostkit.agent.journal_io import atomic_write
 from hostkit.errors import BadInput
 from hostkit.jsonfile import read_json
 from hostkit.paths import runs_dir
 
 STATE_FILE = "rollout.json"
 VERSION = 1
-# Per host, the steps of its batch in order; "done" and the end states close it.
+# Per host, the steps of its batch in order; "done" closes it, as do "failed", "rolled_back" and "aborted".
 STEPS = ("pending", "pre_hook", "smoke_before", "apply", "audit", "smoke_after", "post_hook", "done")
-END_STATES = ("done", "failed", "rolled_back", "aborted")
 
 
 def now() -> str:
@@ -37,22 +35,7 @@ def save(state: dict) -> Path:
     d.mkdir(parents=True, exist_ok=True)
     state["updated"] = now()
     path = d / STATE_FILE
-    fd, tmp = tempfile.mkstemp(prefix=".rollout-", suffix=".tmp", dir=d)
-    try:
-        with os.fdopen(fd, "w") as f:
-            json.dump(state, f, indent=1, sort_keys=False)
-            f.write("\n")
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-    dfd = os.open(d, os.O_RDONLY | os.O_DIRECTORY)
-    try:
-        os.fsync(dfd)
-    finally:
-        os.close(dfd)
+    atomic_write(str(path), (json.dumps(state, indent=1, sort_keys=False) + "\n").encode(), mode=0o600)
     return path
 
 

@@ -228,10 +228,6 @@ class SharedInferenceQueue:
     def completed(self) -> int:
         return self._COMPLETED.unpack_from(self.shm.buf, HEADER.offset["completed"])[0]
 
-    def set_completed(self, n: int) -> None:
-        """The worker's running count (it is the only writer)."""
-        self._COMPLETED.pack_into(self.shm.buf, HEADER.offset["completed"], n)
-
     # ------------------------------------------------------------------ states
     def state(self, i: int) -> int:
         return self._states[i * self._step]
@@ -362,10 +358,6 @@ class SharedInferenceQueue:
         """Where slot ``i``'s result (RESULT) is (the hot loops pack and unpack it there themselves)."""
         return self.off_meta + i * SLOT_META.size + SLOT_META.offset["claim_ns"]
 
-    def set_result(self, i: int, claim_ns: int, done_ns: int, wall_ns: int, cpu_ns: int) -> None:
-        """The worker's record of an answered request (before it marks the slot DONE)."""
-        self.RESULT.pack_into(self.shm.buf, self.result_offset(i), claim_ns, done_ns, wall_ns, cpu_ns)
-
     def result(self, i: int) -> tuple[int, int, int, int]:
         """(claim_ns, done_ns, wall_ns, cpu_ns) of a DONE slot."""
         return self.RESULT.unpack_from(self.shm.buf, self.result_offset(i))
@@ -375,9 +367,6 @@ class SharedInferenceQueue:
 
     def request(self, i: int) -> memoryview:
         return self.shm.buf[self.off_req + i * self.req_size:self.off_req + (i + 1) * self.req_size]
-
-    def response(self, i: int) -> memoryview:
-        return self.shm.buf[self.off_resp + i * self.resp_size:self.off_resp + (i + 1) * self.resp_size]
 
     def tensor_bytes(self, i: int) -> memoryview:
         """The slot's tensor area as bytes (no copy): what a host without numpy uses."""
