@@ -184,7 +184,10 @@ def test_boot_config_and_irqbalance_ban_the_isolated_cpus(fleet, plans):
     fleet.applied()
     root, isolated = sysroot(fleet.lab, "epyc-9634-nps1"), plans["epyc-9634-nps1"]["isolated"]
     assert f"isolcpus=managed_irq,{isolated}" in (root / "etc/default/grub.d/hostkit.cfg").read_text()
-    assert f"IRQBALANCE_BANNED_CPULIST={isolated}" in (root / "etc/default/irqbalance").read_text()
+    irqbalance = (root / "etc/default/irqbalance").read_text()
+    assert f"\nIRQBALANCE_BANNED_CPULIST={isolated}\n" in irqbalance
+    # the fixture's old IRQBALANCE_BANNED_CPUS=0000ff00 (irqbalance reads it first) is gone
+    assert "IRQBALANCE_BANNED_CPUS=" not in irqbalance
 
 
 def test_kubelet_pins_pods_and_stale_cpu_manager_state_is_removed(fleet, plans):

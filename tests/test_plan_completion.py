@@ -181,7 +181,8 @@ def test_irqbalance_configs_are_the_table_s_and_rollback_restarts_for_both():
 def test_facts_find_the_rhel_irqbalance_file_and_running_daemons(sysroot_copy):
     root = sysroot_copy("epyc-9634-nps1")
     assert gather(str(root))["services"] == {
-        "irqbalance": {"installed": True, "running": False, "config": "/etc/default/irqbalance"},
+        "irqbalance": {"installed": True, "running": False, "config": "/etc/default/irqbalance",
+                       "banned_cpus": "0000ff00"},
         "stalld": {"installed": False, "running": False}, "containerd": {"installed": True, "running": False},
         "kubelet": {"installed": True, "running": False}}
     # The RHEL family's layout: the irqbalance package's /etc/sysconfig/irqbalance, stalld in /usr/bin.
@@ -193,7 +194,8 @@ def test_facts_find_the_rhel_irqbalance_file_and_running_daemons(sysroot_copy):
         (root / f"proc/{pid}").mkdir()
         (root / f"proc/{pid}/comm").write_text(comm + "\n")
     f = gather(str(root))
-    assert f["services"] == {"irqbalance": {"installed": True, "running": True, "config": "/etc/sysconfig/irqbalance"},
+    assert f["services"] == {"irqbalance": {"installed": True, "running": True, "config": "/etc/sysconfig/irqbalance",
+                                            "banned_cpus": "0000ff00"},
                              "stalld": {"installed": True, "running": True},
                              "containerd": {"installed": True, "running": False},
                              "kubelet": {"installed": True, "running": False}}
@@ -260,12 +262,13 @@ def test_audit_where_irqbalance_owns_irqs_checks_every_movable_irq_against_the_i
     movable = [i for i in f["irqs"] if i.get("smp_affinity_list") is not None]
     for i in movable:  # where irqbalance put them: one IRQ CPU each
         i["smp_affinity_list"] = str(min(parse_cpulist(p["irq_cpus"])))
-    found = [x for x in run_checks(LocalHost(), str(root), f, p) if x["check"].startswith("IRQ")]
+    # (the cross-layer "IRQ CPUs = online − irqbalance banned" reads the fixture's old ban: not this test's)
+    found = [x for x in run_checks(LocalHost(), str(root), f, p) if x["check"].startswith("IRQ") and not x["check"].startswith("IRQ CPUs")]
     assert [(x["check"], x["status"], x["actual"]) for x in found] == \
         [("IRQ affinity", "pass", f"{len(movable)} IRQs checked, placed by irqbalance")]
     victim = next(i for i in movable if not MANAGED_IRQ_NAMES.match(i.get("name") or ""))
     victim["smp_affinity_list"] = str(isolated[0])
-    found = [x for x in run_checks(LocalHost(), str(root), f, p) if x["check"].startswith("IRQ")]
+    found = [x for x in run_checks(LocalHost(), str(root), f, p) if x["check"].startswith("IRQ") and not x["check"].startswith("IRQ CPUs")]
     assert [(x["status"], x["expected"], x["actual"]) for x in found] == [("drift", p["irq_cpus"], str(isolated[0]))]
 
 
@@ -388,6 +391,46 @@ def test_audit_reads_irqbalance_where_the_facts_found_it_on_the_rhel_layout(sysr
     found = {x["check"]: x for x in run_checks(LocalHost(), str(root), f, p)}
     assert (found["irqbalance banned CPUs"]["status"], found["irqbalance banned CPUs"]["source"]) == \
         ("pass", "/etc/sysconfig/irqbalance")
+
+
+@pytest.mark.parametrize("text, ban", [
+    ("#IRQBALANCE_BANNED_CPUS=ff\nIRQBALANCE_BANNED_CPULIST=2-5\n", ("2-5", "IRQBALANCE_BANNED_CPULIST")),
+    ("IRQBALANCE_BANNED_CPULIST=2-5\nIRQBALANCE_BANNED_CPUS=0000ff00\n", ("8-15", "IRQBALANCE_BANNED_CPUS")),
+    ('IRQBALANCE_BANNED_CPUS="00000001,00000000"\n', ("32", "IRQBALANCE_BANNED_CPUS")),
+    ("IRQBALANCE_BANNED_CPUS=\nIRQBALANCE_BANNED_CPULIST=1\n", ("1", "IRQBALANCE_BANNED_CPULIST")),
+    ("IRQBALANCE_BANNED_CPULIST=1\nIRQBALANCE_BANNED_CPULIST=3\n", ("3", "IRQBALANCE_BANNED_CPULIST")),
+    ("#IRQBALANCE_BANNED_CPULIST=\n", ("", None)),
+])
+def test_irqbalance_s_ban_is_read_as_irqbalance_reads_it(text, ban):
+    """irqbalance (cputree.c) reads IRQBALANCE_BANNED_CPUS first and, when it is set, ignores the list."""
+    from hostkit.facts.services import irqbalance_ban
+
+    assert irqbalance_ban(text) == ban
+
+
+def test_an_old_irqbalance_ban_is_found_removed_by_the_plan_and_is_drift_until_then(facts, sysroot_copy):
+    """The fixture's Debian file carries IRQBALANCE_BANNED_CPUS=0000ff00 (CPUs 8-15), which wins over
+    any IRQBALANCE_BANNED_CPULIST: the plan says the apply removes it, the audit reads what irqbalance
+    reads (drift, naming the old variable), and once only hostkit's list is left the check passes."""
+    from hostkit.audit.checks import run_checks
+    from tests.test_tunables import LocalHost
+
+    p = plan(facts["epyc-9634-nps1"])
+    assert sum(r.startswith("irqbalance: IRQBALANCE_BANNED_CPUS=0000ff00 in /etc/default/irqbalance wins over "
+                            "IRQBALANCE_BANNED_CPULIST") for r in p["reasons"]) == 1
+    left = plan(facts["epyc-9634-nps1"], {"irqbalance": "leave"})
+    assert sum(w.startswith("irqbalance: IRQBALANCE_BANNED_CPUS=0000ff00") for w in left["warnings"]) == 1
+    root = sysroot_copy("epyc-9634-nps1")
+    f = gather(str(root))
+    config = root / "etc/default/irqbalance"
+    config.write_text(config.read_text().replace("#IRQBALANCE_BANNED_CPULIST=\n",
+                                                 f"IRQBALANCE_BANNED_CPULIST={p['isolated']}\n"))
+    found = {x["check"]: x for x in run_checks(LocalHost(), str(root), f, p)}
+    assert (found["irqbalance banned CPUs"]["status"], found["irqbalance banned CPUs"]["actual"]) == \
+        ("drift", "8-15 (IRQBALANCE_BANNED_CPUS, which irqbalance reads first)")
+    config.write_text(config.read_text().replace("IRQBALANCE_BANNED_CPUS=0000ff00\n", "#IRQBALANCE_BANNED_CPUS=\n"))
+    found = {x["check"]: x for x in run_checks(LocalHost(), str(root), f, p)}
+    assert found["irqbalance banned CPUs"]["status"] == "pass"
 
 
 # ----------------------------------------------------------------------------- C-states and frequency

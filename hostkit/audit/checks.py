@@ -21,6 +21,7 @@ from hostkit.agent.kernel_args import arg_name, cmdline_words, domain_isolated, 
 from hostkit.agent.kthreads import allowed_on
 from hostkit.agent.sysroot import sysroot_path
 from hostkit.agent.values import same
+from hostkit.facts.services import IRQBALANCE_BANNED_CPUS, irqbalance_ban
 from hostkit.tunables import BY_KEY, IRQBALANCE_CONFIGS, role_paths
 
 # IRQs the kernel manages itself (affinity writes fail with EIO): block-device queues.
@@ -309,26 +310,32 @@ def irqbalance_config(view: HostView, plan: dict) -> str:
     return path
 
 
-def irqbalance_banned(view: HostView, plan: dict) -> str | None:
+def irqbalance_banned(view: HostView, plan: dict) -> tuple[str, str | None] | None:
+    """(the CPUs banned, the variable that decides) as irqbalance reads its file; None: no file."""
     text = view.read(irqbalance_config(view, plan))
     if text is None:
         return None
-    m = re.search(r"(?m)^\s*IRQBALANCE_BANNED_CPULIST=\"?([0-9,\-]*)\"?\s*$", text)
-    return m.group(1) if m else ""
+    try:
+        return irqbalance_ban(text)
+    except ValueError as exc:
+        return f"<unreadable: {exc}>", IRQBALANCE_BANNED_CPUS
 
 
 def check_irqbalance(view: HostView, plan: dict) -> list[dict]:
-    banned = irqbalance_banned(view, plan)
+    ban = irqbalance_banned(view, plan)
     config = irqbalance_config(view, plan)
-    if banned is None:
+    if ban is None:
         return [finding("irqbalance banned CPUs", "not_applicable", None, None, config,
                         "irqbalance is not installed")]
     mode = plan["irq"]["irqbalance"]
     if mode == "leave":
         return []
     want = plan["irq"]["banned_cpulist"] if mode == "banned" else ""
-    return [finding("irqbalance banned CPUs", "pass" if same("cpulist", want, banned) else "drift", want or "<none>",
-                    banned or "<none>", config)]
+    banned, variable = ban
+    ok = variable != IRQBALANCE_BANNED_CPUS and same("cpulist", want, banned)
+    return [finding("irqbalance banned CPUs", "pass" if ok else "drift", want or "<none>",
+                    (banned or "<none>") + (f" ({variable}, which irqbalance reads first)"
+                                            if variable == IRQBALANCE_BANNED_CPUS else ""), config)]
 
 
 def check_containerd(view: HostView, plan: dict) -> list[dict]:
@@ -409,7 +416,8 @@ def check_cross_layer(view: HostView, facts: dict, plan: dict) -> list[dict]:
         cfg = kubelet_config(view) if plan["kubelet"].get("enabled") else None
         if cfg and cfg.get("reservedSystemCPUs") is not None:
             views["kubelet reservedSystemCPUs"] = str(cfg["reservedSystemCPUs"])
-        banned = irqbalance_banned(view, plan)
+        ban = irqbalance_banned(view, plan)
+        banned = ban[0] if ban and not ban[0].startswith("<") else ""
         if banned:
             usable = format_cpulist(online - parse_cpulist(banned))
             out.append(finding("IRQ CPUs = online − irqbalance banned", "pass"

@@ -260,10 +260,10 @@ def build_tree(spec: dict, name: str) -> Tree:
         t.put("etc/default/grub", 'GRUB_DEFAULT=0\nGRUB_TIMEOUT=5\nGRUB_DISTRIBUTOR="Debian"\n'
               f'GRUB_CMDLINE_LINUX_DEFAULT="quiet"\nGRUB_CMDLINE_LINUX="{extra}"\n')
         t.dirs.add("etc/default/grub.d")
-    if spec.get("irqbalance"):
-        t.put("etc/default/irqbalance", "# Configuration for the irqbalance daemon\n\n"
-              "# Should irqbalance be enabled?\nENABLED=\"1\"\n#IRQBALANCE_ONESHOT=\n"
-              "#IRQBALANCE_BANNED_CPULIST=\n")
+    if spec.get("irqbalance"):  # Debian's file; {banned_cpus: MASK}: an old ban left set in it
+        old_ban = (spec["irqbalance"] or {}).get("banned_cpus") if isinstance(spec["irqbalance"], dict) else None
+        t.put("etc/default/irqbalance", IRQBALANCE_DEBIAN if old_ban is None else
+              IRQBALANCE_DEBIAN.replace("\n#IRQBALANCE_BANNED_CPUS=\n", f"\nIRQBALANCE_BANNED_CPUS={old_ban}\n"))
     for program in spec.get("programs") or []:  # what facts.services looks for; never run from the tree
         t.put(f"usr/bin/{program}", f"#!/bin/sh\n# {program} of a fixture host: facts see it installed\nexit 1\n")
     for name, policy in (spec.get("kubelet_state") or {}).items():
@@ -272,6 +272,54 @@ def build_tree(spec: dict, name: str) -> Tree:
     t.dirs.update({"etc/sysctl.d", "var/lib"})
     return t
 
+
+# /etc/default/irqbalance as Debian 12 ships it (irqbalance 1.9.2-1: upstream misc/irqbalance.env,
+# IRQBALANCE_ARGS commented out).
+IRQBALANCE_DEBIAN = """# irqbalance is a daemon process that distributes interrupts across
+# CPUs on SMP systems.  The default is to rebalance once every 10
+# seconds.  This is the environment file that is specified to systemd via the
+# EnvironmentFile key in the service unit file (or via whatever method the init
+# system you're using has).
+
+#
+# IRQBALANCE_ONESHOT
+#    After starting, wait for ten seconds, then look at the interrupt
+#    load and balance it once; after balancing exit and do not change
+#    it again.
+#
+#IRQBALANCE_ONESHOT=
+
+#
+# IRQBALANCE_BANNED_CPUS
+#    64 bit bitmask which allows you to indicate which CPUs should
+#    be skipped when reblancing IRQs.  CPU numbers which have their
+#    corresponding bits set to one in this mask will not have any
+#    IRQs assigned to them on rebalance.
+#
+#IRQBALANCE_BANNED_CPUS=
+
+#
+# IRQBALANCE_BANNED_CPULIST
+#    The CPUs list which allows you to indicate which CPUs should
+#    be skipped when reblancing IRQs. CPU numbers in CPUs list will
+#    not have any IRQs assigned to them on rebalance.
+#
+#      The format of CPUs list is:
+#        <cpu number>,...,<cpu number>
+#      or a range:
+#        <cpu number>-<cpu number>
+#      or a mixture:
+#        <cpu number>,...,<cpu number>-<cpu number>
+#
+#IRQBALANCE_BANNED_CPULIST=
+
+#
+# IRQBALANCE_ARGS
+#    Append any args here to the irqbalance daemon as documented in the man
+#    page.
+#
+#IRQBALANCE_ARGS=
+"""
 
 GRUBENV_SIZE = 1024  # grub-editenv's DEFAULT_ENVBLK_SIZE
 

@@ -474,6 +474,14 @@ def _irq_plan(profile: dict, facts: dict, topo: _Topology, isolation: bool, irq_
     irqbalance = profile["irqbalance"] if isolation or affinity or profile["irqbalance"] != "banned" else "leave"
     service = (facts.get("services") or {}).get("irqbalance") or {}
     owner, why, warned = _irq_owner(irqbalance, service, affinity, isolation, irq_cpus)
+    if service.get("banned_cpus") and irqbalance == "banned":
+        why.append(f"irqbalance: IRQBALANCE_BANNED_CPUS={service['banned_cpus']} in {service['config']} wins over "
+                   "IRQBALANCE_BANNED_CPULIST (irqbalance reads the old name first): the apply removes it and "
+                   "writes the ban as IRQBALANCE_BANNED_CPULIST (journaled: rollback puts it back)")
+    elif service.get("banned_cpus"):
+        warned.append(f"irqbalance: IRQBALANCE_BANNED_CPUS={service['banned_cpus']} in {service['config']} bans "
+                      f"CPUs from irqbalance, whatever IRQBALANCE_BANNED_CPULIST says (irqbalance: {irqbalance} "
+                      "leaves it)")
     wanted, names = {}, {}
     if affinity and owner == "hostkit":
         nic_of = {irq: nic["name"] for nic in facts.get("nics", []) for irq in nic["irqs"]}
