@@ -25,7 +25,7 @@ def test_epyc_9634_nps1_has_12_ccds_of_7_cores_per_socket(facts):
     assert t["l3_groups"][0]["cpus"] == "0-6" and t["l3_groups"][12]["cpus"] == "84-90"
     assert t["smt"]["active"] is False
     assert f["virtualization"] == {"hypervisor": None, "virtual": False, "evidence": [],
-                                   "deceptive_topology": False, "reasons": []}
+                                   "deceptive_topology": False, "reasons": [], "steal_reported": None}
     assert f["cpufreq"]["governors"] == {"schedutil": "0-167"}
 
 

@@ -209,3 +209,41 @@ def test_a_powervm_lpar_from_the_device_tree(sysroot_copy):
     (dt / "hmc-managed?").write_bytes(b"\0\0\0\1")
     assert gather(str(root))["virtualization"]["hypervisor"] == "powervm"
     assert _lscpu_vendor(root) == "pHyp"
+
+
+def _zero_steal(root):
+    """/proc/stat with the steal column (the 8th value) zero on every line: no steal clock."""
+    stat = root / "proc/stat"
+    lines = []
+    for line in stat.read_text().splitlines():
+        if line.startswith("cpu"):
+            name, *vals = line.split()
+            vals[7] = "0"
+            line = " ".join([name, *vals])
+        lines.append(line)
+    stat.write_text("\n".join(lines) + "\n")
+
+
+def test_a_vmware_guest_without_a_steal_clock_is_named_in_facts_plan_and_diagnosis(sysroot_copy):
+    """VMware keeps a steal clock for a guest only with stealclock.enable in its .vmx (the kernel's
+    vmware_is_stealclock_available()); without one steal reads 0 on every CPU whatever happens."""
+    from hostkit.plan import build_plan
+    from hostkit.plan.planner import NO_STEAL_CLOCK
+    from hostkit.profiles import load_profile
+    from hostkit.smoke.diagnose import diagnose
+
+    root = sysroot_copy("vmware-88vcpu")
+    seen = gather(str(root))
+    assert seen["virtualization"]["steal_reported"] is True  # the seed guest: 4% steal since boot
+    assert NO_STEAL_CLOCK not in build_plan(seen, load_profile("vmware-guest")).warnings
+    _zero_steal(root)
+    blind = gather(str(root))
+    assert blind["virtualization"]["steal_reported"] is False and blind["steal"]["cpus_with_steal"] == ""
+    assert NO_STEAL_CLOCK in build_plan(blind, load_profile("vmware-guest")).warnings
+    result = {"deschedule_ms": {"p999": 5.0, "max": 9.0, "n": 100000}, "target_p999_ms": 1.0, "duration_s": 10.0,
+              "sched_fifo": {"used": False}, "cpu": 9}
+    causes = [c for c in diagnose(result, {}, blind) if c["evidence"].startswith("no steal clock")]
+    assert [(c["cause"], c["confidence"]) for c in causes] == [("hypervisor_stall", "possible")]
+    assert not [c for c in diagnose(result, {}, seen) if c["evidence"].startswith("no steal clock")]
+    # bare metal has no steal clock to miss
+    assert gather(str(sysroot_copy("epyc-9634-nps1")))["virtualization"]["steal_reported"] is None

@@ -33,6 +33,7 @@ def gather(sysroot: str = "/") -> dict:
     topo = read_topology(sr, cpuinfo)
     online = parse_cpulist(topo["online"])
     irqs = read_irqs(sr)
+    steal = read_steal(sr)
     return {
         "schema": SCHEMA_VERSION,
         "sysroot": str(sr.root),
@@ -40,13 +41,13 @@ def gather(sysroot: str = "/") -> dict:
         "sysroot_writable": os.access(sr.root, os.W_OK),
         "hostname": (sr.read("proc/sys/kernel/hostname") or "").strip() or None,
         "topology": topo,
-        "virtualization": read_virtualization(sr, cpuinfo, topo),
+        "virtualization": read_virtualization(sr, cpuinfo, topo, steal),
         "kernel": read_kernel(sr),
         "cpufreq": read_cpufreq(sr, online),
         "irqs": irqs,
         "default_smp_affinity": read_default_affinity(sr),
         "nics": read_nics(sr, irqs),
-        "steal": read_steal(sr),
+        "steal": steal,
         "cpu_flags": {"count": len(cpuinfo["flags"]), "hypervisor": "hypervisor" in cpuinfo["flags"],
                       # each /proc/cpuinfo flag a kernel argument of hostkit.tunables depends on
                       "checked": {f: f in cpuinfo["flags"] for f in cpu_flags_asked()}},

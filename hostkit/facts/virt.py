@@ -104,7 +104,12 @@ def _pci_hypervisor(sr: Sysroot) -> tuple[str, str, str] | None:
     return None
 
 
-def read_virtualization(sr: Sysroot, cpuinfo: dict, topo: dict) -> dict:
+def read_virtualization(sr: Sysroot, cpuinfo: dict, topo: dict, steal: dict) -> dict:
+    """The hypervisor, whether the topology it shows can be trusted, and whether the guest sees steal
+    time at all (``steal_reported``: some CPU has steal ticks since boot; None on bare metal). A
+    guest whose hypervisor keeps no steal clock for it (VMware without ``stealclock.enable = "TRUE"``
+    in the .vmx: the kernel's vmware_is_stealclock_available() finds none) reads 0 whatever the
+    hypervisor takes."""
     hypervisor, evidence = detect_hypervisor(sr, cpuinfo)
     reasons: list[str] = []
     if hypervisor:
@@ -126,4 +131,5 @@ def read_virtualization(sr: Sysroot, cpuinfo: dict, topo: dict) -> dict:
         "evidence": evidence,
         "deceptive_topology": bool(reasons),
         "reasons": reasons,
+        "steal_reported": bool(steal["cpus_with_steal"]) if hypervisor else None,
     }

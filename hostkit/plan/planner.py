@@ -451,6 +451,12 @@ def _governor(governor: str | None, cpufreq: dict,
     return governor, frozenset(governed & online), [f"governor {governor} on every CPU"]
 
 
+# A VMware guest with no steal time on any CPU since boot: the hypervisor keeps no steal clock for it.
+NO_STEAL_CLOCK = ("VMware guest with no steal time on any CPU since boot: without stealclock.enable = \"TRUE\" in "
+                  "the VM's .vmx it has no steal clock and reads 0 whatever the hypervisor takes, so steal-based "
+                  "diagnosis is blind here (hostkit gaps measures the vCPU stops directly)")
+
+
 def _notes(isolation: bool, facts: dict, profile: dict, sysctl: dict) -> tuple[list[str], list[str]]:
     """Why: what the operator should know about decisions made elsewhere (kubelet, NUMA, the hypervisor)."""
     reasons, warnings = [], []
@@ -461,6 +467,8 @@ def _notes(isolation: bool, facts: dict, profile: dict, sysctl: dict) -> tuple[l
     steal = (facts.get("steal") or {}).get("total") or {}
     if facts["virtualization"]["virtual"] and steal.get("percent", 0) > 1:
         warnings.append(f"steal time {steal['percent']:.1f}% since boot: the hypervisor takes CPU from this guest")
+    if facts["virtualization"]["hypervisor"] == "vmware" and facts["virtualization"].get("steal_reported") is False:
+        warnings.append(NO_STEAL_CLOCK)
     return reasons, warnings
 
 

@@ -132,6 +132,12 @@ def diagnose(result: dict, probes: dict, facts: dict | None) -> list[dict]:
             causes.append({"cause": "hypervisor_stall", "confidence": "likely" if share > 0.5 else "possible",
                            "evidence": f"{steal_ms:.1f} ms of steal time on worker CPU {result['cpu']} during the "
                                        f"run ({share:.2f}% of it)"})
+    virt = (facts or {}).get("virtualization") or {}
+    if notable and virt.get("hypervisor") == "vmware" and virt.get("steal_reported") is False:
+        causes.append({"cause": "hypervisor_stall", "confidence": "possible",
+                       "evidence": "no steal clock: this VMware guest has no steal time on any CPU since boot "
+                                   "(stealclock.enable unset in its .vmx), so hypervisor stalls cannot show as "
+                                   "steal here; hostkit gaps measures the vCPU stops directly"})
     if notable and facts and facts.get("virtualization", {}).get("deceptive_topology"):
         causes.append({"cause": "hypervisor_stall", "confidence": "possible",
                        "evidence": "deceptive topology: " + "; ".join(facts["virtualization"]["reasons"])})
