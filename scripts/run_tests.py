@@ -28,7 +28,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 OUT = ROOT / ".hostkit"
 # The VM modules split in two lanes of about the same length (lane B on ports of its own).
-VM_LANE_B = ["tests/test_vm_rollout.py", "tests/test_vm_tuned.py", "tests/test_vm_gaps.py"]
+VM_LANE_B = ["tests/test_vm_rollout.py", "tests/test_vm_tuned.py", "tests/test_vm_vmware.py"]
 
 
 def suite(name: str, marker: str, extra: list[str], args: list[str], env: dict | None = None) -> dict:
