@@ -9,8 +9,8 @@ __metaclass__ = type
 
 import re
 
-from ansible.module_utils.hostkit_boot_loader import (BootConfigError, describe_none, detect, edit, next_boot,
-                                                      real_path)
+from ansible.module_utils.hostkit_boot_loader import (BootConfigError, describe_none, describe_uki, detect, edit,
+                                                      next_boot, real_path)
 from ansible.module_utils.hostkit_change_run import decide as decide_run
 from ansible.module_utils.hostkit_change_run import do as do_run
 from ansible.module_utils.hostkit_journal import JournalError, ModuleFailure, change_file, file_state
@@ -70,13 +70,14 @@ def decide(params, want, seen):
     args = split_cmdline(seen["booted"])
     pending = ([k for k, v in want.items() if k not in args or args[k] != v]
                + [k for k in params["remove"] if k in args])
-    if backend == "none":
+    if backend in ("none", "uki"):  # nowhere hostkit can write kernel arguments
+        why = describe_uki(cfg) if backend == "uki" else describe_none(cfg)
         if want or pending:  # something to change and nowhere to write it: never "ok"
             raise ModuleFailure("%s: the kernel arguments %s cannot be set here"
-                                % (describe_none(cfg), ", ".join(sorted(set(want) | set(pending)))))
+                                % (why, ", ".join(sorted(set(want) | set(pending)))))
         return [], dict(changed=False, bootloader=None, commands=[], reboot_required=False, pending_args=[],
                         booted_cmdline=seen["booted"], not_applicable=True, files=[],
-                        msg=describe_none(cfg) + ": nothing to set or remove")
+                        msg=why + ": nothing to set or remove")
     try:
         new = edit(cfg, want, params["remove"])
     except BootConfigError as exc:

@@ -152,11 +152,11 @@ def test_systemd_boot_default_glob_picks_the_entry():
 @pytest.mark.parametrize("name, backend", [
     ("boot-rhel8-tuned", "bls"), ("boot-rhel9", "bls"), ("boot-ubuntu2204-cloud", "grub-debian"),
     ("boot-debian12", "grub-debian"), ("boot-sdboot", "systemd-boot"), ("boot-none", "none"),
-    ("epyc-9634-nps1", "grub-debian"), ("this-machine", "none")])
+    ("boot-arch-uki", "uki"), ("epyc-9634-nps1", "grub-debian"), ("this-machine", "none")])
 def test_each_fixture_is_read_as_its_boot_loader(sysroots, name, backend):
     kernel = gather(str(sysroots[name]))["kernel"]
     assert kernel["boot_loader"]["backend"] == backend
-    assert (kernel["next_boot_cmdline"] is None) == (backend == "none")
+    assert (kernel["next_boot_cmdline"] is None) == (backend in ("none", "uki"))
 
 
 def test_the_next_boot_of_the_rhel8_tuned_fixture_holds_tuneds_isolation(sysroots):
@@ -196,6 +196,45 @@ def test_unsupported_boot_files_are_named(tmp_path):
     assert cfg["backend"] == "none"
     assert bl.describe_none(cfg).startswith(
         "no supported boot configuration (found: /boot/extlinux/extlinux.conf, /boot/loader/entries/x.conf; ")
+
+
+def test_a_unified_kernel_image_is_named_and_its_arguments_are_never_edited(sysroots, tmp_path):
+    """systemd-stub's StubInfo EFI variable says the kernel came from a UKI: the command line is the
+    image's own. detect names the images; edit refuses; the bootargs module refuses a change with the
+    same line and is not applicable (changes nothing) when asked for none."""
+    from tests.modules.runner import run_inprocess
+
+    cfg = bl.detect(str(sysroots["boot-arch-uki"]))
+    assert cfg["backend"] == "uki" and cfg["found"] == [
+        bl.STUB_INFO, "/efi/EFI/Linux/arch-linux-fallback.efi", "/efi/EFI/Linux/arch-linux.efi"]
+    with pytest.raises(bl.BootConfigError, match=r"^booted from a unified kernel image \(systemd-stub's StubInfo"):
+        bl.edit(cfg, WANT)
+    from hostkit.lab.fixtures import materialize
+
+    root = materialize("boot-arch-uki", tmp_path / "uki")
+    out, rc = run_inprocess("hostkit_bootargs", {"sysroot": str(root), "run_id": "t-uki", "set": {"isolcpus": "2-7"}})
+    assert rc and out["failed"] and out["msg"].startswith("booted from a unified kernel image") and \
+        out["msg"].endswith(": the kernel arguments isolcpus cannot be set here"), out
+    out, rc = run_inprocess("hostkit_bootargs", {"sysroot": str(root), "run_id": "t-uki", "set": {}})
+    assert rc == 0 and not out.get("failed") and out["changed"] is False and out["not_applicable"] is True, out
+
+
+def test_on_a_uki_host_the_plan_refuses_only_its_kernel_arguments(sysroots):
+    from hostkit.plan import make_plan
+    from hostkit.profiles import apply_overrides, load_profile
+
+    facts = gather(str(sysroots["boot-arch-uki"]))
+    profile, pinned = apply_overrides(load_profile("bare-metal-inference"), None)
+    plan = make_plan(facts, profile, pinned, host="boot-arch-uki")
+    assert plan["refused"] == [] and plan["cmdline_set"] == {} and plan["cmdline_remove"] == []
+    refused = plan["refused_parts"]
+    assert len(refused) == 1 and refused[0].startswith("kernel arguments refused: booted from a unified") and "not set: isolcpus=managed_irq,2-7 nohz_full=2-7" in refused[0], refused
+    assert plan["isolated"] == "2-7" and plan["sysctl"] and plan["irq"]["affinity"]  # the rest of the plan
+    # booted with what the plan wants already (a UKI built with the arguments): nothing to refuse
+    want = make_plan(gather(str(sysroots["boot-sdboot"])), profile, pinned, host="x")["cmdline_set"]
+    facts["kernel"]["cmdline_args"]["args"].update(want)
+    again = make_plan(facts, profile, pinned, host="boot-arch-uki")
+    assert again["refused_parts"] == [] and again["cmdline_set"] == {}
 
 
 # ----------------------------------------------------------------------------- the plan's guard

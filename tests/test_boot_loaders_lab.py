@@ -3,7 +3,8 @@
 systemd-boot) as one fleet: apply -> the facts' next_boot_cmdline holds each planned argument exactly
 once and no other isolcpus/nohz_full -> the audit shows no drift (a pending reboot at most) ->
 rollback puts every byte back -> a second rollback changes nothing; checked per layout. A host
-without boot configuration is refused (exit 3) with nothing changed."""
+without boot configuration is refused (exit 3) with nothing changed; a host booted from a unified
+kernel image gets everything but its kernel arguments, refused in one line."""
 
 from __future__ import annotations
 
@@ -17,6 +18,7 @@ pytestmark = pytest.mark.lab
 
 BOOT_HOSTS = {"boot-rhel8-tuned": "bls", "boot-rhel9": "bls", "boot-ubuntu2204-cloud": "grub-debian",
               "boot-debian12": "grub-debian", "boot-sdboot": "systemd-boot"}
+UKI = "boot-arch-uki"
 # What the apply must have written on each (beyond hostkit's own journal), and what it may not touch.
 CHANGED = {
     "boot-rhel8-tuned": {"boot/grub2/grubenv"},
@@ -33,7 +35,7 @@ CHANGED = {
 
 @pytest.fixture(scope="module")
 def lab(make_lab):
-    return make_lab([(h, h) for h in [*BOOT_HOSTS, "boot-none"]], lab_port(15))
+    return make_lab([(h, h) for h in [*BOOT_HOSTS, "boot-none", UKI]], lab_port(15))
 
 
 def boot_files(tree: dict[str, str]) -> set[str]:
@@ -66,7 +68,7 @@ def fleet(lab):
 
 @pytest.mark.parametrize("host", list(BOOT_HOSTS))
 def test_apply_sets_the_next_boot_once_audit_passes_rollback_is_exact(fleet, host):
-    before, planned = fleet["before"][host], fleet["plan"][host]["cmdline_set"]
+    before, planned = fleet["before"][host], fleet["plan"]["hosts"][host]["cmdline_set"]
     assert planned["isolcpus"] and planned["nohz_full"]
     assert fleet["apply_rc"] == 0 and fleet["apply"]["hosts"][host]["status"] == "changed", fleet["apply"]["hosts"][host]
     # update-grub is Debian GRUB's only: BLS and systemd-boot entries are read by the loader itself.
@@ -107,3 +109,23 @@ def test_a_host_without_boot_configuration_is_refused_and_untouched(lab):
         "<esp>/loader/entries/*.conf; supported: Debian/Ubuntu GRUB (/etc/default/grub), BLS entries with GRUB "
         "(/boot/loader/entries + /boot/grub2), systemd-boot (<esp>/loader/entries))"]
     assert trees(lab)["boot-none"] == before
+
+
+def test_a_uki_host_gets_all_but_its_kernel_arguments_and_rolls_back_exactly(lab):
+    """The command line is inside the image: the apply says so in one line, writes no boot file (nor
+    anything else of the kernel arguments), applies the rest, needs no reboot; rollback is exact."""
+    before = trees(lab)[UKI]
+    rc, doc, proc = cli_json("apply", "-i", lab.inventory, "--limit", UKI)
+    assert rc == 0, proc.stderr[-2000:]
+    host = doc["hosts"][UKI]
+    assert host["status"] == "changed" and not host["reboot_required"] and host["refused"] == [], host
+    assert len(host["refused_parts"]) == 1 and host["refused_parts"][0].startswith(
+        "kernel arguments refused: booted from a unified kernel image (systemd-stub's StubInfo EFI variable"), host
+    after = trees(lab)[UKI]
+    changed = {p for p in set(before) | set(after) if before.get(p) != after.get(p)}
+    assert any(p.startswith("etc/sysctl.d/") for p in changed), sorted(changed)  # the rest applied
+    assert not [p for p in changed if p.startswith(("efi/", "boot/", "etc/kernel/", "etc/default/grub",
+                                                    "sys/firmware/"))], sorted(changed)
+    rc, rb, proc = cli_json("rollback", "-i", lab.inventory, "--limit", UKI)
+    assert rc == 0 and rb["hosts"][UKI]["verify"]["ok"], proc.stdout[-2000:]
+    assert trees(lab)[UKI] == before

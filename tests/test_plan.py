@@ -36,7 +36,7 @@ def typed_for(facts, name, profile="bare-metal-inference", overrides=None, force
 PLAN_KEYS = ["host", "profile", "isolation", "online", "housekeeping", "isolated", "irq_cpus", "irq_mask",
              "nic_irq_cpus", "nodes", "pools", "cmdline", "cmdline_set", "cmdline_remove", "sysctl", "governor",
              "governor_cpus", "irq", "containerd", "kubelet", "bios", "smoke", "tuned", "sysfs", "pm_qos", "kthreads",
-             "warnings", "reasons", "refused"]
+             "warnings", "reasons", "refused", "refused_parts"]
 
 
 def assert_typed_invariants(plan: Plan):
@@ -47,7 +47,7 @@ def assert_typed_invariants(plan: Plan):
         assert n.housekeeping | n.isolated == n.cpus & plan.online and not n.housekeeping & n.isolated
         assert n.housekeeping <= plan.housekeeping and n.isolated <= plan.isolated and n.irq_cpus <= plan.irq_cpus
     assert frozenset().union(*(n.cpus for n in plan.nodes)) >= plan.online  # every online CPU has a node
-    if plan.isolation and plan.isolated and not plan.refused:
+    if plan.isolation and plan.isolated and not plan.refused and not plan.refused_parts:
         args = plan.cmdline_set
         assert parse_cpulist(split_isolcpus(args["isolcpus"])[1]) == plan.isolated
         assert parse_cpulist(args["nohz_full"]) == parse_cpulist(args["rcu_nocbs"]) == plan.isolated
@@ -56,6 +56,8 @@ def assert_typed_invariants(plan: Plan):
         assert parse_cpulist(plan.irq.banned_cpulist) == plan.online - plan.irq_cpus >= plan.isolated
         if plan.kubelet.get("config", {}).get("reservedSystemCPUs"):
             assert parse_cpulist(plan.kubelet["config"]["reservedSystemCPUs"]) == plan.housekeeping
+    if plan.refused_parts:  # a UKI host: its kernel arguments refused, nothing of them planned
+        assert not plan.cmdline_set and not plan.cmdline_remove
     doc = plan.to_dict()
     assert list(doc) == PLAN_KEYS
     assert json.loads(json.dumps(doc)) == doc  # plain JSON, as extravars and --json carry it

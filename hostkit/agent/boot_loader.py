@@ -20,6 +20,10 @@ One reader per format, each computing the command line the way the boot loader d
 * ``systemd-boot``: entries ``<esp>/loader/entries/*.conf`` (esp at ``/boot/efi``, ``/efi``
   or ``/boot``), the default picked by ``loader.conf``'s ``default`` glob; ``/etc/kernel/cmdline``
   for new kernels.
+* ``uki``: the host booted a unified kernel image (systemd-stub sets its ``StubInfo`` EFI
+  variable, systemd-stub(7)): the command line is the image's ``.cmdline`` section, which a
+  signed image keeps whatever a boot entry passes under Secure Boot. Changing it means rebuilding
+  and re-signing the image; hostkit reads it as a host whose kernel arguments it cannot change.
 * ``none``: nothing hostkit can edit (what was found is named).
 
 ``edit`` returns the new text of every file to change so that each managed argument appears
@@ -58,6 +62,9 @@ GRUB2_DIR = "/boot/grub2"
 GRUBENV = "/boot/grub2/grubenv"
 KERNEL_CMDLINE = "/etc/kernel/cmdline"
 ESPS = ("/boot/efi", "/efi", "/boot")
+# systemd-stub's EFI variable (vendor GUID of the Boot Loader Interface): present once a unified
+# kernel image booted this kernel.
+STUB_INFO = "/sys/firmware/efi/efivars/StubInfo-4a67b082-0a4c-41cf-b6c7-440b29bb8c4f"
 # Boot files of loaders hostkit does not edit: named when nothing supported is found.
 OTHER_BOOT_FILES = ("/boot/grub/grub.cfg", "/boot/grub2/grub.cfg", "/boot/extlinux/extlinux.conf",
                     "/boot/syslinux/syslinux.cfg", "/etc/zipl.conf", "/boot/efi/EFI/Linux", "/efi/EFI/Linux")
@@ -120,6 +127,11 @@ def detect(sysroot):
     Returns ``{"backend", "files": [paths in reading order], "texts": {path: text}, "found":
     [boot files of unsupported loaders], "esp": path or None}``."""
     texts, found = {}, []
+    if _exists(sysroot, STUB_INFO):
+        images = ["%s/EFI/Linux/%s" % (esp.rstrip("/"), n) for esp in ESPS
+                  for n in _listdir(sysroot, esp.rstrip("/") + "/EFI/Linux", ".efi")]
+        return {"backend": "uki", "files": [], "texts": texts, "found": [STUB_INFO] + images, "esp": None,
+                "real": {}}
     grub = _read(sysroot, GRUB)
     bls = ["%s/%s" % (BLS_ENTRIES, n) for n in _listdir(sysroot, BLS_ENTRIES, ".conf")]
     if bls and _isdir(sysroot, GRUB2_DIR):
@@ -180,6 +192,15 @@ def _link_target(sysroot, path):
 def real_path(cfg, path):
     """The file to journal and write for ``path`` (a symlinked grubenv: its target)."""
     return (cfg.get("real") or {}).get(path, path)
+
+
+def describe_uki(cfg):
+    """The one line a refusal of kernel arguments gives on a host booted from a unified kernel image."""
+    images = [p for p in cfg.get("found") or [] if p.endswith(".efi")]
+    return ("booted from a unified kernel image (systemd-stub's StubInfo EFI variable%s): its command line "
+            "is the image's embedded .cmdline, kept under Secure Boot whatever a boot entry says; changing "
+            "kernel arguments means rebuilding and re-signing the image (ukify, kernel-install), which "
+            "hostkit does not do" % ("; images: " + ", ".join(images) if images else ""))
 
 
 def describe_none(cfg):
@@ -501,8 +522,8 @@ def _sdboot_edit(texts, want, managed, esp):
 # --------------------------------------------------------------------------------------- the interface
 
 def next_boot(cfg, booted=None):
-    """The kernel command line the next boot will use (None for ``none``), and the file it comes
-    from (the default entry for BLS and systemd-boot)."""
+    """The kernel command line the next boot will use (None for ``none`` and ``uki``), and the file
+    it comes from (the default entry for BLS and systemd-boot)."""
     texts, backend = cfg["texts"], cfg["backend"]
     if backend == "grub-debian":
         return _grub_next_boot(texts, booted), GRUB
@@ -543,7 +564,7 @@ def edit(cfg, want, remove=()):
     elif backend == "systemd-boot":
         new = _sdboot_edit(cfg["texts"], want, managed, cfg["esp"])
     else:
-        raise BootConfigError(describe_none(cfg))
+        raise BootConfigError(describe_uki(cfg) if backend == "uki" else describe_none(cfg))
     after = dict(cfg, texts=dict(cfg["texts"]))
     for p, text in new.items():
         if text is None:
@@ -577,9 +598,9 @@ def boot_loader_facts(sysroot, booted=None):
     cfg = detect(sysroot)
     line, source = next_boot(cfg, booted)
     facts = {"backend": cfg["backend"], "files": cfg["files"], "next_boot_source": source}
-    if cfg["backend"] == "none":
+    if cfg["backend"] in ("none", "uki"):
         facts["found"] = cfg["found"]
-        facts["reason"] = describe_none(cfg)
+        facts["reason"] = describe_uki(cfg) if cfg["backend"] == "uki" else describe_none(cfg)
     return facts, line
 
 

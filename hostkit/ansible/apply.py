@@ -38,11 +38,12 @@ class HostApply:
     irq_refused: list[dict] = field(default_factory=list)
     locked_by: dict | None = None  # the other run holding this host's lock
     diffs: list[dict] = field(default_factory=list)  # {"task", "before_header"?, "before", "after"} (--diff)
+    refused_parts: list[str] = field(default_factory=list)  # the plan's parts this host cannot take
 
     def to_dict(self) -> dict:
         return {"status": self.status, "changed": self.changed, "roles": self.roles,
                 "reboot_required": self.reboot_required, "refused": self.refused, "msg": self.msg,
-                "would_run": self.would_run, "irq_refused": self.irq_refused}
+                "would_run": self.would_run, "irq_refused": self.irq_refused, "refused_parts": self.refused_parts}
 
 
 def controller_id() -> str:

@@ -63,6 +63,8 @@ def print_result(result: api.ApplyResult, diff: bool = False, title: str = "host
     for n, h in result.hosts.items():
         for reason in h.refused:
             print(f"{n}: REFUSED: {reason}")
+        for reason in h.refused_parts:
+            print(f"{n}: REFUSED (this part only, the rest applied): {reason}")
         if h.status in ("failed", "unreachable") and h.msg:
             print(f"{n}: {h.status.upper()}: {h.msg}")
     if diff:

@@ -17,9 +17,9 @@ from hostkit.facts.sysroot import Sysroot
 def read_boot_loader(sr: Sysroot, booted: str) -> tuple[dict, str | None]:
     """(``kernel.boot_loader``, ``kernel.next_boot_cmdline``) of the host under ``sr``.
 
-    ``boot_loader``: ``{"backend": "grub-debian" | "bls" | "systemd-boot" | "none", "files":
+    ``boot_loader``: ``{"backend": "grub-debian" | "bls" | "systemd-boot" | "uki" | "none", "files":
     [the files read, in reading order], "next_boot_source": the file the next boot's line comes
-    from}``, plus ``found`` and ``reason`` for ``none``. ``booted``: ``/proc/cmdline``, whose
+    from}``, plus ``found`` and ``reason`` for ``none`` and ``uki``. ``booted``: ``/proc/cmdline``, whose
     ``BOOT_IMAGE=``/``root=`` GRUB on Debian takes from its own disk probe."""
     try:
         return boot_loader_facts(sr.root, booted)

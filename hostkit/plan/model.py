@@ -90,6 +90,9 @@ class Plan:
     pm_qos: dict = field(default_factory=lambda: {"cpu_dma_latency_us": None, "holder": None})
     # {"move": bool, "housekeeping": cpulist, "isolated": cpulist}: hostkit.tunables.KTHREADS (the kthreads role)
     kthreads: dict = field(default_factory=lambda: {"move": False, "housekeeping": "", "isolated": ""})
+    # One line per part of the plan this host cannot take while the rest applies (a unified kernel
+    # image's embedded command line: the kernel arguments); the host is not refused for it.
+    refused_parts: tuple[str, ...] = ()
 
     @property
     def isolated(self) -> frozenset[int]:
@@ -147,4 +150,5 @@ class Plan:
             "warnings": list(self.warnings),
             "reasons": list(self.reasons),
             "refused": list(self.refused),
+            "refused_parts": list(self.refused_parts),
         }

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 
 from hostkit.agent.cpulist import format_cpulist, format_mask, parse_cpulist, parse_mask
 from hostkit.agent.irq_affinity import name_rules
+from hostkit.agent.kernel_args import format_arg
 from hostkit.agent.kthreads import allowed_on
 from hostkit.errors import BadInput
 from hostkit.plan.model import IrqPlan, NodePartition, Plan
@@ -78,6 +79,7 @@ def build_plan(facts: dict, profile: dict, pinned: dict | None = None, *, force:
     kubelet_static = _kubelet_static(profile)
     cmdline_set, cmdline_remove, why = _cmdline(isolation, isolated, housekeeping, profile, facts, kubelet_static)
     reasons += why
+    cmdline_set, cmdline_remove, args_refused = _embedded_cmdline(facts["kernel"], cmdline_set, cmdline_remove)
     wanted, why = _partition_sysctls(isolation and bool(isolated), kubelet_static, profile, facts)
     reasons += why
     sysctl, warnings, why = _sysctls(wanted, facts["kernel"])
@@ -118,7 +120,7 @@ def build_plan(facts: dict, profile: dict, pinned: dict | None = None, *, force:
         containerd=containerd, kubelet=kubelet,
         bios=_bios(profile, facts["topology"], facts.get("memory") or {}), smoke=dict(profile["smoke"]),
         warnings=tuple(warnings), reasons=tuple(reasons), refused=tuple(refused), tuned=tuned,
-        sysfs=tuple(sysfs), pm_qos=pm_qos, kthreads=kthreads)
+        sysfs=tuple(sysfs), pm_qos=pm_qos, kthreads=kthreads, refused_parts=tuple(args_refused))
 
 
 def _boot_guard(isolation: bool, profile: dict, kernel: dict) -> list[str]:
@@ -131,6 +133,23 @@ def _boot_guard(isolation: bool, profile: dict, kernel: dict) -> list[str]:
     if isolation or profile["cmdline_extra"] or any(a in booted for a in ISOLATION_ARGS):
         return [loader.get("reason") or "no supported boot configuration"]
     return []
+
+
+def _embedded_cmdline(kernel: dict, cmdline_set: dict, cmdline_remove: list) -> tuple[dict, list, list[str]]:
+    """Why: a unified kernel image carries its command line inside the (signed) image; hostkit cannot
+    change it, so the kernel-argument part of the plan is refused in one line (the arguments the
+    booted line lacks or still has) and the rest of the plan applies."""
+    loader = kernel.get("boot_loader") or {}
+    if loader.get("backend") != "uki":
+        return cmdline_set, cmdline_remove, []
+    booted = kernel["cmdline_args"]["args"]
+    missing = [format_arg(k, v) for k, v in cmdline_set.items() if k not in booted or booted[k] != v]
+    stale = [k for k in cmdline_remove if k in booted]
+    if not missing and not stale:
+        return {}, [], []
+    return {}, [], [f"kernel arguments refused: {loader.get('reason')}; not set: {' '.join(missing) or '-'}"
+                    + (f"; not removed: {' '.join(stale)}" if stale else "")
+                    + "; the rest of the plan applies"]
 
 
 def _guards(isolation: bool, virt: dict, profile: dict, force: bool) -> list[str]:
