@@ -60,6 +60,12 @@ def _replies(replies: dict[str, AgentReply]) -> dict[str, dict]:
     return {h: r.to_dict() for h, r in replies.items()}
 
 
+def fleet_document(run_id: str | None, hosts: dict[str, dict], **extra) -> dict:
+    """The one JSON envelope of every ``-i`` command: the Ansible run it made (null where it ran
+    none) and one entry per host, then what the command adds (docs/contracts.md)."""
+    return {"run_id": run_id, "hosts": hosts, **extra}
+
+
 # ----------------------------------------------------------------------------- facts
 
 @dataclass(frozen=True)
@@ -87,8 +93,8 @@ class FactsResult(Result):
         """A local sysroot: the facts document; an inventory: per host ``{"status", "facts"}``."""
         if self.run is None:
             return self.hosts["localhost"].doc
-        return {"run_id": self.run.run_id,
-                "hosts": {h: {"status": "ok", "facts": r.doc} if r.ok else r.to_dict() for h, r in self.hosts.items()}}
+        return fleet_document(self.run.run_id, {h: {"status": "ok", "facts": r.doc} if r.ok else r.to_dict()
+                                                for h, r in self.hosts.items()})
 
 
 def facts(req: FactsRequest, on_event: OnEvent = None) -> FactsResult:
@@ -133,6 +139,7 @@ class HostPlan:
 class PlanResult(Result):
     hosts: dict[str, HostPlan]
     local: bool = False
+    run_id: str | None = None  # the facts run the plans were made from (an inventory)
 
     @property
     def rc(self) -> int:
@@ -141,9 +148,10 @@ class PlanResult(Result):
         return EXIT_FAILED if any(h.status != "ok" for h in self.hosts.values()) else EXIT_OK
 
     def to_dict(self) -> dict:
-        """A local sysroot: the plan document; an inventory: host -> plan (or status and error)."""
+        """A local sysroot: the plan document; an inventory: the fleet envelope, host -> plan (or
+        status and error)."""
         doc = {h: p.to_dict() for h, p in self.hosts.items()}
-        return doc["localhost"] if self.local else doc
+        return doc["localhost"] if self.local else fleet_document(self.run_id, doc)
 
 
 def plan(req: PlanRequest, on_event: OnEvent = None) -> PlanResult:
@@ -159,7 +167,7 @@ def plan(req: PlanRequest, on_event: OnEvent = None) -> PlanResult:
         return PlanResult({"localhost": HostPlan("localhost", "ok", local, build_plan(
             local, load_profile(req.profile), force=req.force, host="localhost"))}, local=True)
     profiles = {h.name: for_host(h.name, h.vars, req.profile) for h in load_inventory(req.inventory, req.limit)}
-    replies, _ = call_agent(req.inventory, ["facts"], req.limit, forks=req.forks, on_event=on_event)
+    replies, run = call_agent(req.inventory, ["facts"], req.limit, forks=req.forks, on_event=on_event)
     out = {}
     for name, r in replies.items():
         if r.exit_code == 2:
@@ -175,7 +183,7 @@ def plan(req: PlanRequest, on_event: OnEvent = None) -> PlanResult:
         except BadInput as exc:
             raise BadInput(f"{name}: {exc}") from None
         out[name] = HostPlan(name, "ok", r.doc, p)
-    return PlanResult(out)
+    return PlanResult(out, run_id=run.run_id if run else None)
 
 
 # ----------------------------------------------------------------------------- apply
@@ -248,10 +256,9 @@ class ApplyResult(Result):
         return EXIT_FAILED if self.failed else EXIT_REFUSED if self.refused else EXIT_OK
 
     def to_dict(self) -> dict:
-        return {"run_id": self.run_id, "check": self.check,
-                "hosts": {n: h.to_dict() for n, h in self.hosts.items()},
-                "artifacts": self.run.private_data_dir if self.run else None,
-                "verify_smoke": {h: v.to_dict() for h, v in self.smoke.items()}}
+        return fleet_document(self.run_id, {n: h.to_dict() for n, h in self.hosts.items()}, check=self.check,
+                              artifacts=self.run.private_data_dir if self.run else None,
+                              verify_smoke={h: v.to_dict() for h, v in self.smoke.items()})
 
 
 def apply(req: ApplyRequest, on_event: OnEvent = None) -> ApplyResult:
@@ -286,6 +293,8 @@ def _apply_plans(plans: PlanResult, inventory: str, *, check: bool, diff: bool, 
     if runnable:
         ran, run = run_apply(runnable, inventory, check=check, diff=diff, tags=tags, forks=forks, run_id=run_id,
                              on_event=on_event, reboot=reboot, reboot_timeout=reboot_timeout)
+        for name, h in ran.items():
+            h.refused_parts = list(runnable[name]["refused_parts"])
         hosts.update(ran)
     return ApplyResult(run_id, check, hosts, run)
 
@@ -362,7 +371,7 @@ class AdoptResult(Result):
         return EXIT_REFUSED if self.apply.refused else EXIT_OK
 
     def to_dict(self) -> dict:
-        return {"hosts": {h: a.to_dict() for h, a in self.hosts.items()}}
+        return fleet_document(self.apply.run_id, {h: a.to_dict() for h, a in self.hosts.items()})
 
 
 def adopt(req: AdoptRequest, on_event: OnEvent = None) -> AdoptResult:
@@ -393,17 +402,19 @@ class HistoryRequest:
 @dataclass
 class HistoryResult(Result):
     hosts: dict[str, AgentReply]  # doc: {"runs": [...]}
+    run: RunResult | None = None
 
     @property
     def rc(self) -> int:
         return EXIT_FAILED if any(not r.ok for r in self.hosts.values()) else EXIT_OK
 
     def to_dict(self) -> dict:
-        return _replies(self.hosts)
+        return fleet_document(self.run.run_id if self.run else None, _replies(self.hosts))
 
 
 def history(req: HistoryRequest) -> HistoryResult:
-    return HistoryResult(call_agent(req.inventory, ["history"], req.limit)[0])
+    replies, run = call_agent(req.inventory, ["history"], req.limit)
+    return HistoryResult(replies, run)
 
 
 @dataclass(frozen=True)
@@ -445,8 +456,8 @@ class RollbackResult(Result):
         return EXIT_OK if all(r.ok and restored(r.doc) for r in self.hosts.values()) else EXIT_FAILED
 
     def to_dict(self) -> dict:
-        return {"check": self.check, "hosts": _replies(self.hosts),
-                "reboots": {h: r.__dict__ for h, r in self.reboots.items()}}
+        return fleet_document(self.run.run_id if self.run else None, _replies(self.hosts), check=self.check,
+                              reboots={h: r.__dict__ for h, r in self.reboots.items()})
 
 
 def rollback(req: RollbackRequest, on_event: OnEvent = None) -> RollbackResult:
@@ -490,7 +501,7 @@ class SmokeResult(Result):
         return EXIT_OK if all(r.ok and r.doc["slo"]["passed"] for r in self.hosts.values()) else EXIT_FAILED
 
     def to_dict(self) -> dict:
-        return {"run_id": self.run.run_id, "hosts": _replies(self.hosts)}
+        return fleet_document(self.run.run_id, _replies(self.hosts))
 
 
 def smoke_plan(req: SmokeRequest) -> tuple[dict[str, dict], int]:
@@ -545,7 +556,7 @@ class GapsResult(Result):
     def to_dict(self) -> dict:
         if self.run is None:
             return self.hosts["localhost"].doc
-        return {"run_id": self.run.run_id, "hosts": _replies(self.hosts)}
+        return fleet_document(self.run.run_id, _replies(self.hosts))
 
 
 def gaps(req: GapsRequest, on_event: OnEvent = None) -> GapsResult:
@@ -573,19 +584,22 @@ class UnlockRequest:
 class UnlockResult(Result):
     released: dict[str, bool]
     failed: dict[str, str]
+    run_id: str | None = None
 
     @property
     def rc(self) -> int:
         return EXIT_FAILED if self.failed else EXIT_OK
 
     def to_dict(self) -> dict:
-        return {"released": self.released, "failed": self.failed}
+        return fleet_document(self.run_id, {
+            h: {"status": "failed", "error": self.failed[h]} if h in self.failed else {"status": "ok", "released": r}
+            for h, r in self.released.items()})
 
 
 def unlock(req: UnlockRequest) -> UnlockResult:
     run = unlock_hosts(req.inventory, req.limit, run_id=req.run_id, force=req.run_id is None)
     return UnlockResult(released={h: any((t.res or {}).get("released") for t in r.tasks) for h, r in run.hosts.items()},
-                        failed={h: r.msg for h, r in run.hosts.items() if r.status != "ok"})
+                        failed={h: r.msg for h, r in run.hosts.items() if r.status != "ok"}, run_id=run.run_id)
 
 
 @dataclass(frozen=True)
@@ -608,7 +622,7 @@ class AuditResult(Result):
         return EXIT_FAILED if bad or (self.pending_reboot and self.strict) else EXIT_OK
 
     def to_dict(self) -> dict:
-        return {"hosts": self.hosts}
+        return fleet_document(None, self.hosts)  # testinfra over SSH: no Ansible run
 
 
 def audit(req: AuditRequest, on_event: OnEvent = None) -> AuditResult:

@@ -158,13 +158,14 @@ def envelopes() -> list[tuple[str, dict]]:
                               {"h": ok}, applied)
     return [
         ("hostkit facts -i INVENTORY --json", api.FactsResult({"h": ok, "h2": bad}, run).to_dict()),
-        ("hostkit plan -i INVENTORY --json", {"h": {"...": "the plan document"}, "h2": {"status": "str", "error": "str"}}),
+        ("hostkit plan -i INVENTORY --json", api.fleet_document("<run-id>", {
+            "h": {"...": "the plan document"}, "h2": {"status": "str", "error": "str"}})),
         ("hostkit apply -i INVENTORY --json", applied.to_dict()),
         ("hostkit rollback -i INVENTORY --json", api.RollbackResult(False, {"h": ok, "h2": bad}, run).to_dict()),
         ("hostkit rollback -i INVENTORY --adopt --json", adopted.to_dict()),
-        ("hostkit history -i INVENTORY --json", api.HistoryResult({"h": ok, "h2": bad}).to_dict()),
+        ("hostkit history -i INVENTORY --json", api.HistoryResult({"h": ok, "h2": bad}, run).to_dict()),
         ("hostkit smoke -i INVENTORY --json", api.SmokeResult({"h": ok, "h2": bad}, run, 1, {}).to_dict()),
-        ("hostkit unlock -i INVENTORY --json", api.UnlockResult({"h": True}, {"h2": "str"}).to_dict()),
+        ("hostkit unlock -i INVENTORY --json", api.UnlockResult({"h": True, "h2": False}, {"h2": "str"}, "<run-id>").to_dict()),
         ("hostkit audit -i INVENTORY --json", api.AuditResult(
             {"h": {"status": "pass|drift|pending_reboot|unreachable|failed|refused", "counts": {"pass": 0, "...": 0},
                    "findings": [{"check": "str", "status": "str", "expected": "...", "actual": "...",
@@ -220,6 +221,11 @@ def document(sysroots: dict[str, Path]) -> str:
             "```", render(plan_shape), "```", "",
             "## `hostkit smoke --json`", "", "At least:", "", "```", SMOKE_KEYS, "```", "",
             "## Fleet commands (`-i INVENTORY --json`)", "",
+            "Every one is the same envelope, `{\"run_id\": str|null, \"hosts\": {NAME: ...}, ...}` "
+            "(`hostkit.api.fleet_document`): the Ansible run the command made (null for the audit, which "
+            "runs testinfra over SSH), one entry per host, then what the command adds. Changed from the "
+            "earlier shapes: `plan -i` and `history -i` were `{NAME: ...}`, `unlock -i` was `{\"released\", \"failed\"}`, "
+            "and `audit`, `rollback` and `rollback --adopt` had no `run_id`.", "",
             "A host that gave no document is `{\"status\": \"unreachable\"|\"failed\", \"error\": str}` "
             "(`\"exit_code\": 2` when its input, e.g. its sysroot, was bad).", ""]
     for title, doc in envelopes():

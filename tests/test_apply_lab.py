@@ -240,8 +240,9 @@ def test_second_apply_changes_nothing_on_any_role(fleet):
 
 def test_history_lists_the_apply_as_the_newest_run_on_every_host(fleet):
     run_id = fleet.applied()["run_id"]
-    rc, hist, _ = cli_json("history", "-i", fleet.inventory)
+    rc, doc, _ = cli_json("history", "-i", fleet.inventory)
     assert rc == 0
+    hist = doc["hosts"]
     assert {h: (hist[h]["runs"][-1]["run_id"], hist[h]["runs"][-1]["rolled_back"]) for h in BARE + GUESTS} == \
         {h: (run_id, None) for h in BARE + GUESTS}
 

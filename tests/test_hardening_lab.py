@@ -74,7 +74,7 @@ def test_stale_lock_is_detected_and_cleared_explicitly(lab):
         assert rc == 1 and "stale: run 20200101T000000Z-dead00 died" in doc["hosts"]["x"]["msg"]
         assert trees(lab)["x"] == before
         rc, unl, _ = cli_json("unlock", "-i", lab.inventory, "--limit", "x")
-        assert rc == 0 and unl["released"] == {"x": True}
+        assert rc == 0 and unl["hosts"] == {"x": {"status": "ok", "released": True}}
         assert not lock.exists()
     finally:  # whatever failed above, the next test finds x unlocked
         lock.unlink(missing_ok=True)
@@ -139,10 +139,11 @@ def test_a_role_failing_on_one_host_mid_fleet_leaves_the_others_and_a_consistent
     before_failure = ROLES[:ROLES.index("containerd")]
     assert {r for r in before_failure if x["roles"][r]["changed"]} == \
         {"isolcpus", "irq_affinity", "cpu_governor", "rt_runtime", "numa_sysctl"}, x["roles"]
-    # y went on to the end: every role ran, none failed, kubelet (after containerd) wrote its drop-in.
+    # y went on to the end: every role ran, none failed; kubelet (after containerd) ran and said why it
+    # had nothing to do (y is a plain KVM guest: no kubelet installed).
     assert y["status"] == "changed"
     assert {r: y["roles"][r]["failed"] for r in ROLES} == {r: False for r in ROLES}
-    assert y["roles"]["kubelet"]["changed"] == 1
+    assert y["roles"]["kubelet"]["not_applicable"] == ["not installed"], y["roles"]["kubelet"]
     assert not (sysroot(lab, "x") / "var/lib/hostkit/lock").exists()  # the failed host's lock was released
 
 

@@ -248,7 +248,7 @@ def test_role_installs_the_unit_and_its_program_finds_irqs_by_name_after_renumbe
     rc, doc, proc = cli_json("apply", "-i", lab.inventory, "--limit", "bm", "--tags", "irq_affinity")
     assert rc == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
     rc, plans, _ = cli_json("plan", "-i", lab.inventory, "--limit", "bm")
-    plan = plans["bm"]
+    plan = plans["hosts"]["bm"]
     assert plan["irq"]["owner"] == "hostkit" and plan["irq"]["irqbalance_config"] == "/etc/default/irqbalance"
     banned = re.findall(r"^IRQBALANCE_BANNED_CPULIST=(.*)$", (root / "etc/default/irqbalance").read_text(), re.M)
     assert banned == [plan["irq"]["banned_cpulist"]] and banned != [""], banned

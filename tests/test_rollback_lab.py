@@ -29,7 +29,7 @@ def test_adopt_a_guest_tuned_by_another_tool_then_roll_back_to_it(lab, tmp_path)
     assert "isolcpus" not in grub and "nohz_full" not in grub and "rcu_nocbs" not in grub
     assert gather(str(sysroot(lab, "vm")))["kernel"]["sched_rt_runtime_us"] == 950000
     rc, hist, _ = cli_json("history", "-i", lab.inventory, "--limit", "vm")
-    assert [r["adopted"] for r in hist["vm"]["runs"]] == [True, False]
+    assert [r["adopted"] for r in hist["hosts"]["vm"]["runs"]] == [True, False]
     rc, rb, _ = cli_json("rollback", "-i", lab.inventory, "--limit", "vm")
     assert rc == 0 and rb["hosts"]["vm"]["verify"]["ok"]
     assert trees(lab)["vm"] == before  # the adopted state, exactly

@@ -86,7 +86,7 @@ def fleet(lab, tmp_path):
 def history(inv) -> dict[str, list[dict]]:
     rc, doc, proc = cli_json("history", "-i", inv)
     assert rc == 0, proc.stderr[-2000:]
-    return {h: doc[h]["runs"] for h in HOSTS}
+    return {h: doc["hosts"][h]["runs"] for h in HOSTS}
 
 
 def in_force(hist: dict[str, list[dict]]) -> dict[str, list[str]]:

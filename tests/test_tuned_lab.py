@@ -45,7 +45,7 @@ def facts_of(lab, host: str, inventory=None) -> dict:
 def plan_of(lab, host: str, inventory=None) -> dict:
     rc, doc, proc = cli_json("plan", "-i", inventory or lab.inventory, "--limit", host)
     assert rc == 0, proc.stderr[-2000:]
-    return doc[host]
+    return doc["hosts"][host]
 
 
 def changed_files(before: dict, after: dict) -> set[str]:

@@ -85,7 +85,7 @@ def failed_first(lab, inventory, before):
 def tuned(lab, inventory, before, failed_first):
     rc, plan_doc, proc = cli_json("plan", "-i", inventory)
     assert rc == 0, proc.stderr
-    plan = plan_doc[HOST]
+    plan = plan_doc["hosts"][HOST]
     t0 = time.monotonic()
     proc = cli("apply", "-i", inventory, "--reboot", "--reboot-timeout", REBOOT_TIMEOUT, "--json",
                timeout=REBOOT_TIMEOUT + 900)
@@ -93,7 +93,7 @@ def tuned(lab, inventory, before, failed_first):
     print(f"\napply --reboot took {time.monotonic() - t0:.0f} s")
     hist = cli("history", "-i", inventory, "--json")
     assert hist.returncode == 0, hist.stderr[-2000:]
-    return {"plan": plan, "apply": json.loads(proc.stdout), "history": json.loads(hist.stdout)}
+    return {"plan": plan, "apply": json.loads(proc.stdout), "history": json.loads(hist.stdout)["hosts"]}
 
 
 def test_a_failing_role_leaves_the_guest_unrebooted_and_its_rollback_exact(lab, before, failed_first):

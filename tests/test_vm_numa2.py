@@ -101,7 +101,7 @@ def rt_before(lab, inventory, seeded):
 def tuned(lab, inventory, seeded, rt_before):
     rc, plan_doc, proc = cli_json("plan", "-i", inventory)
     assert rc == 0, proc.stderr
-    plan = plan_doc[HOST]
+    plan = plan_doc["hosts"][HOST]
     t0 = time.monotonic()
     proc = cli("apply", "-i", inventory, "--reboot", "--reboot-timeout", REBOOT_TIMEOUT, "--json",
                timeout=REBOOT_TIMEOUT + 900)

@@ -72,7 +72,7 @@ def rolled_out(lab, tmp_path_factory):
     assert proc.returncode == 0, f"rollout failed: {proc.stdout[-3000:]} {proc.stderr[-3000:]}"
     hist = cli("history", "-i", path, "--json")
     assert hist.returncode == 0, hist.stderr[-2000:]
-    return {"doc": json.loads(proc.stdout), "plans": json.loads(plans.stdout), "inventory": path, "history": json.loads(hist.stdout), "boots_before": boots,
+    return {"doc": json.loads(proc.stdout), "plans": json.loads(plans.stdout)["hosts"], "inventory": path, "history": json.loads(hist.stdout)["hosts"], "boots_before": boots,
             "cmdlines_before": cmdlines, "calls": (d / "calls.log").read_text().split("\n")[:-1]}
 
 

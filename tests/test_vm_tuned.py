@@ -102,7 +102,7 @@ def applied(lab, inventory, tuned_first):
                timeout=REBOOT_TIMEOUT + 900)
     assert proc.returncode == 0, f"apply --reboot failed: {proc.stdout[-3000:]} {proc.stderr[-3000:]}"
     print(f"\napply --reboot took {time.monotonic() - t0:.0f} s")
-    return {"plan": plan_doc[HOST], "apply": json.loads(proc.stdout), **tuned_state(lab)}
+    return {"plan": plan_doc["hosts"][HOST], "apply": json.loads(proc.stdout), **tuned_state(lab)}
 
 
 def test_the_image_s_guests_are_tuned_free(pristine):

@@ -65,7 +65,7 @@ def vmware_applied(lab, original):
     rc, doc, proc = cli_json("apply", "-i", lab.inventory, "--profile", "vmware-guest")
     assert rc == 0, json.dumps(doc)[-3000:]
     rc, plan_doc, _ = cli_json("plan", "-i", lab.inventory, "--limit", VM, "--profile", "vmware-guest")
-    plan = plan_doc[VM]
+    plan = plan_doc["hosts"][VM]
     guest = next(h for h in lab.hosts() if h.name == VM)
     ssh(lab, VM, "systemctl reboot", check=False)
     deadline = time.monotonic() + 120

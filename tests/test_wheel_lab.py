@@ -104,7 +104,7 @@ def test_facts_plan_check_apply_rollback_from_the_installed_wheel(installed, lab
 
     rc, plans, proc = hostkit_json(installed, "plan", "-i", inv)
     assert rc == 0, proc.stderr[-3000:]
-    assert plans[HOST]["isolated"] and not plans[HOST]["refused"], plans[HOST]
+    assert plans["hosts"][HOST]["isolated"] and not plans["hosts"][HOST]["refused"], plans["hosts"][HOST]
 
     rc, check, proc = hostkit_json(installed, "apply", "-i", inv, "--check")
     assert rc == 0, proc.stderr[-3000:]
