@@ -299,6 +299,14 @@ def _apply_plans(plans: PlanResult, inventory: str, *, check: bool, diff: bool, 
     return ApplyResult(run_id, check, hosts, run)
 
 
+def unbooted_arguments(p: HostPlan) -> str | None:
+    """The one rule of both smoke gates (apply --verify-smoke, the rollout's): the kernel arguments
+    the plan changes that the running kernel was not booted with, as a short text (a smoke run before
+    a reboot would measure the untuned kernel); None when there are none."""
+    changes = p.plan.boot_changes(p.facts["kernel"]["cmdline_args"]["args"])
+    return " ".join(changes[:3]) + (" ..." if len(changes) > 3 else "") if changes else None
+
+
 def _refuse_smoke_before_reboot(plans: PlanResult) -> None:
     """A host whose plan changes kernel arguments would be smoke-tested on the kernel it booted, untuned:
     refused (nothing applied there) unless ``--reboot`` boots the new arguments first."""
@@ -306,11 +314,10 @@ def _refuse_smoke_before_reboot(plans: PlanResult) -> None:
 
     for p in plans.hosts.values():
         if p.status == "ok" and not p.refused:
-            changes = p.plan.boot_changes(p.facts["kernel"]["cmdline_args"]["args"])
+            changes = unbooted_arguments(p)
             if changes:
                 p.plan = dataclasses.replace(p.plan, refused=(
-                    f"--verify-smoke would measure the running kernel, booted without {' '.join(changes[:3])}"
-                    f"{' ...' if len(changes) > 3 else ''}: add --reboot",))
+                    f"--verify-smoke would measure the running kernel, booted without {changes}: add --reboot",))
 
 
 def _verify_smoke(req: ApplyRequest, result: ApplyResult) -> dict[str, SmokeVerdict]:
@@ -607,6 +614,15 @@ class AuditRequest(FleetPlanRequest):  # force: plan isolation on VMs as apply -
     strict: bool = False  # a pending reboot is a failure
 
 
+# Audit statuses that fail a host: the one rule of `hostkit audit`'s exit status and the rollout's gate.
+AUDIT_FAILED = ("drift", "unreachable", "failed", "refused")
+
+
+def audit_failed(status: str, strict: bool) -> bool:
+    """A host's audit status fails it; a pending reboot only when ``strict`` (--strict, rollout --reboot)."""
+    return status in AUDIT_FAILED or (strict and status == "pending_reboot")
+
+
 @dataclass
 class AuditResult(Result):
     hosts: dict[str, dict]  # {"status", "counts", "findings", "error"?}
@@ -618,8 +634,7 @@ class AuditResult(Result):
 
     @property
     def rc(self) -> int:
-        bad = any(r["status"] in ("drift", "unreachable", "failed", "refused") for r in self.hosts.values())
-        return EXIT_FAILED if bad or (self.pending_reboot and self.strict) else EXIT_OK
+        return EXIT_FAILED if any(audit_failed(r["status"], self.strict) for r in self.hosts.values()) else EXIT_OK
 
     def to_dict(self) -> dict:
         return fleet_document(None, self.hosts)  # testinfra over SSH: no Ansible run

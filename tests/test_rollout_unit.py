@@ -233,3 +233,28 @@ def test_abort_of_an_aborted_rollout_is_bad_input(capsys):
     state.save({"version": state.VERSION, "rollout_id": rid, "status": "aborted", "hosts": {}})
     rc, out, err = hostkit(capsys, "rollout", "--abort", rid)
     assert_one_line_error(rc, err, ["already aborted"])
+
+
+def test_without_reboot_a_plan_changing_kernel_arguments_refuses_the_rollout(monkeypatch, sysroots):
+    """The rollout's smoke gate and apply --verify-smoke share one rule (api.unbooted_arguments): a host
+    whose plan changes kernel arguments would be gated on the kernel it booted, untuned."""
+    from hostkit import api
+    from hostkit.facts import gather
+    from hostkit.plan import build_plan
+    from hostkit.profiles import load_profile
+    from hostkit.rollout import driver
+
+    def host_plan(name, fixture, profile):
+        facts = gather(str(sysroots[fixture]))
+        return api.HostPlan(name, "ok", facts=facts, plan=build_plan(facts, load_profile(profile)))
+
+    plans = api.PlanResult({"bm": host_plan("bm", "epyc-9634-nps1", "bare-metal-inference"),
+                            "vm": host_plan("vm", "kvm-small", "vmware-guest")})
+    monkeypatch.setattr(api, "plan", lambda req, on_event=None: plans)
+    assert driver.refusals(driver.RolloutRequest("inv.yml", "1", reboot=True)) == []
+    assert driver.refusals(driver.RolloutRequest("inv.yml", "1")) == [
+        "bm: its plan changes kernel arguments (isolcpus=managed_irq,2-83,86-167 nohz_full=2-83,86-167 "
+        "rcu_nocbs=2-83,86-167 ...), its smoke gate would measure the untuned kernel: add --reboot"]
+    assert api.audit_failed("pending_reboot", strict=True) and not api.audit_failed("pending_reboot", strict=False)
+    assert [s for s in ("pass", "drift", "unreachable", "failed", "refused") if api.audit_failed(s, False)] == \
+        ["drift", "unreachable", "failed", "refused"]

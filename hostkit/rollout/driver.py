@@ -176,11 +176,10 @@ def refusals(req: RolloutRequest) -> list[str]:
         if p.refused:
             out.append(f"{name}: " + "; ".join(p.plan.refused))
         elif not req.reboot:
-            changes = p.plan.boot_changes(p.facts["kernel"]["cmdline_args"]["args"])
+            changes = api.unbooted_arguments(p)
             if changes:
-                out.append(f"{name}: its plan changes kernel arguments ({' '.join(changes[:3])}"
-                           f"{' ...' if len(changes) > 3 else ''}), its smoke gate would measure the untuned "
-                           "kernel: add --reboot")
+                out.append(f"{name}: its plan changes kernel arguments ({changes}), its smoke gate would measure "
+                           "the untuned kernel: add --reboot")
     return out
 
 
@@ -354,9 +353,7 @@ class Driver:
             for h in live:
                 r = au.hosts.get(h) or {"status": "failed", "error": "no audit result"}
                 self.host(h)["audit"] = {"status": r["status"], "counts": r.get("counts")}
-                bad = r["status"] in ("drift", "unreachable", "failed", "refused") or \
-                    (r["status"] == "pending_reboot" and self.req.reboot)
-                if bad:
+                if api.audit_failed(r["status"], strict=self.req.reboot):
                     off = [f"{f['check']} {f['status']}: expected {f['expected']}, found {f['actual']} ({f['source']})"
                            + (f", {f['note']}" if f.get("note") else "")
                            for f in r.get("findings") or [] if f["status"] in ("drift", "pending_reboot")]
