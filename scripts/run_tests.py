@@ -1,11 +1,11 @@
 #!/usr/bin/env python3
 """`make test`: the suites in their order, each suite's time, the ten slowest tests, the guest boots.
 
-1. the fast suite's tests that measure this machine (the smoke test, its metrics and wake-ups, the
-   gap probe, live kernel reads and writes, restored), alone: nothing else loads the CPUs;
-2. then side by side: the real-kernel (VM) suite in two lanes (QEMU guests mostly wait on TCG),
-   and one lane running the rest of the fast suite (unit, fixtures, module cases, lint and sanity:
-   no latency judged), then the lab suite (real sshd hosts), then the dependency floors.
+1. the fast suite, alone (it measures latency on this machine): unit, fixtures, module cases,
+   lint and sanity, smoke, live reads and writes on this machine (restored);
+2. then side by side: the lab suite (real sshd hosts) and the real-kernel (VM) suite in two lanes
+   (QEMU guests mostly wait on TCG: three processes keep the 2 cores busy); the dependency floors
+   run once the lab suite is done, while the VM lanes finish.
 
 Each background suite writes its log to .hostkit/test-<suite>.log, printed after the lab suite's
 own output. Any suite failing fails the run. At the end: each suite's outcome and wall time, the ten
@@ -29,11 +29,6 @@ ROOT = Path(__file__).resolve().parent.parent
 OUT = ROOT / ".hostkit"
 # The VM modules split in two lanes of about the same length (lane B on ports of its own).
 VM_LANE_B = ["tests/test_vm_rollout.py", "tests/test_vm_tuned.py", "tests/test_vm_vmware.py"]
-# The fast suite's tests that judge latency or CPU time on this machine: run before anything else.
-MEASURING = ["tests/test_smoke.py", "tests/test_smoke_wake.py", "tests/test_smoke_metrics.py",
-             "tests/test_smoke_gate.py", "tests/test_gaps.py", "tests/test_live_apply.py",
-             "tests/test_live_kernel_values.py"]
-FAST = "not lab and not vm and not floors"
 
 
 def suite(name: str, marker: str, extra: list[str], args: list[str], env: dict | None = None) -> dict:
@@ -77,21 +72,18 @@ def main() -> int:
     boots.unlink(missing_ok=True)
     vm_env = {"HOSTKIT_TEST_BOOT_LOG": str(boots)}
     t0 = time.monotonic()
-    measuring = suite("fast-m", FAST, MEASURING, args)
-    start(measuring, None)
-    wait(measuring)
-    rest = suite("fast", FAST, [f"--ignore={m}" for m in MEASURING], args)
+    fast = suite("fast", "not lab and not vm and not floors", [], args)
+    start(fast, None)
+    wait(fast)
     lab = suite("lab", "lab", [], args)
     lane_a = suite("vm-a", "vm", [f"--ignore={m}" for m in VM_LANE_B], args, vm_env)
     lane_b = suite("vm-b", "vm", VM_LANE_B, args,
                    {**vm_env, "HOSTKIT_TEST_VM_PORT": "2600", "HOSTKIT_TEST_LAB_PORT": "2422"})
     floors = suite("floors", "floors", [], args)
-    print("the rest of the fast suite, then the lab suite, beside the VM suite in two lanes "
-          "(.hostkit/test-vm-a.log, .hostkit/test-vm-b.log)", flush=True)
+    print("the lab suite next, beside the VM suite in two lanes (.hostkit/test-vm-a.log, .hostkit/test-vm-b.log)",
+          flush=True)
     for s in (lane_a, lane_b):
         start(s, OUT / f"test-{s['name']}.log")
-    start(rest, None)
-    wait(rest)
     start(lab, None)
     wait(lab)
     print("the dependency floors, while the VM lanes finish (.hostkit/test-floors.log)", flush=True)
@@ -99,7 +91,7 @@ def main() -> int:
     for s in (floors, lane_a, lane_b):
         wait(s)
         sys.stdout.write(s["log"].read_text())
-    suites = [measuring, rest, lab, lane_a, lane_b, floors]
+    suites = [fast, lab, lane_a, lane_b, floors]
     total = time.monotonic() - t0
     print("\n==================== make test ====================")
     for s in suites:
