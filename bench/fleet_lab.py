@@ -103,20 +103,24 @@ CONTROLLER_ACTIONS = {"ansible.builtin.debug", "ansible.builtin.assert", "ansibl
 
 def module_calls(env: dict, since: set[str] | None = None) -> dict[str, int]:
     """Per host, the module calls the Ansible runs not in ``since`` executed on it: each task (each
-    loop item) that ran there, not skipped, controller-side actions (debug, assert, ...) left out."""
+    loop item) that ran there, not skipped, controller-side actions (debug, assert, ...) left out.
+    A loop is told by its item events (a module's own ``results``, as hostkit_changes returns one
+    per change, is one call)."""
     runs = Path(env["HOSTKIT_STATE_DIR"]) / "runs"
     calls: dict[str, int] = {}
     for run in sorted(runs.glob("*")) if runs.is_dir() else []:
         if since is not None and run.name in since:
             continue
-        for p in (run / "artifacts/run/job_events").glob("*.json"):
-            e = json.loads(p.read_text())
+        events = [json.loads(p.read_text()) for p in (run / "artifacts/run/job_events").glob("*.json")]
+        looped = {(e["event_data"].get("host"), e["event_data"].get("task_uuid")) for e in events
+                  if e["event"].startswith("runner_item_on_")}
+        for e in events:
             d = e.get("event_data", {})
             if d.get("task_action") in CONTROLLER_ACTIONS or not d.get("host"):
                 continue
-            looped = bool((d.get("res") or {}).get("results")) and e["event"] == "runner_on_ok"
             if e["event"] in ("runner_item_on_ok", "runner_item_on_failed") or \
-                    (e["event"] in ("runner_on_ok", "runner_on_failed", "runner_on_unreachable") and not looped):
+                    (e["event"] in ("runner_on_ok", "runner_on_failed", "runner_on_unreachable")
+                     and (d["host"], d.get("task_uuid")) not in looped):
                 calls[d["host"]] = calls.get(d["host"], 0) + 1
     return calls
 
