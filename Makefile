@@ -76,6 +76,7 @@ bench: setup
 	$(PY) bench/smoke_transport.py
 	$(PY) bench/audit_fleet.py
 	$(PY) bench/gap_probe.py
+	$(PY) bench/lab_up.py
 
 clean:
 	-$(HOSTKIT) lab down 2>/dev/null
