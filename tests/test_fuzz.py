@@ -114,6 +114,7 @@ def pristine(tmp_path_factory):
 @example([("proc/interrupts", "loop", "")])
 @example([("etc/default/grub", "fifo", "0")])  # found by the fuzzer: the boot loader reader waited on it
 @example([("sys/devices/system/node/node0/meminfo", "text", "Node 0 MemTotal: ٣ kB")])
+@example([("sys/devices/system/cpu/online", "text", "0" * 5000)])  # make fuzz: int() refuses over 4300 digits
 def test_facts_and_plan_of_a_damaged_tree_answer_and_write_nothing(pristine, tmp_path_factory, damages):
     import shutil
 
@@ -226,6 +227,7 @@ def test_a_damaged_journal_is_named_and_nothing_is_rolled_back(tmp_path_factory,
 
 @FUZZ
 @given(st.one_of(documents(), st.fixed_dictionaries({"port": documents(), "hosts": st.lists(documents(), max_size=3)})))
+@example({"port": None, "hosts": [{"\n": 0}]})  # make fuzz: a key with a newline quoted into the error line
 def test_a_damaged_lab_state_file_is_named(tmp_path_factory, doc):
     from hostkit.lab.lab import Lab
 

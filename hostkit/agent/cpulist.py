@@ -37,6 +37,16 @@ def _digits(s):
     return bool(s) and all("0" <= c <= "9" for c in s)
 
 
+def _int(s, text):
+    """A CPU number of ASCII digits (checked by the caller) as an int; leading zeros taken as the
+    kernel takes them, and more than 9 significant digits refused before int() sees them (Python
+    refuses to convert over 4300 digits, and no CPU number is that long)."""
+    significant = s.lstrip("0") or "0"
+    if len(significant) > 9:
+        raise CpulistError("invalid cpulist %s: %s is not a CPU number" % (_shown(text), _shown(s)))
+    return int(significant)
+
+
 def parse_cpulist(text, max_cpus=MAX_CPUS):
     """Parse a kernel cpulist; also accepts the ``a-b:n/m`` stride form.
 
@@ -50,7 +60,7 @@ def parse_cpulist(text, max_cpus=MAX_CPUS):
     if not body:
         return frozenset()
     if _digits(body):  # the common single-CPU case, on the hot path of sysfs reads
-        cpu = int(body)
+        cpu = _int(body, text)
         if cpu >= max_cpus:
             raise CpulistError("invalid cpulist %s: CPU %d is beyond the limit of %d CPUs"
                                % (_shown(text), cpu, max_cpus))
@@ -88,7 +98,7 @@ def _num(s, text):
     s = s.strip()
     if not _digits(s):
         raise CpulistError("invalid cpulist %s: %s is not a CPU number" % (_shown(text), _shown(s)))
-    return int(s)
+    return _int(s, text)
 
 
 def format_cpulist(cpus):

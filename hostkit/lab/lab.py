@@ -146,7 +146,8 @@ class Lab:
             hosts = data["hosts"]
             out = [LabHost(**h) for h in hosts]
         except (BadInput, KeyError, TypeError) as exc:
-            raise LabError(f"the lab's state file {self.state_file} is damaged ({exc}); remove {self.dir} "
+            raise LabError(f"the lab's state file {self.state_file} is damaged ({excerpt(str(exc))}); "
+                           f"remove {self.dir} "
                            "after stopping its sshd and QEMU processes by hand") from None
         for h in out:
             if not (isinstance(h.name, str) and isinstance(h.address, str) and isinstance(h.port, int)
