@@ -239,17 +239,10 @@ def test_without_reboot_a_plan_changing_kernel_arguments_refuses_the_rollout(mon
     """The rollout's smoke gate and apply --verify-smoke share one rule (api.unbooted_arguments): a host
     whose plan changes kernel arguments would be gated on the kernel it booted, untuned."""
     from hostkit import api
-    from hostkit.facts import gather
-    from hostkit.plan import build_plan
-    from hostkit.profiles import load_profile
     from hostkit.rollout import driver
+    from tests.test_verify_smoke_unit import bare_metal_and_guest_plans
 
-    def host_plan(name, fixture, profile):
-        facts = gather(str(sysroots[fixture]))
-        return api.HostPlan(name, "ok", facts=facts, plan=build_plan(facts, load_profile(profile)))
-
-    plans = api.PlanResult({"bm": host_plan("bm", "epyc-9634-nps1", "bare-metal-inference"),
-                            "vm": host_plan("vm", "kvm-small", "vmware-guest")})
+    plans = bare_metal_and_guest_plans(sysroots)
     monkeypatch.setattr(api, "plan", lambda req, on_event=None: plans)
     assert driver.refusals(driver.RolloutRequest("inv.yml", "1", reboot=True)) == []
     assert driver.refusals(driver.RolloutRequest("inv.yml", "1")) == [

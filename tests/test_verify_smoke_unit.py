@@ -14,6 +14,21 @@ def _slo(verdict: str) -> dict:
     return {"slo": {"passed": verdict == "PASSED", "verdict": verdict, "p999_ms": 0.5, "target_p999_ms": 1.0}}
 
 
+def bare_metal_and_guest_plans(sysroots) -> api.PlanResult:
+    """The plans of two hosts as api.plan gives them: "bm" (the seed's EPYC, bare-metal profile: its
+    plan changes kernel arguments) and "vm" (a KVM guest, vmware-guest profile: it changes none)."""
+    from hostkit.facts import gather
+    from hostkit.plan import build_plan
+    from hostkit.profiles import load_profile
+
+    def host_plan(name, fixture, profile):
+        facts = gather(str(sysroots[fixture]))
+        return api.HostPlan(name, "ok", facts=facts, plan=build_plan(facts, load_profile(profile)))
+
+    return api.PlanResult({"bm": host_plan("bm", "epyc-9634-nps1", "bare-metal-inference"),
+                           "vm": host_plan("vm", "kvm-small", "vmware-guest")})
+
+
 def test_only_missed_or_failed_smoke_reverts(monkeypatch):
     replies = {"pass": AgentReply("pass", "ok", doc=_slo("PASSED")),
                "few": AgentReply("few", "ok", doc=_slo("INCONCLUSIVE")),
@@ -53,16 +68,7 @@ def test_a_rollback_whose_re_check_finds_something_off_is_a_failed_rollback(monk
 def test_verify_smoke_without_reboot_refuses_a_plan_that_changes_kernel_arguments(monkeypatch, sysroots):
     """The host whose plan changes kernel arguments is refused before anything runs (its smoke would
     measure the kernel it booted, untuned); the host whose plan does not is applied and measured."""
-    from hostkit.facts import gather
-    from hostkit.plan import build_plan
-    from hostkit.profiles import load_profile
-
-    def host_plan(name, fixture, profile):
-        facts = gather(str(sysroots[fixture]))
-        return api.HostPlan(name, "ok", facts=facts, plan=build_plan(facts, load_profile(profile)))
-
-    plans = api.PlanResult({"bm": host_plan("bm", "epyc-9634-nps1", "bare-metal-inference"),
-                            "vm": host_plan("vm", "kvm-small", "vmware-guest")})
+    plans = bare_metal_and_guest_plans(sysroots)
     monkeypatch.setattr(api, "plan", lambda req, on_event=None: plans)
     applied = []
 
@@ -83,6 +89,6 @@ def test_verify_smoke_without_reboot_refuses_a_plan_that_changes_kernel_argument
     assert set(result.smoke) == {"vm"} and result.rc == 3
     # with --reboot the new arguments are booted before the smoke: nothing refused
     applied.clear()
-    plans.hosts["bm"] = host_plan("bm", "epyc-9634-nps1", "bare-metal-inference")
+    plans.hosts["bm"] = bare_metal_and_guest_plans(sysroots).hosts["bm"]
     result = api.apply(api.ApplyRequest("inv.yml", verify_smoke=True, smoke_duration=2, reboot=True))
     assert applied == [["bm", "vm"]] and result.hosts["bm"].status == "changed"
