@@ -46,11 +46,16 @@ def _installed(sr: Sysroot, program: str) -> bool:
     return any(sr.exists(f"{d}/{program}") for d in _PROGRAM_DIRS)
 
 
+def _assignments(text: str) -> dict[str, str]:
+    """The ``NAME=value`` lines of an environment file, quotes dropped, the last one of a name winning."""
+    return dict(_ASSIGNMENT.findall(text))
+
+
 def irqbalance_ban(text: str) -> tuple[str, str | None]:
     """The CPUs irqbalance's environment file bans, as irqbalance reads it: (cpulist, the variable
     that decides; None when neither is set). A commented line sets nothing; the last assignment of a
     name wins, as in the shell. Raises ValueError for a mask that is not one."""
-    values = dict(_ASSIGNMENT.findall(text))
+    values = _assignments(text)
     if values.get(IRQBALANCE_BANNED_CPUS):
         return format_cpulist(parse_mask(values[IRQBALANCE_BANNED_CPUS])), IRQBALANCE_BANNED_CPUS
     if values.get(IRQBALANCE_BANNED_CPULIST):
@@ -63,8 +68,7 @@ def read_services(sr: Sysroot) -> dict:
     config = next((p for p in IRQBALANCE_CONFIGS if sr.exists(p.lstrip("/"))), None)
     old = None  # the old variable's value where it is set (and so wins)
     if config is not None:
-        values = dict(_ASSIGNMENT.findall(sr.read(config.lstrip("/")) or ""))
-        old = values.get(IRQBALANCE_BANNED_CPUS) or None
+        old = _assignments(sr.read(config.lstrip("/")) or "").get(IRQBALANCE_BANNED_CPUS) or None
     return {
         "irqbalance": {"installed": _installed(sr, "irqbalance") or config is not None,
                        "running": "irqbalance" in comms, "config": config, "banned_cpus": old},
