@@ -82,7 +82,9 @@ def rt_smoke(lab, inventory, *extra: str) -> tuple[dict, object, float]:
     (rc, doc, proc), waited = qemu_wait_during(lab, HOST, lambda: cli_json("smoke", "-i", inventory, *RT_SMOKE,
                                                                             *extra))
     assert rc in (0, 1), proc.stderr[-2000:]  # 1: MISSED or INCONCLUSIVE
-    return doc["hosts"][HOST], proc, waited
+    host = doc["hosts"][HOST]
+    assert "deschedule_ms" in host, f"no smoke report from {HOST} (QEMU waited for a host CPU {waited:.0%}): {host}"
+    return host, proc, waited
 
 
 def throttled_share(report: dict) -> float:

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from hostkit.lab.lab import Lab
+from hostkit.lab.lab import VM_REBOOT_PROBE_TIMEOUT, Lab
 from hostkit.tunables import SYSCTLS
 from hostkit.lab.vm_image import missing_tools
 
@@ -85,8 +85,8 @@ def vm_lab_fixture(name: str, vms: list[tuple[str, str]], hosts: list[tuple[str,
     return lab
 
 
-def ssh(lab: Lab, host: str, command: str, check: bool = True, timeout: int = 300) -> str:
-    proc = subprocess.run(["ssh", "-F", str(lab.ssh_config), host, command], capture_output=True, text=True,
+def ssh(lab: Lab, host: str, command: str, check: bool = True, timeout: int = 300, options: tuple = ()) -> str:
+    proc = subprocess.run(["ssh", "-F", str(lab.ssh_config), *options, host, command], capture_output=True, text=True,
                           timeout=timeout)
     if check and proc.returncode != 0:
         raise AssertionError(f"ssh {host} {command!r}: rc={proc.returncode} {proc.stderr.strip()[-500:]}")
@@ -94,13 +94,15 @@ def ssh(lab: Lab, host: str, command: str, check: bool = True, timeout: int = 30
 
 
 def reboot(lab, host: str) -> None:
-    """Reboot the guest and wait (bounded) until it answers with a new boot id."""
+    """Reboot the guest and wait (bounded) until it answers with a new boot id; each probe gives up
+    after the lab's reboot-probe timeout, as hostkit's reboot tasks do (hostkit/lab/lab.py)."""
     boot_id = read(lab, host, "/proc/sys/kernel/random/boot_id")
     ssh(lab, host, "systemctl reboot", check=False, timeout=60)
     deadline = time.monotonic() + REBOOT_TIMEOUT
+    probe = (f"-oConnectTimeout={VM_REBOOT_PROBE_TIMEOUT}",)
     while time.monotonic() < deadline:
         try:
-            now = ssh(lab, host, "cat /proc/sys/kernel/random/boot_id", timeout=60).strip()
+            now = ssh(lab, host, "cat /proc/sys/kernel/random/boot_id", timeout=60, options=probe).strip()
         except (AssertionError, subprocess.TimeoutExpired):  # not answering yet
             now = boot_id
         if now != boot_id:

@@ -48,6 +48,19 @@ VM_SSH_TIMEOUT = 60
 # waits forever: a reboot task hung so for 9 minutes with the guest long back up. With these, a
 # dead connection is given up after 60 s and the reboot task's next attempt reaches the new boot.
 VM_SSH_KEEPALIVE = "-o ServerAliveInterval=10 -o ServerAliveCountMax=6"
+# How long one probe of a rebooting QEMU guest waits (``hostkit_reboot_connect_timeout``, the
+# reboot tasks' ``connect_timeout``). While a guest boots, QEMU's hostfwd accepts every connection
+# and nothing answers it, so each probe of Ansible's reboot task waits its whole connect timeout:
+# with VM_SSH_TIMEOUT's 60 s a reboot task took 138 s for a small guest that boots in 20-55 s, 52-66 s
+# with 15 s (same guest, same hour, alone on this machine).
+VM_REBOOT_PROBE_TIMEOUT = 15
+# Ansible's reconnection retries for QEMU guests (``ansible_ssh_retries``: a connection that fails
+# is tried once more). Under TCG a guest on a saturated host can stall past any one
+# connect timeout: in a CI run of make test (the lab suite and two VM lanes on 2 cores, the guest's
+# QEMU waiting for a host CPU 70% of the time) a smoke run's first connection to a guest that had
+# answered every command before timed out in its banner exchange after 60 s, and the run reported
+# the guest unreachable. A guest that is really gone still fails, after the retry.
+VM_SSH_RETRIES = 1
 
 
 @dataclass
@@ -391,7 +404,9 @@ class Lab:
                                 "hostkit_sysroot": h.sysroot,
                                 "hostkit_fixture": h.source,
                                 "hostkit_lab_kind": h.kind,
-                                **({"ansible_ssh_timeout": VM_SSH_TIMEOUT, "ansible_ssh_extra_args": VM_SSH_KEEPALIVE}
+                                **({"ansible_ssh_timeout": VM_SSH_TIMEOUT, "ansible_ssh_retries": VM_SSH_RETRIES,
+                                    "ansible_ssh_extra_args": VM_SSH_KEEPALIVE,
+                                    "hostkit_reboot_connect_timeout": VM_REBOOT_PROBE_TIMEOUT}
                                    if h.kind == "vm" else {}),
                             } for h in hosts
                         }
