@@ -92,7 +92,6 @@ def shm_pingpong(n: int) -> dict:
 
 def smoke(**kw) -> dict:
     r = run_smoke(SmokeOptions(**{"infer_ms": 0.0, "target_p999_ms": 1000.0, **kw}))
-    r.pop("_deschedule_raw", None)
     if r["errors"]["count"] or r["faults"]:
         print(f"    (run {kw}: errors {r['errors']['examples'][:2]}, faults {r['faults']})")
     return r
@@ -105,7 +104,6 @@ import json, sys
 from hostkit.smoke.runner import SmokeConfig, run_smoke
 if __name__ == "__main__":
     r = run_smoke(SmokeConfig(**json.loads(sys.argv[1])))
-    r.pop("_deschedule_raw", None)
     print(json.dumps({"throughput_rps": r["throughput_rps"], "rpc_ms": r["rpc_ms"], "errors": r["errors"]["count"]}))
 """
 

@@ -519,7 +519,7 @@ def smoke_plan(req: SmokeRequest) -> tuple[dict[str, dict], int]:
     settings = {}
     for h in hosts:
         profile, _ = for_host(h.name, h.vars, req.profile)
-        opts = req.options.replace(**{k: profile["smoke"][k] for k in PROFILE_SMOKE_SETTINGS if k not in req.given})
+        opts = with_profile_smoke(req.options, profile, req.given)
         # Every option reaches the host agent, as the agent's own command line; a run without
         # --duration is the smoke test's default request count (a credible p999), not a short one.
         settings[h.name] = {"args": opts.to_agent_args(),
@@ -538,6 +538,67 @@ def smoke(req: SmokeRequest, on_event: OnEvent = None) -> SmokeResult:
     replies, run = call_agent(req.inventory, [], req.limit, forks=forks, playbook="smoke.yml", output=SMOKE_OUTPUT,
                               extravars={"hostkit_smoke_settings": settings}, on_event=on_event)
     return SmokeResult(replies, run, forks, settings)
+
+
+def with_profile_smoke(options: SmokeOptions, profile: dict, given: frozenset[str]) -> SmokeOptions:
+    """The one rule of both smoke runs (a fleet's, this machine's): a setting not given explicitly is the
+    profile's (``smoke.transport``, ``smoke.target_p999_ms``)."""
+    return options.replace(**{k: profile["smoke"][k] for k in PROFILE_SMOKE_SETTINGS if k not in given})
+
+
+# ----------------------------------------------------------------------------- smoke on this machine
+
+@dataclass(frozen=True)
+class LocalSmokeRequest:
+    """The smoke test on this machine. With ``profile``, a setting not in ``given`` is the profile's."""
+
+    options: SmokeOptions = field(default_factory=SmokeOptions)
+    profile: str | None = None
+    given: frozenset[str] = frozenset()
+
+
+@dataclass
+class LocalSmokeResult(Result):
+    report: dict  # the smoke report (the JSON document)
+    deschedule_ms: list[float]  # every sample, for plots
+    hostname: str
+
+    @property
+    def rc(self) -> int:
+        return EXIT_OK if self.report["slo"]["passed"] else EXIT_FAILED
+
+    def to_dict(self) -> dict:
+        return self.report
+
+
+def local_smoke_options(req: LocalSmokeRequest) -> SmokeOptions:
+    """The options the run uses. Bad input (a profile that does not load, a bound) raises here."""
+    if req.profile is None:
+        return req.options
+    from hostkit.profiles import load_profile
+
+    return with_profile_smoke(req.options, load_profile(req.profile), req.given)
+
+
+def smoke_here(req: LocalSmokeRequest, progress=None) -> LocalSmokeResult:
+    """The smoke test on this machine (``progress``: see :func:`hostkit.smoke.session.measure`)."""
+    from hostkit.facts import gather
+    from hostkit.smoke.session import measure
+
+    opts = local_smoke_options(req)
+    facts = gather("/")
+    run = measure(opts, progress=progress, facts=facts)
+    return LocalSmokeResult(run.report, run.deschedule_ms, facts.get("hostname") or "localhost")
+
+
+# ----------------------------------------------------------------------------- migration evidence
+
+def migration_pairs(before: str, after: str) -> list[tuple[str, dict, dict]]:
+    """Two smoke result files (``hostkit smoke --json``, one host or a fleet's) paired by host:
+    (host, before, after). Files that are not smoke results, or share no host, are bad input."""
+    from hostkit.smoke import migration
+
+    return migration.pair(migration.load_results(before), migration.load_results(after))
 
 
 # ----------------------------------------------------------------------------- gaps

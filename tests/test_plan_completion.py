@@ -433,6 +433,22 @@ def test_an_old_irqbalance_ban_is_found_removed_by_the_plan_and_is_drift_until_t
     assert found["irqbalance banned CPUs"]["status"] == "pass"
 
 
+def test_an_irqbalance_mask_that_is_not_one_is_drift_and_no_cross_layer_check(facts, sysroot_copy):
+    """A mask irqbalance could not read: the ban check says so (drift, with the reason), and the
+    cross-layer check that needs the ban is not made from it."""
+    from hostkit.audit.checks import run_checks
+    from tests.test_tunables import LocalHost
+
+    p = plan(facts["epyc-9634-nps1"])
+    root = sysroot_copy("epyc-9634-nps1")
+    f = gather(str(root))
+    (root / "etc/default/irqbalance").write_text("IRQBALANCE_BANNED_CPUS=zz00\n")
+    found = {x["check"]: x for x in run_checks(LocalHost(), str(root), f, p)}
+    ban = found["irqbalance banned CPUs"]
+    assert ban["status"] == "drift" and ban["actual"].startswith("unreadable: "), ban
+    assert "IRQ CPUs = online − irqbalance banned" not in found
+
+
 # ----------------------------------------------------------------------------- C-states and frequency
 
 def with_sysfs(f, key, values, offered=None):

@@ -55,7 +55,6 @@ def main(argv: list[str] | None = None) -> int:
             from hostkit.smoke.session import run_smoke
 
             doc = run_smoke(SmokeOptions.from_args(args), facts=gather(sysroot))
-            doc.pop("_deschedule_raw", None)
         elif args.cmd == "gaps":
             from hostkit.smoke.gaps import public, run_probe
 

@@ -13,6 +13,7 @@ config, containerd config, kubelet state directory) are read where the role writ
 from __future__ import annotations
 
 import re
+from typing import NamedTuple
 
 import yaml
 
@@ -310,15 +311,23 @@ def irqbalance_config(view: HostView, plan: dict) -> str:
     return path
 
 
-def irqbalance_banned(view: HostView, plan: dict) -> tuple[str, str | None] | None:
-    """(the CPUs banned, the variable that decides) as irqbalance reads its file; None: no file."""
+class IrqbalanceBan(NamedTuple):
+    """irqbalance's environment file as irqbalance reads it: the CPUs banned and the variable that
+    decides (None when neither is set), or why the file could not be read as one."""
+    banned: str = ""
+    variable: str | None = None
+    error: str | None = None
+
+
+def irqbalance_banned(view: HostView, plan: dict) -> IrqbalanceBan | None:
+    """The ban in irqbalance's environment file; None: no file."""
     text = view.read(irqbalance_config(view, plan))
     if text is None:
         return None
     try:
-        return irqbalance_ban(text)
+        return IrqbalanceBan(*irqbalance_ban(text))
     except ValueError as exc:
-        return f"<unreadable: {exc}>", IRQBALANCE_BANNED_CPUS
+        return IrqbalanceBan(error=str(exc))
 
 
 def check_irqbalance(view: HostView, plan: dict) -> list[dict]:
@@ -331,11 +340,12 @@ def check_irqbalance(view: HostView, plan: dict) -> list[dict]:
     if mode == "leave":
         return []
     want = plan["irq"]["banned_cpulist"] if mode == "banned" else ""
-    banned, variable = ban
-    ok = variable != IRQBALANCE_BANNED_CPUS and same("cpulist", want, banned)
+    if ban.error is not None:
+        return [finding("irqbalance banned CPUs", "drift", want or "<none>", f"unreadable: {ban.error}", config)]
+    ok = ban.variable != IRQBALANCE_BANNED_CPUS and same("cpulist", want, ban.banned)
     return [finding("irqbalance banned CPUs", "pass" if ok else "drift", want or "<none>",
-                    (banned or "<none>") + (f" ({variable}, which irqbalance reads first)"
-                                            if variable == IRQBALANCE_BANNED_CPUS else ""), config)]
+                    (ban.banned or "<none>") + (f" ({ban.variable}, which irqbalance reads first)"
+                                                if ban.variable == IRQBALANCE_BANNED_CPUS else ""), config)]
 
 
 def check_containerd(view: HostView, plan: dict) -> list[dict]:
@@ -417,7 +427,7 @@ def check_cross_layer(view: HostView, facts: dict, plan: dict) -> list[dict]:
         if cfg and cfg.get("reservedSystemCPUs") is not None:
             views["kubelet reservedSystemCPUs"] = str(cfg["reservedSystemCPUs"])
         ban = irqbalance_banned(view, plan)
-        banned = ban[0] if ban and not ban[0].startswith("<") else ""
+        banned = ban.banned if ban and ban.error is None else ""  # an unreadable file: its own finding
         if banned:
             usable = format_cpulist(online - parse_cpulist(banned))
             out.append(finding("IRQ CPUs = online − irqbalance banned", "pass"

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from hostkit import api
 from hostkit.cli import output
 from hostkit.cli.args import Parser
 from hostkit.errors import EXIT_FAILED, EXIT_OK
@@ -37,7 +38,7 @@ def run(args) -> int:
             check_output(path, option)
     if args.plot:
         require_matplotlib("--plot")
-    pairs = migration.pair(migration.load_results(args.before), migration.load_results(args.after))
+    pairs = api.migration_pairs(args.before, args.after)
     md = migration.markdown(pairs, args.before, args.after)
     if args.md:
         Path(args.md).write_text(md)

@@ -9,7 +9,6 @@ from dataclasses import fields
 from hostkit import api
 from hostkit.cli import output
 from hostkit.cli.args import ansible_output_args, command
-from hostkit.errors import EXIT_FAILED, EXIT_OK
 from hostkit.smoke.options import SmokeOptions, add_smoke_arguments
 
 
@@ -65,23 +64,15 @@ def run(args) -> int:
     check_outputs(args)
     if args.inventory:
         return _fleet(args)
-    fallbacks = {}
-    if args.profile:
-        from hostkit.profiles import load_profile
-
-        profile = load_profile(args.profile)
-        fallbacks = {k: profile["smoke"][k] for k in api.PROFILE_SMOKE_SETTINGS}
-    opts = SmokeOptions.from_args(args, **fallbacks)
-    from hostkit.facts import gather
     from hostkit.smoke.report import plot, prometheus, table_rows, text_summary, write_atomic
-    from hostkit.smoke.session import run_smoke
 
-    facts = gather("/")
+    req = api.LocalSmokeRequest(SmokeOptions.from_args(args), args.profile, given_options(args))
     if args.json:
-        result = run_smoke(opts, facts=facts)
+        result = api.smoke_here(req)
     else:
         from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
+        opts = api.local_smoke_options(req)
         with Progress(TextColumn("smoke"), BarColumn(), TextColumn("{task.description}"), TimeElapsedColumn(),
                       console=output.console(stderr=True), transient=True) as bar:
             task = bar.add_task("starting", total=opts.duration or opts.total_requests or 1)
@@ -92,18 +83,19 @@ def run(args) -> int:
                 else:
                     bar.update(task, completed=done or 0, description=f"{done or 0}/{total}")
 
-            result = run_smoke(opts, progress=progress, facts=facts)
-    values = result.pop("_deschedule_raw")
+            result = api.smoke_here(req, progress=progress)
+    report = result.report
     if args.prom:
-        write_atomic(args.prom, prometheus(result, facts.get("hostname") or "localhost"))
+        write_atomic(args.prom, prometheus(report, result.hostname))
     if args.plot:
-        plot([(f"{result['transport']} (n={result['samples']})", result, values)], args.plot, opts.target_p999_ms)
+        plot([(f"{report['transport']} (n={report['samples']})", report, result.deschedule_ms)], args.plot,
+             report["target_p999_ms"])
     if args.json:
-        output.emit_json(result)
+        output.emit_json(result.to_dict())
     else:
-        output.print_table(["metric (ms)", "n", "p50", "p99", "p999", "max"], table_rows(result), title="hostkit smoke")
-        print(text_summary(result))
-    return EXIT_OK if result["slo"]["passed"] else EXIT_FAILED
+        output.print_table(["metric (ms)", "n", "p50", "p99", "p999", "max"], table_rows(report), title="hostkit smoke")
+        print(text_summary(report))
+    return result.rc
 
 
 FLEET_HEADER = ["host", "transport", "samples", "p99 ms", "p999 ms", "max ms", "SLO", "diagnosis"]

@@ -356,7 +356,19 @@ def _reclaim(queue: SharedInferenceQueue, pid: int) -> int:
     return n
 
 
+@dataclass
+class SmokeRun:
+    """One smoke test: its report (the JSON document) and every deschedule sample, in ms (for plots)."""
+    report: dict
+    deschedule_ms: list[float]
+
+
 def run_smoke(opts: SmokeOptions, progress=None, facts: dict | None = None, on_started=None) -> dict:
+    """Run one smoke test; its report (:func:`measure`)."""
+    return measure(opts, progress, facts, on_started).report
+
+
+def measure(opts: SmokeOptions, progress=None, facts: dict | None = None, on_started=None) -> SmokeRun:
     """Run one smoke test. ``progress(done, total, elapsed_s, duration_s)`` is called as it runs;
     ``on_started({"worker": pid, "clients": [pid...], "segment": path})`` once everything runs
     (fault tests use it to kill or stop processes mid-run)."""
@@ -519,7 +531,7 @@ def _inference_at(done_s: list[float], wall_ms: list[float], desched_ms: list[fl
 
 
 def aggregate(opts: SmokeOptions, session: Session, s: Supervised, facts: dict | None,
-              gaps: dict | None = None, traced: str | dict | None = None) -> dict:
+              gaps: dict | None = None, traced: str | dict | None = None) -> SmokeRun:
     """The run's figures, SLO verdict and diagnosis, from what supervision collected. ``traced``: the
     sched_switch trace's text, or why there is none ({"error": ...})."""
     ready, ws = session.ready, s.worker_stats
@@ -568,7 +580,6 @@ def aggregate(opts: SmokeOptions, session: Session, s: Supervised, facts: dict |
         "target_p999_ms": opts.target_p999_ms,
         # The deschedule distribution at every 0.1% (and its maximum): enough to redraw the CDF
         # from the JSON alone (hostkit migrate report overlays two of them).
-        "_deschedule_raw": desched,  # for plots; the CLI drops it before printing JSON
         "deschedule_cdf_ms": [round(ordered[min(n - 1, (k * n) // 1000)], 5) for k in range(1000)]
         + [round(ordered[-1], 5)] if n else [],
         # Bucket counts over fixed bounds (metrics.BUCKETS_S, the same on every host): what
@@ -602,4 +613,4 @@ def aggregate(opts: SmokeOptions, session: Session, s: Supervised, facts: dict |
     result["probes"] = probes
     result["diagnosis"] = dg.diagnose(result, probes, facts)
     result["slo"] = slo_verdict(desched, opts.target_p999_ms, faults=s.faults, errors=error_count)
-    return result
+    return SmokeRun(result, desched)
