@@ -121,7 +121,7 @@ from ansible.module_utils.hostkit_change_kthreads import OPTIONS as KTHREADS, wo
 from ansible.module_utils.hostkit_change_kubelet_state import OPTIONS as KUBELET_STATE, work as kubelet_state_work
 from ansible.module_utils.hostkit_change_run import OPTIONS as RUN, work as run_work
 from ansible.module_utils.hostkit_change_values import OPTIONS as VALUES, work as values_work
-from ansible.module_utils.hostkit_journal import Journal, ModuleFailure, journaled_module_options
+from ansible.module_utils.hostkit_journal_io import Journal, ModuleFailure, journaled_module_options
 
 # kind -> (its options, their rules, its work)
 KINDS = {

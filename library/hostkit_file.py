@@ -105,7 +105,7 @@ validate_rc:
 
 from ansible.module_utils.basic import AnsibleModule
 from ansible.module_utils.hostkit_change_file import OPTIONS, RULES, work
-from ansible.module_utils.hostkit_journal import journaled_module_options, run_journaled
+from ansible.module_utils.hostkit_journal_io import journaled_module_options, run_journaled
 
 
 def main():

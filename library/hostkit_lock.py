@@ -100,7 +100,7 @@ import os
 import time
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible.module_utils.hostkit_journal import ModuleFailure
+from ansible.module_utils.hostkit_journal_io import ModuleFailure
 from ansible.module_utils.hostkit_sysroot import sysroot_path
 
 LOCK = "/var/lib/hostkit/lock"

@@ -85,7 +85,7 @@ stdout:
 
 from ansible.module_utils.basic import AnsibleModule
 from ansible.module_utils.hostkit_change_run import OPTIONS, work
-from ansible.module_utils.hostkit_journal import ModuleFailure
+from ansible.module_utils.hostkit_journal_io import ModuleFailure
 
 
 def main():

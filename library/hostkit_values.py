@@ -118,7 +118,7 @@ written:
 
 from ansible.module_utils.basic import AnsibleModule
 from ansible.module_utils.hostkit_change_values import OPTIONS, work
-from ansible.module_utils.hostkit_journal import journaled_module_options, run_journaled
+from ansible.module_utils.hostkit_journal_io import journaled_module_options, run_journaled
 
 
 def main():

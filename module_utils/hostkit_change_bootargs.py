@@ -13,7 +13,7 @@ from ansible.module_utils.hostkit_boot_loader import (BootConfigError, describe_
                                                       next_boot, real_path)
 from ansible.module_utils.hostkit_change_run import decide as decide_run
 from ansible.module_utils.hostkit_change_run import do as do_run
-from ansible.module_utils.hostkit_journal import JournalError, ModuleFailure, change_file, file_state
+from ansible.module_utils.hostkit_journal_io import JournalError, ModuleFailure, change_file, file_state
 from ansible.module_utils.hostkit_kernel_args import (arg_name, cmdline_tokens, domain_isolated, format_arg,
                                                       split_cmdline)
 from ansible.module_utils.hostkit_sysroot import is_live, sysroot_path

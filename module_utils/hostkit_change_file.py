@@ -11,7 +11,7 @@ import re
 import subprocess
 import tempfile
 
-from ansible.module_utils.hostkit_journal import JournalError, ModuleFailure, change_file, file_state
+from ansible.module_utils.hostkit_journal_io import JournalError, ModuleFailure, change_file, file_state
 from ansible.module_utils.hostkit_sysroot import sysroot_path
 
 OPTIONS = dict(

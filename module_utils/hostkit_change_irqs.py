@@ -9,7 +9,7 @@ __metaclass__ = type
 
 from ansible.module_utils.hostkit_change_values import work as values_work
 from ansible.module_utils.hostkit_irq_affinity import read_rows, resolve
-from ansible.module_utils.hostkit_journal import ModuleFailure
+from ansible.module_utils.hostkit_journal_io import ModuleFailure
 from ansible.module_utils.hostkit_sysroot import sysroot_path
 
 OPTIONS = dict(

@@ -8,7 +8,7 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 from ansible.module_utils.hostkit_cpulist import parse_cpulist
-from ansible.module_utils.hostkit_journal import ModuleFailure, is_live
+from ansible.module_utils.hostkit_journal_io import ModuleFailure, is_live
 from ansible.module_utils.hostkit_kthreads import NOT_LIVE, apply_moves, boot_id, kernel_threads, movable, plan_moves
 
 OPTIONS = dict(

@@ -10,7 +10,7 @@ __metaclass__ = type
 import json
 import os
 
-from ansible.module_utils.hostkit_journal import JournalError, ModuleFailure, change_file, file_state
+from ansible.module_utils.hostkit_journal_io import JournalError, ModuleFailure, change_file, file_state
 from ansible.module_utils.hostkit_sysroot import sysroot_path
 
 OPTIONS = dict(

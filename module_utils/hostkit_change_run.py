@@ -11,7 +11,7 @@ import os
 import subprocess
 import time
 
-from ansible.module_utils.hostkit_journal import ModuleFailure, record_would_run
+from ansible.module_utils.hostkit_journal_io import ModuleFailure, record_would_run
 from ansible.module_utils.hostkit_sysroot import is_live
 
 OPTIONS = dict(

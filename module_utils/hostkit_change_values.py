@@ -12,8 +12,8 @@ from ansible.module_utils.hostkit_cpulist import parse_cpulist, parse_mask
 # How the kernel refuses an IRQ affinity (EIO: managed; EPERM/EINVAL: per-CPU or chip-restricted) and
 # the lab's stand-in for that EIO: one rule with the boot-time unit's program.
 from ansible.module_utils.hostkit_irq_affinity import LAB_MANAGED_MARKER, REFUSED_ERRNOS
-from ansible.module_utils.hostkit_journal import ModuleFailure
-from ansible.module_utils.hostkit_normalise import KINDS, same
+from ansible.module_utils.hostkit_journal_io import ModuleFailure
+from ansible.module_utils.hostkit_values import KINDS, same
 from ansible.module_utils.hostkit_sysroot import is_live, sysroot_path
 
 OPTIONS = dict(

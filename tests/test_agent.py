@@ -60,7 +60,7 @@ def test_module_utils_are_links_into_the_agent_or_the_modules_own_work():
     (``hostkit_change_*``, the work of the modules) are the modules' own, importing nothing but the
     standard library and module_utils."""
     files = sorted((REPO / "module_utils").glob("*.py"))
-    assert {p.name for p in files} >= {"hostkit_journal.py", "hostkit_sysroot.py", "hostkit_cpulist.py",
+    assert {p.name for p in files} >= {"hostkit_journal_io.py", "hostkit_sysroot.py", "hostkit_cpulist.py",
                                        "hostkit_kernel_args.py"}
     for path in files:
         if path.name.startswith("hostkit_change_"):
@@ -88,7 +88,7 @@ def test_module_utils_import_as_ansible_loads_them(tmp_path):
         shutil.copy(link.resolve(), mu / link.name)
     code = ("import sys\n"
             f"sys.path.insert(0, {str(tmp_path)!r})\n"
-            "from ansible.module_utils.hostkit_journal import Journal, is_live, sysroot_path\n"
+            "from ansible.module_utils.hostkit_journal_io import Journal, is_live, sysroot_path\n"
             "from ansible.module_utils.hostkit_cpulist import CpulistError, parse_cpulist\n"
             "from ansible.module_utils.hostkit_kernel_args import split_cmdline\n"
             "assert sysroot_path('/x/', '/proc') == '/x/proc' and not is_live('/nonexistent')\n"

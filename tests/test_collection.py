@@ -125,12 +125,12 @@ def test_playbooks_and_roles_call_hostkits_modules_by_fqcn():
 
 def test_the_import_rewrite_keeps_names_and_changes_only_hostkit_module_utils():
     src = ("from ansible.module_utils.basic import AnsibleModule\n"
-           "from ansible.module_utils.hostkit_journal import (Journal, JournalError,\n"
+           "from ansible.module_utils.hostkit_journal_io import (Journal, JournalError,\n"
            "                                                  file_state)\n"
            "    from ansible.module_utils.hostkit_sysroot import is_live  # noqa: F401\n")
     assert build.rewrite_imports(src) == (
         "from ansible.module_utils.basic import AnsibleModule\n"
-        "from ansible_collections.hostkit.tuning.plugins.module_utils.hostkit_journal import (\n"
+        "from ansible_collections.hostkit.tuning.plugins.module_utils.hostkit_journal_io import (\n"
         "    Journal, JournalError, file_state)\n"
         "    from ansible_collections.hostkit.tuning.plugins.module_utils.hostkit_sysroot import is_live  # noqa: F401\n")
 

@@ -1,6 +1,6 @@
 # -*- coding: utf-8 -*-
 """The change journal and atomic file writes: shared by hostkit's Ansible modules (as
-``module_utils/hostkit_journal.py``, a symlink to this file) and the agent's rollback.
+``module_utils/hostkit_journal_io.py``, a symlink to this file) and the agent's rollback.
 Standard library only; Python 2-compatible syntax because Ansible may load it anywhere.
 
 The journal (``<sysroot>/var/lib/hostkit/journal/<run-id>.json``, mode 0600)

@@ -152,7 +152,7 @@ def load_module(name: str, library: Path = LIBRARY):
 
 
 def journal_class():
-    from ansible.module_utils.hostkit_journal import Journal
+    from ansible.module_utils.hostkit_journal_io import Journal
 
     return Journal
 
