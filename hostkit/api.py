@@ -68,7 +68,7 @@ def fleet_document(run_id: str | None, hosts: dict[str, dict], **extra) -> dict:
 
 # ----------------------------------------------------------------------------- facts
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class FactsRequest:
     inventory: str | None = None  # None: the sysroot below, on this machine
     limit: str | None = None
@@ -108,7 +108,7 @@ def facts(req: FactsRequest, on_event: OnEvent = None) -> FactsResult:
 
 # ----------------------------------------------------------------------------- plan
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class PlanRequest:
     inventory: str | None = None  # None: the sysroot below, on this machine
     limit: str | None = None
@@ -188,10 +188,10 @@ def plan(req: PlanRequest, on_event: OnEvent = None) -> PlanResult:
 
 # ----------------------------------------------------------------------------- apply
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class FleetPlanRequest:
     """Which hosts, and how their plans are made: the fields of every request that plans hosts
-    before acting on them (apply, adopt, audit), in this positional order."""
+    before acting on them (apply, adopt, audit). Every request is built with keywords."""
 
     inventory: str
     limit: str | None = None
@@ -199,7 +199,7 @@ class FleetPlanRequest:
     force: bool = False  # allow isolation on a VM / deceptive topology
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class ApplyRequest(FleetPlanRequest):
     check: bool = False  # report what would change; change nothing
     diff: bool = False
@@ -265,8 +265,8 @@ def apply(req: ApplyRequest, on_event: OnEvent = None) -> ApplyResult:
     """Facts -> plan per host -> apply.yml for every host whose plan is not refused -> (with
     ``verify_smoke``) a smoke test of each changed host. Refused and unreachable hosts are
     reported, not run."""
-    plans = plan(PlanRequest(req.inventory, req.limit, profile=req.profile, force=req.force, forks=req.forks,
-                             writable=not req.check))
+    plans = plan(PlanRequest(inventory=req.inventory, limit=req.limit, profile=req.profile, force=req.force,
+                             forks=req.forks, writable=not req.check))
     if req.verify_smoke and not req.reboot and not req.check:
         _refuse_smoke_before_reboot(plans)
     result = _apply_plans(plans, req.inventory, check=req.check, diff=req.diff, tags=req.tags, forks=req.forks,
@@ -325,7 +325,7 @@ def _verify_smoke(req: ApplyRequest, result: ApplyResult) -> dict[str, SmokeVerd
     changed = [h for h, r in result.hosts.items() if r.status == "changed"]
     if not changed:
         return {}
-    fleet = smoke(SmokeRequest(req.inventory, ",".join(changed), profile=req.profile,
+    fleet = smoke(SmokeRequest(inventory=req.inventory, limit=",".join(changed), profile=req.profile,
                                options=SmokeOptions(duration=req.smoke_duration),
                                given=frozenset({"duration"} if req.smoke_duration else ())))
     from hostkit.smoke.report import verdict as slo_verdict
@@ -339,7 +339,7 @@ def _verify_smoke(req: ApplyRequest, result: ApplyResult) -> dict[str, SmokeVerd
         out[host] = SmokeVerdict(passed, verdict)
         # Revert only on evidence of a miss: too few samples (INCONCLUSIVE) is not a failed host.
         if req.revert_on_fail and (not r.ok or said == "MISSED"):
-            rb = rollback(RollbackRequest(req.inventory, host, run_id=result.run_id)).hosts[host]
+            rb = rollback(RollbackRequest(inventory=req.inventory, limit=host, run_id=result.run_id)).hosts[host]
             out[host].rollback = (f"run {result.run_id} rolled back" if rb.ok and restored(rb.doc)
                                   else f"rollback failed: {rb.to_dict()}")
     return out
@@ -347,7 +347,7 @@ def _verify_smoke(req: ApplyRequest, result: ApplyResult) -> dict[str, SmokeVerd
 
 # ----------------------------------------------------------------------------- adopt
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class AdoptRequest(FleetPlanRequest):
     check: bool = False
     diff: bool = False
@@ -384,7 +384,7 @@ class AdoptResult(Result):
 def adopt(req: AdoptRequest, on_event: OnEvent = None) -> AdoptResult:
     """Record each host's current tuning as a baseline run (its own journal entries), then apply the
     profile: a host tuned by another tool can then be rolled back to exactly how it was found."""
-    plans = plan(PlanRequest(req.inventory, req.limit, profile=req.profile, force=req.force))  # before any write
+    plans = plan(PlanRequest(inventory=req.inventory, limit=req.limit, profile=req.profile, force=req.force))  # before any write
     replies, _ = call_agent(req.inventory, ["adopt"], req.limit)
     for h, r in replies.items():
         if not r.ok:
@@ -400,7 +400,7 @@ def adopt(req: AdoptRequest, on_event: OnEvent = None) -> AdoptResult:
 
 # ----------------------------------------------------------------------------- history / rollback
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class HistoryRequest:
     inventory: str
     limit: str | None = None
@@ -424,7 +424,7 @@ def history(req: HistoryRequest) -> HistoryResult:
     return HistoryResult(replies, run)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class RollbackRequest:
     inventory: str
     limit: str | None = None
@@ -480,7 +480,7 @@ def rollback(req: RollbackRequest, on_event: OnEvent = None) -> RollbackResult:
 
 # ----------------------------------------------------------------------------- smoke on a fleet
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class SmokeRequest:
     """The smoke test on inventory hosts through the smoke role. Per host, a setting not in
     ``given`` is taken from the host's profile (``smoke.transport``, ``smoke.target_p999_ms``)."""
@@ -548,7 +548,7 @@ def with_profile_smoke(options: SmokeOptions, profile: dict, given: frozenset[st
 
 # ----------------------------------------------------------------------------- smoke on this machine
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class LocalSmokeRequest:
     """The smoke test on this machine. With ``profile``, a setting not in ``given`` is the profile's."""
 
@@ -603,7 +603,7 @@ def migration_pairs(before: str, after: str) -> list[tuple[str, dict, dict]]:
 
 # ----------------------------------------------------------------------------- gaps
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class GapsRequest:
     """The vCPU-gap probe (:mod:`hostkit.smoke.gaps`) on this machine or on inventory hosts."""
 
@@ -641,7 +641,7 @@ def gaps(req: GapsRequest, on_event: OnEvent = None) -> GapsResult:
 
 # ----------------------------------------------------------------------------- unlock / audit
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class UnlockRequest:
     inventory: str
     limit: str | None = None
@@ -670,7 +670,7 @@ def unlock(req: UnlockRequest) -> UnlockResult:
                         failed={h: r.msg for h, r in run.hosts.items() if r.status != "ok"}, run_id=run.run_id)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class AuditRequest(FleetPlanRequest):  # force: plan isolation on VMs as apply --force did
     strict: bool = False  # a pending reboot is a failure
 

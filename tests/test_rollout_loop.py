@@ -149,7 +149,7 @@ def fleet(tmp_path, monkeypatch):
 
 
 def request(fleet, **kw) -> driver.RolloutRequest:
-    return driver.RolloutRequest(fleet.inventory, batch="3", canary=1, max_unavailable=2, reboot=True,
+    return driver.RolloutRequest(inventory=fleet.inventory, batch="3", canary=1, max_unavailable=2, reboot=True,
                                  smoke_duration=2, **kw)
 
 
@@ -203,7 +203,7 @@ def test_within_max_failures_only_the_failed_host_is_rolled_back_and_the_rollout
 
 def test_a_failing_pre_batch_hook_stops_the_rollout_before_any_change(fleet):
     (fleet.dir / "fail-pre-n2").touch()
-    res = driver.start(driver.RolloutRequest(fleet.inventory, batch="3", max_unavailable=2, smoke_duration=2))
+    res = driver.start(driver.RolloutRequest(inventory=fleet.inventory, batch="3", max_unavailable=2, smoke_duration=2))
     assert res.rc == 1
     assert (res.state["failure"]["host"], res.state["failure"]["gate"]) == ("n2", "pre_hook")
     assert res.state["failure"]["why"].endswith("exit 3: cannot drain n2: node has unevictable pods")

@@ -244,8 +244,8 @@ def test_without_reboot_a_plan_changing_kernel_arguments_refuses_the_rollout(mon
 
     plans = bare_metal_and_guest_plans(sysroots)
     monkeypatch.setattr(api, "plan", lambda req, on_event=None: plans)
-    assert driver.refusals(driver.RolloutRequest("inv.yml", "1", reboot=True)) == []
-    assert driver.refusals(driver.RolloutRequest("inv.yml", "1")) == [
+    assert driver.refusals(driver.RolloutRequest(inventory="inv.yml", batch="1", reboot=True)) == []
+    assert driver.refusals(driver.RolloutRequest(inventory="inv.yml", batch="1")) == [
         "bm: its plan changes kernel arguments (isolcpus=managed_irq,2-83,86-167 nohz_full=2-83,86-167 "
         "rcu_nocbs=2-83,86-167 ...), its smoke gate would measure the untuned kernel: add --reboot"]
     assert api.audit_failed("pending_reboot", strict=True) and not api.audit_failed("pending_reboot", strict=False)

@@ -43,7 +43,7 @@ def test_only_missed_or_failed_smoke_reverts(monkeypatch):
                                                                                    "verify": {"ok": True}})})
 
     monkeypatch.setattr(api, "rollback", fake_rollback)
-    req = api.ApplyRequest("inv.yml", verify_smoke=True, revert_on_fail=True)
+    req = api.ApplyRequest(inventory="inv.yml", verify_smoke=True, revert_on_fail=True)
     result = api.ApplyResult("run-1", False, {h: HostApply(h, "changed") for h in replies}, None)
     out = api._verify_smoke(req, result)
     assert sorted(rolled) == ["down", "miss"]
@@ -60,7 +60,7 @@ def test_a_rollback_whose_re_check_finds_something_off_is_a_failed_rollback(monk
     off = {"errors": [], "verify": {"ok": False, "findings": [{"check": "sysctl kernel.numa_balancing"}]}}
     monkeypatch.setattr(api, "rollback", lambda req: SimpleNamespace(hosts={"miss": AgentReply("miss", "ok",
                                                                                                 doc=off)}))
-    req = api.ApplyRequest("inv.yml", verify_smoke=True, revert_on_fail=True)
+    req = api.ApplyRequest(inventory="inv.yml", verify_smoke=True, revert_on_fail=True)
     out = api._verify_smoke(req, api.ApplyResult("run-1", False, {"miss": HostApply("miss", "changed")}, None))
     assert out["miss"].rollback.startswith("rollback failed: ") and not out["miss"].passed
 
@@ -79,7 +79,7 @@ def test_verify_smoke_without_reboot_refuses_a_plan_that_changes_kernel_argument
     monkeypatch.setattr(api, "run_apply", fake_run_apply)
     monkeypatch.setattr(api, "smoke", lambda req: SimpleNamespace(hosts={
         h: AgentReply(h, "ok", doc=_slo("PASSED")) for h in req.limit.split(",")}))
-    result = api.apply(api.ApplyRequest("inv.yml", verify_smoke=True, smoke_duration=2))
+    result = api.apply(api.ApplyRequest(inventory="inv.yml", verify_smoke=True, smoke_duration=2))
     assert applied == [["vm"]]  # the refused host was never run
     bm = result.hosts["bm"]
     assert bm.status == "refused" and len(bm.refused) == 1
@@ -90,5 +90,5 @@ def test_verify_smoke_without_reboot_refuses_a_plan_that_changes_kernel_argument
     # with --reboot the new arguments are booted before the smoke: nothing refused
     applied.clear()
     plans.hosts["bm"] = bare_metal_and_guest_plans(sysroots).hosts["bm"]
-    result = api.apply(api.ApplyRequest("inv.yml", verify_smoke=True, smoke_duration=2, reboot=True))
+    result = api.apply(api.ApplyRequest(inventory="inv.yml", verify_smoke=True, smoke_duration=2, reboot=True))
     assert applied == [["bm", "vm"]] and result.hosts["bm"].status == "changed"

@@ -36,9 +36,10 @@ def add_parser(sub) -> argparse.ArgumentParser:
 
 
 def run(args) -> int:
-    req = api.ApplyRequest(args.inventory, args.limit, args.profile, args.force, args.check, args.diff, args.tags,
-                           args.forks, args.verify_smoke, args.smoke_duration, args.revert_on_fail,
-                           reboot=args.reboot, reboot_timeout=args.reboot_timeout)
+    req = api.ApplyRequest(inventory=args.inventory, limit=args.limit, profile=args.profile, force=args.force,
+                           check=args.check, diff=args.diff, tags=args.tags, forks=args.forks,
+                           verify_smoke=args.verify_smoke, smoke_duration=args.smoke_duration,
+                           revert_on_fail=args.revert_on_fail, reboot=args.reboot, reboot_timeout=args.reboot_timeout)
     if not args.json:
         output.note(f"gathering facts and planning ({args.inventory})...")
     roles = args.tags.split(",") if args.tags else ROLES

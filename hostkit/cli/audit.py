@@ -32,7 +32,8 @@ def run(args) -> int:
     from hostkit.audit.runner import STEPS, junit_xml
 
     with output.task_progress(quiet=args.json, roles=list(STEPS), total_roles=len(STEPS), what="steps") as progress:
-        result = api.audit(api.AuditRequest(args.inventory, args.limit, args.profile, args.force, args.strict),
+        result = api.audit(api.AuditRequest(inventory=args.inventory, limit=args.limit, profile=args.profile,
+                                            force=args.force, strict=args.strict),
                            on_event=progress)
     if args.junit:
         Path(args.junit).write_text(junit_xml(result.hosts))

@@ -32,7 +32,7 @@ def add_parser(sub) -> argparse.ArgumentParser:
 def run(args) -> int:
     from hostkit.facts.render import FLEET_HEADER, fleet_row, summary
 
-    req = api.FactsRequest(args.inventory, args.limit, args.sysroot, args.forks)
+    req = api.FactsRequest(inventory=args.inventory, limit=args.limit, sysroot=args.sysroot, forks=args.forks)
     err = output.console(stderr=True)
     progress = None
     if req.inventory and (not args.json or args.verbose):

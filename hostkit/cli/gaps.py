@@ -37,7 +37,7 @@ def add_parser(sub) -> argparse.ArgumentParser:
 
 
 def run(args) -> int:
-    req = api.GapsRequest(args.inventory, args.limit, GapOptions.from_args(args))
+    req = api.GapsRequest(inventory=args.inventory, limit=args.limit, options=GapOptions.from_args(args))
     if not args.inventory:
         req.options.probed_cpus()  # bad --cpus for this machine: exit 2 before anything starts
     if not args.json:

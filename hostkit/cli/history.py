@@ -19,7 +19,7 @@ HEADER = ["host", "run", "changes", "roles", "last change", "rolled back"]
 
 
 def run(args) -> int:
-    result = api.history(api.HistoryRequest(args.inventory, args.limit))
+    result = api.history(api.HistoryRequest(inventory=args.inventory, limit=args.limit))
     if args.json:
         output.emit_json(result.to_dict())
         return result.rc

@@ -31,7 +31,8 @@ def add_parser(sub) -> argparse.ArgumentParser:
 def run(args) -> int:
     from hostkit.plan.render import PLAN_HEADER, plan_rows, plan_text
 
-    result = api.plan(api.PlanRequest(args.inventory, args.limit, args.sysroot, args.profile, args.force))
+    result = api.plan(api.PlanRequest(inventory=args.inventory, limit=args.limit, sysroot=args.sysroot,
+                                      profile=args.profile, force=args.force))
     if args.json:
         output.emit_json(result.to_dict())
         return result.rc

@@ -43,8 +43,8 @@ def run(args) -> int:
             raise BadInput("--adopt takes no --run-id or --all: it records a new baseline, then applies")
         return _adopt(args)
     with output.task_progress(quiet=args.json) as progress:
-        result = api.rollback(api.RollbackRequest(args.inventory, args.limit, args.run_id, args.all, args.check,
-                                                  args.diff, reboot=args.reboot, reboot_timeout=args.reboot_timeout),
+        result = api.rollback(api.RollbackRequest(inventory=args.inventory, limit=args.limit, run_id=args.run_id, all=args.all,
+                                                  check=args.check, diff=args.diff, reboot=args.reboot, reboot_timeout=args.reboot_timeout),
                               on_event=progress)
     if args.json:
         output.emit_json(result.to_dict())
@@ -71,7 +71,8 @@ def _restored(host: str, d: dict) -> list[list[str]]:
 
 
 def _adopt(args) -> int:
-    result = api.adopt(api.AdoptRequest(args.inventory, args.limit, args.profile, args.force, args.check, args.diff))
+    result = api.adopt(api.AdoptRequest(inventory=args.inventory, limit=args.limit, profile=args.profile, force=args.force,
+                                         check=args.check, diff=args.diff))
     if args.json:
         output.emit_json(result.to_dict())
         return result.rc

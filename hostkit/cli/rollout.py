@@ -92,7 +92,7 @@ def request(args):
         raise BadInput("a new rollout needs --batch N or --batch P%")
     given = {k: getattr(args, k) for k in SETTING_NAMES + ("reboot_timeout",)
              if getattr(args, k) is not None}  # the others keep RolloutRequest's defaults
-    return RolloutRequest(args.inventory, args.batch, args.limit, reboot=args.reboot, profile=args.profile,
+    return RolloutRequest(inventory=args.inventory, batch=args.batch, limit=args.limit, reboot=args.reboot, profile=args.profile,
                           force=args.force, **given)
 
 

@@ -66,7 +66,7 @@ def run(args) -> int:
         return _fleet(args)
     from hostkit.smoke.report import plot, prometheus, table_rows, text_summary, write_atomic
 
-    req = api.LocalSmokeRequest(SmokeOptions.from_args(args), args.profile, given_options(args))
+    req = api.LocalSmokeRequest(options=SmokeOptions.from_args(args), profile=args.profile, given=given_options(args))
     if args.json:
         result = api.smoke_here(req)
     else:
@@ -102,8 +102,8 @@ FLEET_HEADER = ["host", "transport", "samples", "p99 ms", "p999 ms", "max ms", "
 
 
 def _fleet(args) -> int:
-    req = api.SmokeRequest(args.inventory, args.limit, args.forks, args.profile, SmokeOptions.from_args(args),
-                           given_options(args))
+    req = api.SmokeRequest(inventory=args.inventory, limit=args.limit, forks=args.forks, profile=args.profile,
+                           options=SmokeOptions.from_args(args), given=given_options(args))
     if not args.json:
         settings, forks = api.smoke_plan(req)
         output.note(f"smoke test on {len(settings)} host(s), {forks} at a time, "

@@ -20,7 +20,7 @@ def add_parser(sub) -> argparse.ArgumentParser:
 
 
 def run(args) -> int:
-    result = api.unlock(api.UnlockRequest(args.inventory, args.limit, args.run_id))
+    result = api.unlock(api.UnlockRequest(inventory=args.inventory, limit=args.limit, run_id=args.run_id))
     if args.json:
         output.emit_json(result.to_dict())
     else:

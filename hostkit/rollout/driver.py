@@ -51,7 +51,7 @@ from hostkit.smoke.options import SmokeOptions
 OnStep = Callable[[str], None] | None
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class RolloutRequest:
     inventory: str
     batch: str
@@ -79,7 +79,7 @@ class RolloutRequest:
         opts, given = SmokeOptions(duration=self.smoke_duration), {"duration"} if self.smoke_duration else set()
         if self.target_p999_ms is not None:
             opts, given = opts.replace(target_p999_ms=self.target_p999_ms), given | {"target_p999_ms"}
-        return api.SmokeRequest(self.inventory, limit, profile=self.profile, options=opts, given=frozenset(given))
+        return api.SmokeRequest(inventory=self.inventory, limit=limit, profile=self.profile, options=opts, given=frozenset(given))
 
     @classmethod
     def from_dict(cls, d: dict) -> "RolloutRequest":
@@ -168,7 +168,7 @@ def refusals(req: RolloutRequest) -> list[str]:
     (exit 3, nothing changed): its smoke gate would measure the kernel it booted, untuned, as
     ``apply --verify-smoke`` refuses. A host that cannot be planned (unreachable) is bad input for a
     rollout that must not start half-blind."""
-    plans = api.plan(api.PlanRequest(req.inventory, req.limit, profile=req.profile, force=req.force, writable=True))
+    plans = api.plan(api.PlanRequest(inventory=req.inventory, limit=req.limit, profile=req.profile, force=req.force, writable=True))
     out = []
     for name, p in plans.hosts.items():
         if p.status != "ok":
@@ -324,8 +324,8 @@ class Driver:
             self.host(h)["runs"].append(run_id)
         self.set_step(todo, "apply")
         try:
-            res = api.apply(api.ApplyRequest(self.req.inventory, ",".join(todo), self.req.profile, self.req.force,
-                                             reboot=self.req.reboot, reboot_timeout=self.req.reboot_timeout,
+            res = api.apply(api.ApplyRequest(inventory=self.req.inventory, limit=",".join(todo), profile=self.req.profile,
+                                             force=self.req.force, reboot=self.req.reboot, reboot_timeout=self.req.reboot_timeout,
                                              run_id=run_id))
         except BadInput as exc:  # a host's facts or plan: raised before the apply changed anything
             for h in todo:
@@ -348,8 +348,8 @@ class Driver:
         live = [h for h in todo if h not in failed]
         if live:
             self.set_step(live, "audit")
-            au = api.audit(api.AuditRequest(self.req.inventory, ",".join(live), self.req.profile, self.req.force,
-                                            strict=self.req.reboot))
+            au = api.audit(api.AuditRequest(inventory=self.req.inventory, limit=",".join(live), profile=self.req.profile,
+                                            force=self.req.force, strict=self.req.reboot))
             for h in live:
                 r = au.hosts.get(h) or {"status": "failed", "error": "no audit result"}
                 self.host(h)["audit"] = {"status": r["status"], "counts": r.get("counts")}
@@ -499,7 +499,7 @@ class Driver:
         """Per host, the runs in its journal: run id -> rolled_back (None: not rolled back)."""
         if not hosts:
             return {}
-        res = api.history(api.HistoryRequest(self.req.inventory, ",".join(hosts)))
+        res = api.history(api.HistoryRequest(inventory=self.req.inventory, limit=",".join(hosts)))
         return {h: {r["run_id"]: r.get("rolled_back") for r in res.hosts[h].doc["runs"]}
                 for h in hosts if h in res.hosts and res.hosts[h].ok}
 
@@ -528,7 +528,7 @@ class Driver:
         for run_id in sorted(by_run, key=self.run_order, reverse=True):
             group = by_run[run_id]
             self.set_step(group, "rollback")
-            rb = api.rollback(api.RollbackRequest(self.req.inventory, ",".join(group), run_id=run_id,
+            rb = api.rollback(api.RollbackRequest(inventory=self.req.inventory, limit=",".join(group), run_id=run_id,
                                                   reboot=self.req.reboot, reboot_timeout=self.req.reboot_timeout))
             for h in group:
                 r = rb.hosts.get(h)
@@ -560,7 +560,7 @@ class Driver:
             if rec["step"] == "apply" and rec["status"] == "running" and rec["runs"]:
                 by_run.setdefault(rec["runs"][-1], []).append(h)
         for run_id, group in by_run.items():
-            api.unlock(api.UnlockRequest(self.req.inventory, ",".join(group), run_id=run_id))
+            api.unlock(api.UnlockRequest(inventory=self.req.inventory, limit=",".join(group), run_id=run_id))
             self.event(self.host(group[0])["batch"], group, "unlock", "ok", f"run {run_id} was cut off")
 
     def resume(self) -> RolloutResult:
