@@ -17,7 +17,7 @@ from pathlib import Path
 
 import yaml
 
-from hostkit.agent.sysroot import HostFileError, read_bytes
+from hostkit.core.sysroot import HostFileError, read_bytes
 from hostkit.errors import BadInput
 
 MAX_BYTES = 16 << 20

@@ -12,7 +12,7 @@ Everything else reads this table instead of keeping its own list:
   bounds) into ``roles/<role>/vars/main.yml``; ``tests/test_tunables.py`` checks that it is fresh
   and that the roles' path defaults are the :class:`ManagedFile` defaults;
 * the audit compares ``plan["sysctl"]`` with the facts by each tunable's ``kind``
-  (:func:`hostkit.agent.values.normalise`) and reads the files of :func:`role_paths` (an
+  (:func:`hostkit.core.values.normalise`) and reads the files of :func:`role_paths` (an
   inventory's override of a role path is where the audit looks, as the role writes there);
 * adoption (:mod:`hostkit.agent.adopt`) records the values of :func:`adopted_values` and the files
   of :func:`adopted_patterns`; rollback (:mod:`hostkit.agent.rollback`) runs the ``follow_up`` of a
@@ -27,7 +27,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from hostkit.agent.boot_loader import TUNED_BOOTCMDLINE
+from hostkit.core.boot_loader import TUNED_BOOTCMDLINE
 
 # tuned's modes (profile key ``tuned``; hostkit/plan/tuned.py decides which applies).
 TUNED_MODES = ("drive", "neutralize", "ignore")
@@ -46,7 +46,7 @@ class Sysctl:
     default: int | None = None  # profile default; None leaves the kernel's value alone
     min: int | None = None
     max: int | None = None
-    kind: str = "int"  # how its text compares (hostkit.agent.values.normalise)
+    kind: str = "int"  # how its text compares (hostkit.core.values.normalise)
 
     @property
     def fact(self) -> str:
@@ -139,7 +139,7 @@ class SysfsValue:
     key: str
     section: str
     path: str
-    kind: str  # hostkit.agent.values.normalise: int, str, mask, choice
+    kind: str  # hostkit.core.values.normalise: int, str, mask, choice
     doc: str
     default: bool | int | str | None = None
     choices: tuple[str, ...] = ()
@@ -229,7 +229,7 @@ ROLE_KTHREADS = "kthreads"
 
 @dataclass(frozen=True)
 class KthreadPlacement:
-    """Kernel threads the kernel lets move (``hostkit/agent/kthreads.py``) kept on the housekeeping
+    """Kernel threads the kernel lets move (``hostkit/core/kthreads.py``) kept on the housekeeping
     CPUs: moved at apply by the ``kthreads`` role (live hosts, journaled per thread) and at every boot
     by its unit. A bool key ``key`` under ``section``; applies where the plan isolates CPUs."""
 
@@ -327,7 +327,7 @@ FILES: tuple[ManagedFile, ...] = (
     ManagedFile("/etc/systemd/system.conf.d/00-tuned.conf", ROLE_TUNED,
                 adopt="/etc/systemd/system.conf.d/00-tuned.conf"),
     ManagedFile("/boot/grub2/grubenv", "isolcpus", adopt="/boot/grub2/grubenv", reboot=True),
-    # BLS and systemd-boot (hostkit/agent/boot_loader.py): the entries' options lines and what
+    # BLS and systemd-boot (hostkit/core/boot_loader.py): the entries' options lines and what
     # kernel-install gives new kernels; nothing regenerates them, a restored copy counts at the next boot.
     ManagedFile("/boot/loader/entries/", "isolcpus", reboot=True),
     ManagedFile("/boot/efi/loader/entries/", "isolcpus", reboot=True),

@@ -11,7 +11,7 @@ DOCUMENTATION = r"""
 module: hostkit_bootargs
 short_description: Set and remove kernel arguments in the host's boot loader configuration
 description:
-  - One backend, chosen from the host's files (hostkit.agent.boot_loader.detect) - grub-debian
+  - One backend, chosen from the host's files (hostkit.core.boot_loader.detect) - grub-debian
     removes the managed arguments (those to set and those to remove) from GRUB_CMDLINE_LINUX and
     GRUB_CMDLINE_LINUX_DEFAULT in /etc/default/grub and every other /etc/default/grub.d/*.cfg and
     writes the arguments to set into /etc/default/grub.d/hostkit.cfg; bls edits every entry's

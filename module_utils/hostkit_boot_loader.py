@@ -1,1 +1,1 @@
-../hostkit/agent/boot_loader.py
+../hostkit/core/boot_loader.py

@@ -1,1 +1,1 @@
-../hostkit/agent/kernel_args.py
+../hostkit/core/kernel_args.py

@@ -1,1 +1,1 @@
-../hostkit/agent/sysroot.py
+../hostkit/core/sysroot.py

@@ -1,1 +1,1 @@
-../hostkit/agent/values.py
+../hostkit/core/values.py

@@ -43,7 +43,7 @@ INTRO = {
                     "(`eth0-TxRx-3`, `nvme0q2`), never by a number from another boot: the plan's `irq.by_name` "
                     "is resolved to this boot's numbers on the host just before the write. Persistence: "
                     "`IRQBALANCE_BANNED_CPULIST` wherever irqbalance is installed (running or not), and wherever "
-                    "hostkit pins IRQs `hostkit-irq-affinity.service`, which runs `/usr/local/lib/hostkit/irq_affinity.py` (`hostkit/agent/irq_affinity.py`, "
+                    "hostkit pins IRQs `hostkit-irq-affinity.service`, which runs `/usr/local/lib/hostkit/irq_affinity.py` (`hostkit/core/irq_affinity.py`, "
                     "python3 only) with the rules in `/etc/hostkit/irq-affinity.json` at every boot and logs "
                     "each move, refusal and rule without an IRQ to the journal.",
     "cpu_governor": "`scaling_governor` on every CPU with cpufreq in one module call, and a boot-time unit. "
@@ -85,7 +85,7 @@ INTRO = {
                 "housekeeping CPUs among its allowed ones, else all of them (tuned's `isolated_cores` rule: "
                 "`kswapd<N>` stays on its node), on live hosts, each thread's "
                 "`Cpus_allowed_list` journaled by boot id, pid and start time; `hostkit-kthreads.service` runs the same "
-                "move at every boot (`hostkit/agent/kthreads.py`, installed with the `cpulist.py` it imports). "
+                "move at every boot (`hostkit/core/kthreads.py`, installed with the `cpulist.py` it imports). "
                 "Under a lab sysroot there are no threads: the move is reported skipped. Rollback moves each "
                 "thread that still runs back and removes the unit.",
     "kubelet": "A KubeletConfiguration drop-in: static CPU manager (`full-pcpus-only`), `single-numa-node` "

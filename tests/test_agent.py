@@ -15,10 +15,10 @@ from pathlib import Path
 import pytest
 import yaml
 
-from hostkit.agent.boot_loader import grub_effective
-from hostkit.agent.kernel_args import (cmdline_tokens, shell_value, split_cmdline,
+from hostkit.core.boot_loader import grub_effective
+from hostkit.core.kernel_args import (cmdline_tokens, shell_value, split_cmdline,
                                        split_isolcpus)
-from hostkit.agent.sysroot import is_live, sysroot_path
+from hostkit.core.sysroot import is_live, sysroot_path
 from hostkit.ansible import agent_zipapp
 from hostkit.ansible.agent_call import AGENT_OUTPUT, AgentReply, call_agent, host_reply
 from hostkit.ansible.run import EventCollector, RunResult
@@ -50,12 +50,52 @@ def test_every_shipped_module_imports_with_only_the_standard_library(tmp_path):
     assert not outside, outside
 
 
-def test_every_agent_module_is_shipped():
-    agent = {f"agent/{p.name}" for p in (REPO / "hostkit/agent").glob("*.py")}
-    assert agent <= set(agent_zipapp.shipped())
+def test_every_agent_and_core_module_is_shipped():
+    shipped = {f"{d}/{p.name}" for d in ("agent", "core") for p in (REPO / "hostkit" / d).glob("*.py")}
+    assert shipped <= set(agent_zipapp.shipped())
 
 
-def test_module_utils_are_links_into_the_agent_or_the_modules_own_work():
+def package_imports() -> dict[str, set[str]]:
+    """hostkit's packages (and top-level modules) and the other ones each imports, from the source."""
+    edges: dict[str, set[str]] = {}
+    for path in (REPO / "hostkit").rglob("*.py"):
+        src = path.relative_to(REPO / "hostkit").parts[0].removesuffix(".py")
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Import):
+                names = [a.name for a in node.names]
+            elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
+                names = [node.module] + ([f"hostkit.{a.name}" for a in node.names] if node.module == "hostkit" else [])
+            else:
+                continue
+            for name in names:
+                parts = name.split(".")
+                if parts[0] == "hostkit" and len(parts) > 1 and parts[1] != src:
+                    edges.setdefault(src, set()).add(parts[1])
+    return edges
+
+
+def test_no_package_imports_one_that_imports_it_back():
+    """The layers stay layers: hostkit.core below everything (it imports only hostkit.errors), and no
+    cycle between packages (agent -> facts -> agent was one)."""
+    edges = package_imports()
+    assert edges.get("core", set()) <= {"errors"}, edges["core"]
+
+    def reaches(a: str, b: str) -> bool:
+        seen, todo = set(), [a]
+        while todo:
+            x = todo.pop()
+            if x == b:
+                return True
+            if x not in seen:
+                seen.add(x)
+                todo += edges.get(x, ())
+        return False
+
+    cycles = sorted((a, b) for a, targets in edges.items() for b in targets if reaches(b, a))
+    assert not cycles, cycles
+
+
+def test_module_utils_are_links_into_the_agent_or_core_or_the_modules_own_work():
     """What the agent and the modules share is one file, linked; the kinds of change
     (``hostkit_change_*``, the work of the modules) are the modules' own, importing nothing but the
     standard library and module_utils."""
@@ -74,7 +114,7 @@ def test_module_utils_are_links_into_the_agent_or_the_modules_own_work():
         assert path.is_symlink(), path
         target = os.readlink(path)
         assert not os.path.isabs(target), target
-        assert path.resolve().parent == REPO / "hostkit/agent", target
+        assert path.resolve().parent in (REPO / "hostkit/agent", REPO / "hostkit/core"), target
 
 
 @pytest.mark.skipif(not os.path.exists(SYSTEM_PYTHON), reason="needs the system python3")

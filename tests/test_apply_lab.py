@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import pytest
 
-from hostkit.agent.cpulist import parse_cpulist
-from hostkit.agent.kthreads import NOT_LIVE
+from hostkit.core.cpulist import parse_cpulist
+from hostkit.core.kthreads import NOT_LIVE
 from hostkit.facts import gather
 from hostkit.plan import make_plan
 from hostkit.profiles import apply_overrides, load_profile
@@ -217,7 +217,7 @@ def test_guest_tuned_by_another_tool_keeps_no_isolation_arguments(fleet):
 
 def test_kernel_threads_step_says_a_lab_host_has_no_threads_to_move(fleet, plans):
     hosts = fleet.applied()["hosts"]
-    program = (REPO / "hostkit/agent/kthreads.py").read_bytes()
+    program = (REPO / "hostkit/core/kthreads.py").read_bytes()
     for h in BARE:
         skipped = hosts[h]["roles"]["kthreads"]["skipped"]
         assert len(skipped) == 1 and skipped[0].startswith(NOT_LIVE), (h, skipped)

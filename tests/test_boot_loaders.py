@@ -1,4 +1,4 @@
-"""The boot loader readers and the edit (hostkit.agent.boot_loader): GRUB shell quoting and grub.d
+"""The boot loader readers and the edit (hostkit.core.boot_loader): GRUB shell quoting and grub.d
 order, the grubenv block's size and padding, BLS variable expansion and the default entry,
 systemd-boot's default glob, and on each boot fixture: the edit puts every managed argument exactly
 once into every entry, replaces another tool's value, and a second edit changes nothing."""
@@ -7,8 +7,8 @@ from __future__ import annotations
 
 import pytest
 
-from hostkit.agent import boot_loader as bl
-from hostkit.agent.kernel_args import arg_name, cmdline_words, edit_words
+from hostkit.core import boot_loader as bl
+from hostkit.core.kernel_args import arg_name, cmdline_words, edit_words
 from hostkit.facts import gather
 
 WANT = {"isolcpus": "managed_irq,domain,2-7", "nohz_full": "2-7", "rcu_nocbs": "2-7", "irqaffinity": "0-1",

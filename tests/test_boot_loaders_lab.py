@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import pytest
 
-from hostkit.agent.kernel_args import arg_name, cmdline_words, format_arg
+from hostkit.core.kernel_args import arg_name, cmdline_words, format_arg
 from tests.conftest import lab_port
 from tests.labutil import cli_json, sysroot, trees
 

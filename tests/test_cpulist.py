@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from hostkit.agent.cpulist import format_cpulist, format_mask, parse_cpulist, parse_mask
+from hostkit.core.cpulist import format_cpulist, format_mask, parse_cpulist, parse_mask
 from hostkit.errors import CpulistError
 
 

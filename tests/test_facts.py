@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from hostkit.agent.cpulist import parse_cpulist
+from hostkit.core.cpulist import parse_cpulist
 from hostkit.facts import gather
 from hostkit.facts.irqs import parse_interrupts
 from hostkit.facts.kernel import parse_cmdline

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from hostkit.agent.cpulist import format_cpulist, format_mask, parse_cpulist
+from hostkit.core.cpulist import format_cpulist, format_mask, parse_cpulist
 from hostkit.facts import gather
 
 

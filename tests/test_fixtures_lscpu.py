@@ -8,7 +8,7 @@ import subprocess
 
 import pytest
 
-from hostkit.agent.cpulist import parse_cpulist
+from hostkit.core.cpulist import parse_cpulist
 from hostkit.facts import gather
 from hostkit.lab import fixtures
 

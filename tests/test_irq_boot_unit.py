@@ -19,8 +19,8 @@ from pathlib import Path
 
 import pytest
 
-from hostkit.agent.cpulist import format_cpulist, parse_cpulist
-from hostkit.agent.irq_affinity import name_rules, parse_interrupts
+from hostkit.core.cpulist import format_cpulist, parse_cpulist
+from hostkit.core.irq_affinity import name_rules, parse_interrupts
 from tests.conftest import lab_port
 from tests.labutil import cli_json, sysroot, trees
 

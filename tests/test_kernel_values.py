@@ -12,9 +12,9 @@ import pytest
 import yaml
 
 from hostkit.agent import rollback as rollback_mod
-from hostkit.agent.cpulist import format_mask, parse_cpulist
+from hostkit.core.cpulist import format_mask, parse_cpulist
 from hostkit.agent.journal_io import Journal, change_file, file_state
-from hostkit.agent.values import normalise, same
+from hostkit.core.values import normalise, same
 from hostkit.audit.checks import check_pm_qos, check_sysfs
 from hostkit.facts import gather
 from hostkit.plan import make_plan

@@ -18,8 +18,8 @@ from pathlib import Path
 
 import pytest
 
-from hostkit.agent import kthreads
-from hostkit.agent.cpulist import parse_cpulist
+from hostkit.core import kthreads
+from hostkit.core.cpulist import parse_cpulist
 from hostkit.agent.journal_io import Journal
 from hostkit.agent.rollback import rollback
 from hostkit.ansible.apply import run_apply
@@ -139,7 +139,7 @@ def test_rollback_leaves_a_thread_that_is_not_the_journaled_one(tmp_path, origin
 
 
 def test_the_boot_unit_program_moves_them_as_installed(tmp_path, originals):
-    """The role installs hostkit/agent/kthreads.py and cpulist.py side by side; the unit runs it with python3
+    """The role installs hostkit/core/kthreads.py and cpulist.py side by side; the unit runs it with python3
     (no -I: the program imports cpulist.py from its own directory, as on a host without hostkit)."""
     for name in ("hostkit_kthreads.py", "hostkit_cpulist.py"):
         shutil.copy(REPO / "roles/kthreads/files" / name, tmp_path / name)

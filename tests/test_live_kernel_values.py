@@ -20,7 +20,7 @@ import pytest
 import yaml
 
 from hostkit.agent import rollback as rollback_mod
-from hostkit.agent.cpulist import parse_mask
+from hostkit.core.cpulist import parse_mask
 from hostkit.audit.checks import check_pm_qos, check_sysfs
 from hostkit.facts import gather
 from hostkit.plan import make_plan

@@ -11,7 +11,7 @@ import os
 
 import pytest
 
-from hostkit.agent.kernel_args import remove_grub_args
+from hostkit.core.kernel_args import remove_grub_args
 from tests.modules.runner import (CASES_DIR, LIBRARY, MODES, MODULE_UTILS, load_cases, load_module, make_shim,
                                   run_case, run_inprocess, snapshot)
 from tests.test_agent import _python3_only

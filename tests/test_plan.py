@@ -10,10 +10,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from hostkit.agent.cpulist import format_cpulist, parse_cpulist
+from hostkit.core.cpulist import format_cpulist, parse_cpulist
 from hostkit.errors import BadInput
 from hostkit.facts import gather
-from hostkit.agent.kernel_args import split_isolcpus
+from hostkit.core.kernel_args import split_isolcpus
 from hostkit.plan import Plan, build_plan, make_plan
 from hostkit.profiles import apply_overrides, load_profile, shipped
 

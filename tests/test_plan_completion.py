@@ -10,9 +10,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from hostkit.agent.cpulist import format_cpulist, format_mask, parse_cpulist, parse_mask
-from hostkit.agent.kernel_args import split_isolcpus
-from hostkit.agent.kthreads import PF_KTHREAD, PF_NO_SETAFFINITY, plan_moves
+from hostkit.core.cpulist import format_cpulist, format_mask, parse_cpulist, parse_mask
+from hostkit.core.kernel_args import split_isolcpus
+from hostkit.core.kthreads import PF_KTHREAD, PF_NO_SETAFFINITY, plan_moves
 from hostkit.errors import BadInput
 from hostkit.facts import gather
 from hostkit.plan import build_plan

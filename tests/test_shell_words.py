@@ -1,4 +1,4 @@
-"""The kernel command line's and GRUB's one tokenizer (hostkit/agent/kernel_args.py shell_words): the
+"""The kernel command line's and GRUB's one tokenizer (hostkit/core/kernel_args.py shell_words): the
 words shlex.split gives, without shlex's per-character loop (seconds on a megabyte of input)."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ import shlex
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from hostkit.agent.kernel_args import cmdline_tokens, shell_words
+from hostkit.core.kernel_args import cmdline_tokens, shell_words
 
 TEXT = st.text(alphabet=" \t\n'\"\\#ab=,$`-", max_size=24)
 

@@ -16,7 +16,7 @@ import yaml
 from hostkit import tunables
 from hostkit.agent import adopt as adopt_mod
 from hostkit.agent import rollback as rollback_mod
-from hostkit.agent.values import normalise, same
+from hostkit.core.values import normalise, same
 from hostkit.audit.checks import audited_files, check_sysctls, run_checks
 from hostkit.facts import gather
 from hostkit.facts.capture import PATTERNS

@@ -12,7 +12,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from hostkit.agent.kernel_args import arg_name, cmdline_words
+from hostkit.core.kernel_args import arg_name, cmdline_words
 from hostkit.facts import Sysroot, gather
 from hostkit.facts.tuned import read_tuned
 from hostkit.plan import build_plan
@@ -232,7 +232,7 @@ def test_debian_grub_with_tuned_next_boot_expands_tuned_params_and_apply_takes_h
     /etc/default/grub and 00_tuned sets it from /etc/tuned/bootcmdline; the next boot is computed
     with it, and the boot-loader edit takes hostkit's arguments out of TUNED_BOOT_CMDLINE there
     (comment header kept) so each appears once."""
-    from hostkit.agent import boot_loader
+    from hostkit.core import boot_loader
 
     root = sysroot_copy(DEBIAN12)
     install_debian_tuned(root, "isolated_cores=2-7\nno_balance_cores=2-7\n", DEBIAN_BOOT_CMDLINE)

@@ -15,8 +15,8 @@ from __future__ import annotations
 
 import pytest
 
-from hostkit.agent.boot_loader import parse_grubenv
-from hostkit.agent.kernel_args import arg_name, cmdline_words, format_arg
+from hostkit.core.boot_loader import parse_grubenv
+from hostkit.core.kernel_args import arg_name, cmdline_words, format_arg
 from tests.conftest import lab_port
 from tests.labutil import cli_json, inventory_with, sysroot, trees
 from tests.tuned_util import install_tuned

@@ -24,7 +24,7 @@ import time
 
 import pytest
 
-from hostkit.agent.cpulist import parse_cpulist
+from hostkit.core.cpulist import parse_cpulist
 from tests.labutil import cli, cli_json
 from tests.test_rollout_lab import epoch
 from tests.vmutil import REBOOT_TIMEOUT, device_irqs, etc_boot_hashes, inventory_for, read, ssh, vm_lab_fixture

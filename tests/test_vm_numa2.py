@@ -21,8 +21,8 @@ import time
 
 import pytest
 
-from hostkit.agent.cpulist import parse_cpulist
-from hostkit.agent.kthreads import PF_KTHREAD, PF_NO_SETAFFINITY
+from hostkit.core.cpulist import parse_cpulist
+from hostkit.core.kthreads import PF_KTHREAD, PF_NO_SETAFFINITY
 from tests.labutil import cli, cli_json
 from tests.vmutil import (SYSCTL_PATHS, REBOOT_TIMEOUT, device_irqs, etc_boot_hashes, inventory_for, qemu_wait_during,
                           read, ssh, vm_lab_fixture)

@@ -25,7 +25,7 @@ import time
 import pytest
 import yaml
 
-from hostkit.agent.cpulist import parse_cpulist
+from hostkit.core.cpulist import parse_cpulist
 from tests.labutil import cli, cli_json
 from tests.test_rollout_lab import epoch
 from tests.vmutil import REBOOT_TIMEOUT, device_irqs, read, ssh, vm_lab_fixture

@@ -26,7 +26,7 @@ import time
 
 import pytest
 
-from hostkit.agent.kernel_args import arg_name, cmdline_words, format_arg
+from hostkit.core.kernel_args import arg_name, cmdline_words, format_arg
 from tests.labutil import cli, cli_json
 from tests.vmutil import REBOOT_TIMEOUT, etc_boot_hashes, inventory_for, read, reboot, ssh, vm_lab_fixture
 

@@ -15,8 +15,9 @@ import os
 import secrets
 import time
 
-from hostkit.agent.journal_io import Journal, atomic_write, file_state
-from hostkit.agent.sysroot import sysroot_path
+from hostkit.agent.journal_io import Journal, file_state
+from hostkit.core.sysroot import atomic_write
+from hostkit.core.sysroot import sysroot_path
 from hostkit.tunables import adopted_patterns, adopted_values
 
 

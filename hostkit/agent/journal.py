@@ -6,7 +6,7 @@ import json
 import os
 
 from hostkit.agent.journal_io import JOURNAL_DIR
-from hostkit.agent.sysroot import excerpt, sysroot_path
+from hostkit.core.sysroot import excerpt, sysroot_path
 from hostkit.errors import FactsError
 
 ROLLBACK_SUFFIX = ".rollback.json"

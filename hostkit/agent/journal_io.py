@@ -19,12 +19,11 @@ import errno
 import hashlib
 import json
 import os
-import tempfile
 
 try:  # in the hostkit package (the agent zipapp, the controller)
-    from hostkit.agent.sysroot import is_live, sysroot_path  # noqa: F401 (is_live: for the modules)
+    from hostkit.core.sysroot import atomic_write, is_live, sysroot_path  # noqa: F401 (is_live: for the modules)
 except ImportError:  # inside an Ansible module: the same file as module_utils/hostkit_sysroot.py
-    from ansible.module_utils.hostkit_sysroot import is_live, sysroot_path  # noqa: F401
+    from ansible.module_utils.hostkit_sysroot import atomic_write, is_live, sysroot_path  # noqa: F401
 
 JOURNAL_DIR = "var/lib/hostkit/journal"
 WOULD_RUN_LOG = "var/lib/hostkit/would-run.jsonl"
@@ -68,34 +67,6 @@ def missing_parents(full):
         out.insert(0, d)
         d = os.path.dirname(d)
     return out
-
-
-def atomic_write(full, data, mode=0o644, uid=None, gid=None):
-    """The one atomic file write (journal, rollback, adoption, smoke reports, the rollout state, the
-    agent cache): a temporary file in the target's directory, fsync, rename over ``full``, fsync of
-    the directory. A crash leaves the old file or the new one, never half of either."""
-    d = os.path.dirname(full)
-    if not os.path.isdir(d):
-        os.makedirs(d, 0o755)
-    fd, tmp = tempfile.mkstemp(dir=d, prefix=".hostkit-")
-    try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-            f.flush()
-            os.fsync(f.fileno())
-        os.chmod(tmp, mode)
-        if uid is not None and gid is not None:
-            os.chown(tmp, uid, gid)
-        os.rename(tmp, full)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
-    dfd = os.open(d, os.O_RDONLY | os.O_DIRECTORY)
-    try:
-        os.fsync(dfd)
-    finally:
-        os.close(dfd)
 
 
 def journaled_module_options(role_default="", **options):

@@ -17,11 +17,12 @@ import json
 import os
 import re
 
-from hostkit.agent import kthreads
+from hostkit.core import kthreads
 from hostkit.agent.journal import ROLLBACK_SUFFIX, journal_dir, load_runs
-from hostkit.agent.journal_io import atomic_write, file_state, now, record_would_run, state_bytes
-from hostkit.agent.sysroot import is_live, sysroot_path
-from hostkit.agent.values import normalise, same
+from hostkit.agent.journal_io import file_state, now, record_would_run, state_bytes
+from hostkit.core.sysroot import atomic_write
+from hostkit.core.sysroot import is_live, sysroot_path
+from hostkit.core.values import normalise, same
 from hostkit.errors import BadInput
 from hostkit.tunables import follow_ups, resolve_follow_up
 

@@ -24,7 +24,7 @@ import zipfile
 from pathlib import Path
 
 import hostkit
-from hostkit.agent.journal_io import atomic_write
+from hostkit.core.sysroot import atomic_write
 
 PACKAGE_ROOT = Path(hostkit.__file__).parent
 ENTRY = "agent/main.py"

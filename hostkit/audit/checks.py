@@ -4,7 +4,7 @@ Each check yields findings ``{"check", "status", "expected", "actual", "source"}
 ``pass``, ``drift``, ``pending_reboot`` (the boot config holds the planned kernel arguments but
 the running kernel was booted without them), ``tolerated`` (the kernel refuses to move a
 managed or per-CPU IRQ) or ``not_applicable``. Values are compared normalised: cpulists against
-hex masks, integers against integers (:func:`hostkit.agent.values.same`, with each sysctl's kind
+hex masks, integers against integers (:func:`hostkit.core.values.same`, with each sysctl's kind
 from :mod:`hostkit.tunables`). Files a role lets the inventory move (kubelet drop-in, irqbalance
 config, containerd config, kubelet state directory) are read where the role writes them:
 :func:`hostkit.tunables.role_paths` of the host's variables.
@@ -17,11 +17,11 @@ from typing import NamedTuple
 
 import yaml
 
-from hostkit.agent.cpulist import format_cpulist, parse_cpulist, parse_mask
-from hostkit.agent.kernel_args import arg_name, cmdline_words, domain_isolated, format_arg
-from hostkit.agent.kthreads import allowed_on
-from hostkit.agent.sysroot import sysroot_path
-from hostkit.agent.values import same
+from hostkit.core.cpulist import format_cpulist, parse_cpulist, parse_mask
+from hostkit.core.kernel_args import arg_name, cmdline_words, domain_isolated, format_arg
+from hostkit.core.kthreads import allowed_on
+from hostkit.core.sysroot import sysroot_path
+from hostkit.core.values import same
 from hostkit.facts.services import IRQBALANCE_BANNED_CPUS, irqbalance_ban
 from hostkit.tunables import BY_KEY, IRQBALANCE_CONFIGS, role_paths
 
@@ -150,7 +150,7 @@ def _occurrences(line: str | None, arg: str) -> list[str]:
 def check_kernel_args(view: HostView, facts: dict, plan: dict) -> list[dict]:
     """The plan's kernel arguments against the running kernel (``/proc/cmdline``) and against what
     the next boot will use (facts' ``kernel.next_boot_cmdline``, computed the way the host's boot
-    loader does: :mod:`hostkit.agent.boot_loader`). Right for the next boot but not in the running
+    loader does: :mod:`hostkit.core.boot_loader`). Right for the next boot but not in the running
     kernel: a pending reboot. Each argument must appear exactly once in the next boot's line."""
     kernel = facts["kernel"]
     booted_line, next_line = kernel.get("cmdline") or "", kernel.get("next_boot_cmdline")

@@ -9,9 +9,9 @@ from __future__ import annotations
 
 import os
 
-from hostkit.agent import kthreads
-from hostkit.agent.cpulist import parse_cpulist
-from hostkit.agent.sysroot import is_live
+from hostkit.core import kthreads
+from hostkit.core.cpulist import parse_cpulist
+from hostkit.core.sysroot import is_live
 from hostkit.facts.cpufreq import read_cpufreq
 from hostkit.facts.dmi import read_memory
 from hostkit.facts.irqs import read_default_affinity, read_irqs, read_nics, read_steal

@@ -1,7 +1,7 @@
 """``kernel.boot_loader`` and ``kernel.next_boot_cmdline``: which boot loader holds the kernel
 command line and what the next boot will use, computed the way that boot loader does.
 
-The readers are :mod:`hostkit.agent.boot_loader` (one per format: Debian GRUB across
+The readers are :mod:`hostkit.core.boot_loader` (one per format: Debian GRUB across
 ``/etc/default/grub`` and ``grub.d``, BLS entries with grubenv variables, systemd-boot entries),
 shared with the ``hostkit_bootargs`` module so that facts, apply and audit read the boot
 configuration one way.
@@ -9,7 +9,7 @@ configuration one way.
 
 from __future__ import annotations
 
-from hostkit.agent.boot_loader import BootConfigError, boot_loader_facts
+from hostkit.core.boot_loader import BootConfigError, boot_loader_facts
 from hostkit.errors import FactsError
 from hostkit.facts.sysroot import Sysroot
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from hostkit.agent.cpulist import format_cpulist
+from hostkit.core.cpulist import format_cpulist
 from hostkit.facts.sysroot import CPU_DIR, Sysroot
 
 

@@ -28,7 +28,7 @@ from __future__ import annotations
 import re
 import struct
 
-from hostkit.agent.sysroot import HostFileError, read_bytes
+from hostkit.core.sysroot import HostFileError, read_bytes
 from hostkit.errors import FactsError
 from hostkit.facts.sysroot import Sysroot
 

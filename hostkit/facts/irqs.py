@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from hostkit.agent.cpulist import format_cpulist
-from hostkit.agent.irq_affinity import parse_interrupts as interrupt_rows
+from hostkit.core.cpulist import format_cpulist
+from hostkit.core.irq_affinity import parse_interrupts as interrupt_rows
 from hostkit.errors import FactsError
 from hostkit.facts.sysroot import Sysroot
 
@@ -12,7 +12,7 @@ USER_HZ = 100  # /proc/stat ticks per second on every Linux architecture hostkit
 
 def parse_interrupts(text: str, source: str = "/proc/interrupts") -> list[dict]:
     """Numbered IRQ rows of ``/proc/interrupts``: irq, per-CPU counts, chip, hwirq, name (the one
-    parser, :func:`hostkit.agent.irq_affinity.parse_interrupts`, which the boot-time unit runs too)."""
+    parser, :func:`hostkit.core.irq_affinity.parse_interrupts`, which the boot-time unit runs too)."""
     try:
         return interrupt_rows(text)
     except ValueError as exc:

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from hostkit.agent.cpulist import format_cpulist, parse_cpulist
-from hostkit.agent.kernel_args import split_cmdline, split_isolcpus
+from hostkit.core.cpulist import format_cpulist, parse_cpulist
+from hostkit.core.kernel_args import split_cmdline, split_isolcpus
 from hostkit.errors import CpulistError, FactsError
 from hostkit.facts.boot_loader import read_boot_loader
 from hostkit.facts.sysroot import Sysroot

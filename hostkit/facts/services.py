@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import re
 
-from hostkit.agent.cpulist import format_cpulist, parse_mask
+from hostkit.core.cpulist import format_cpulist, parse_mask
 from hostkit.facts.sysroot import Sysroot
 from hostkit.tunables import IRQBALANCE_CONFIGS
 

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import os
 
-from hostkit.agent.cpulist import parse_cpulist, parse_mask
-from hostkit.agent.sysroot import HostFileError, excerpt, is_live, is_number, read_text, sysroot_path
+from hostkit.core.cpulist import parse_cpulist, parse_mask
+from hostkit.core.sysroot import HostFileError, excerpt, is_live, is_number, read_text, sysroot_path
 from hostkit.errors import CpulistError, FactsError
 
 CPU_DIR = "sys/devices/system/cpu"
@@ -47,7 +47,7 @@ class Sysroot:
     def read(self, rel: str, default: str | None = None) -> str | None:
         """File text without trailing newlines and NULs; ``default`` if absent or unreadable. A FIFO,
         a device, a symlink loop or a file over :data:`MAX_READ` bytes is a FactsError naming it
-        (:func:`hostkit.agent.sysroot.read_bytes`: plain ``os.open``/``os.read`` on a string path, as
+        (:func:`hostkit.core.sysroot.read_bytes`: plain ``os.open``/``os.read`` on a string path, as
         a 384-CPU host means thousands of tiny sysfs reads)."""
         try:
             text = read_text(self.path(rel))

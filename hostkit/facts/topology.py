@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from hostkit.agent.cpulist import format_cpulist
-from hostkit.agent.sysroot import excerpt, is_number
+from hostkit.core.cpulist import format_cpulist
+from hostkit.core.sysroot import excerpt, is_number
 from hostkit.errors import FactsError
 from hostkit.facts.sysroot import CPU_DIR, NODE_DIR, Sysroot
 

@@ -32,7 +32,7 @@ import configparser
 import os
 import re
 
-from hostkit.agent.boot_loader import TUNED_BOOTCMDLINE
+from hostkit.core.boot_loader import TUNED_BOOTCMDLINE
 from hostkit.facts.services import running_commands
 from hostkit.facts.sysroot import Sysroot
 

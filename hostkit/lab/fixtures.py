@@ -21,7 +21,7 @@ from pathlib import Path
 
 import yaml
 
-from hostkit.agent.cpulist import format_cpulist, format_mask
+from hostkit.core.cpulist import format_cpulist, format_mask
 from hostkit.errors import BadInput
 
 SPECS_FILE = "fixture_specs.yml"
@@ -336,7 +336,7 @@ def _put_boot_layout(t: Tree, name: str) -> None:
     t.dirs.update(layout.get("dirs") or [])
     env = layout.get("grubenv")
     if env is not None:
-        from hostkit.agent.boot_loader import format_grubenv
+        from hostkit.core.boot_loader import format_grubenv
 
         t.files["boot/grub2/grubenv"] = format_grubenv([(k, str(v)) for k, v in env.items()], GRUBENV_SIZE)
 

@@ -25,7 +25,7 @@ from pathlib import Path
 
 import yaml
 
-from hostkit.agent.sysroot import excerpt
+from hostkit.core.sysroot import excerpt
 from hostkit.errors import BadInput, LabError
 from hostkit.lab import fixtures
 

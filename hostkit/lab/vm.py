@@ -25,7 +25,7 @@ import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from hostkit.agent.sysroot import excerpt
+from hostkit.core.sysroot import excerpt
 from hostkit.errors import BadInput, LabError
 
 QEMU = "qemu-system-x86_64"

@@ -11,7 +11,7 @@ from __future__ import annotations
 import copy
 from dataclasses import dataclass, field
 
-from hostkit.agent.cpulist import format_cpulist, format_mask
+from hostkit.core.cpulist import format_cpulist, format_mask
 
 
 @dataclass(frozen=True)

@@ -17,10 +17,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from hostkit.agent.cpulist import format_cpulist, format_mask, parse_cpulist, parse_mask
-from hostkit.agent.irq_affinity import name_rules
-from hostkit.agent.kernel_args import format_arg
-from hostkit.agent.kthreads import allowed_on
+from hostkit.core.cpulist import format_cpulist, format_mask, parse_cpulist, parse_mask
+from hostkit.core.irq_affinity import name_rules
+from hostkit.core.kernel_args import format_arg
+from hostkit.core.kthreads import allowed_on
 from hostkit.errors import BadInput
 from hostkit.plan.model import IrqPlan, NodePartition, Plan
 from hostkit.plan.tuned import plan_tuned

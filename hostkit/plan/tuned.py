@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import re
 
-from hostkit.agent.cpulist import format_cpulist
+from hostkit.core.cpulist import format_cpulist
 
 PROFILE = "hostkit"
 NEUTRAL = "hostkit-neutral"

@@ -6,7 +6,7 @@ from __future__ import annotations
 from importlib import resources
 from pathlib import Path
 
-from hostkit.agent.sysroot import excerpt
+from hostkit.core.sysroot import excerpt
 from hostkit.errors import BadInput
 from hostkit.jsonfile import parse_yaml, read_text
 from hostkit.profiles.schema import PLAN_OVERRIDES, SCHEMA, defaults, merge, validate

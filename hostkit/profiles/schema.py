@@ -7,8 +7,8 @@ overrides (``hostkit_overrides``) go through the same checks.
 
 from __future__ import annotations
 
-from hostkit.agent.cpulist import parse_cpulist
-from hostkit.agent.sysroot import excerpt
+from hostkit.core.cpulist import parse_cpulist
+from hostkit.core.sysroot import excerpt
 from hostkit.errors import BadInput, CpulistError
 from hostkit.tunables import (TUNED_MODES, KernelArg, KthreadPlacement, PmQos, SysfsValue, profile_sections,
                               tuned_sysctls)

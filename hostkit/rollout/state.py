@@ -1,6 +1,6 @@
 """The rollout's state file: ``<state dir>/runs/<rollout-id>/rollout.json`` (beside the Ansible
 runs' directories, see :mod:`hostkit.paths`), rewritten after every step with the one atomic write
-(:func:`hostkit.agent.journal_io.atomic_write`): a crash leaves either the previous state or the new
+(:func:`hostkit.core.sysroot.atomic_write`): a crash leaves either the previous state or the new
 one, never half a file."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ import json
 import time
 from pathlib import Path
 
-from hostkit.agent.journal_io import atomic_write
+from hostkit.core.sysroot import atomic_write
 from hostkit.errors import BadInput
 from hostkit.jsonfile import read_json
 from hostkit.paths import runs_dir

@@ -27,7 +27,7 @@ import os
 import time
 from dataclasses import dataclass
 
-from hostkit.agent.cpulist import format_cpulist, parse_cpulist
+from hostkit.core.cpulist import format_cpulist, parse_cpulist
 from hostkit.errors import BadInput
 
 CHARGED_FRACTION = 0.5  # a gap the kernel charged at least this much of is invisible to it

@@ -7,7 +7,7 @@ result on each side is compared as one host.
 
 from __future__ import annotations
 
-from hostkit.agent.sysroot import excerpt
+from hostkit.core.sysroot import excerpt
 from hostkit.errors import BadInput
 from hostkit.jsonfile import read_json
 from hostkit.smoke.report import fifo_state, verdict as slo_word

@@ -145,7 +145,7 @@ def host_path(path: str, host: str) -> str:
 
 def write_atomic(path: str, data: bytes) -> None:
     """Temporary file in the same directory, fsync, rename over ``path`` (mode 0644)."""
-    from hostkit.agent.journal_io import atomic_write
+    from hostkit.core.sysroot import atomic_write
 
     atomic_write(os.path.abspath(path), data, mode=0o644)
 

@@ -46,7 +46,7 @@ def choose_cpus(opts: SmokeOptions) -> tuple[int, list[int]]:
     """Worker: the given CPU, else an isolated CPU, else the last online one; clients: housekeeping."""
     allowed = sorted(os.sched_getaffinity(0))
     try:
-        from hostkit.agent.cpulist import parse_cpulist
+        from hostkit.core.cpulist import parse_cpulist
 
         with open("/sys/devices/system/cpu/isolated") as f:
             isolated = sorted(parse_cpulist(f.read()))

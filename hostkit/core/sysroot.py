@@ -1,5 +1,6 @@
 # -*- coding: utf-8 -*-
-"""Paths under a sysroot, and whether a sysroot is the live machine: the one definition of both.
+"""Paths under a sysroot, whether a sysroot is the live machine, the bounded read of a host's file
+and the atomic write of one: the one definition of each.
 
 A sysroot is the root directory a host's files are read and written under: ``/`` (or ``''``)
 for the machine itself, or a fixture tree with the same file names standing in for another
@@ -13,6 +14,7 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 import os
+import tempfile
 
 
 def sysroot_path(sysroot, path):
@@ -102,3 +104,31 @@ def read_text(path, limit=MAX_READ):
 def is_number(text):
     """An ASCII decimal number (``str.isdigit`` also accepts ``²`` and other digits int() refuses)."""
     return bool(text) and all("0" <= c <= "9" for c in text)
+
+
+def atomic_write(full, data, mode=0o644, uid=None, gid=None):
+    """The one atomic file write (journal, rollback, adoption, smoke reports, the rollout state, the
+    agent cache): a temporary file in the target's directory, fsync, rename over ``full``, fsync of
+    the directory. A crash leaves the old file or the new one, never half of either."""
+    d = os.path.dirname(full)
+    if not os.path.isdir(d):
+        os.makedirs(d, 0o755)
+    fd, tmp = tempfile.mkstemp(dir=d, prefix=".hostkit-")
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+            f.flush()
+            os.fsync(f.fileno())
+        os.chmod(tmp, mode)
+        if uid is not None and gid is not None:
+            os.chown(tmp, uid, gid)
+        os.rename(tmp, full)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise
+    dfd = os.open(d, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        os.fsync(dfd)
+    finally:
+        os.close(dfd)

@@ -7,7 +7,7 @@ to init. ``/etc/default/grub`` is a shell file: its ``GRUB_CMDLINE_LINUX`` and
 ``GRUB_CMDLINE_LINUX_DEFAULT`` values may be double-quoted, single-quoted or bare.
 
 What the GRUB variables add up to across files (shell expansion, ``grub.d`` order) is
-:mod:`hostkit.agent.boot_loader`'s. Used by the facts engine, the audit and hostkit's Ansible modules (as
+:mod:`hostkit.core.boot_loader`'s. Used by the facts engine, the audit and hostkit's Ansible modules (as
 ``module_utils/hostkit_kernel_args.py``, a symlink to this file). Standard library only;
 Python 2-compatible syntax because Ansible may load it anywhere.
 """

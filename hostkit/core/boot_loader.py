@@ -42,9 +42,9 @@ import os
 import re
 
 try:  # in the hostkit package (the agent zipapp, the controller)
-    from hostkit.agent.kernel_args import (arg_name, cmdline_words, edit_words, format_arg, remove_grub_args,
+    from hostkit.core.kernel_args import (arg_name, cmdline_words, edit_words, format_arg, remove_grub_args,
                                            split_cmdline)
-    from hostkit.agent.sysroot import HostFileError, read_bytes, sysroot_path
+    from hostkit.core.sysroot import HostFileError, read_bytes, sysroot_path
 except ImportError:  # inside an Ansible module
     from ansible.module_utils.hostkit_kernel_args import (arg_name, cmdline_words, edit_words, format_arg,
                                                           remove_grub_args, split_cmdline)

@@ -36,7 +36,7 @@ import os
 import sys
 
 try:  # in the hostkit package (the agent zipapp, the controller)
-    from hostkit.agent.cpulist import format_cpulist, parse_cpulist
+    from hostkit.core.cpulist import format_cpulist, parse_cpulist
 except ImportError:
     try:  # inside an Ansible module
         from ansible.module_utils.hostkit_cpulist import format_cpulist, parse_cpulist

@@ -8,7 +8,7 @@ verification on the host) normalises both sides with :func:`normalise` of the va
 (the kinds of :mod:`hostkit.tunables` and of the journal's value entries).
 
 Standard library only; Python 2-compatible syntax so that hostkit's Ansible modules can share it
-through ``module_utils`` like :mod:`hostkit.agent.cpulist`.
+through ``module_utils`` like :mod:`hostkit.core.cpulist`.
 """
 
 from __future__ import absolute_import, division, print_function
@@ -16,7 +16,7 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 try:
-    from hostkit.agent.cpulist import parse_cpulist, parse_mask
+    from hostkit.core.cpulist import parse_cpulist, parse_mask
 except ImportError:  # inside an Ansible module
     from ansible.module_utils.hostkit_cpulist import parse_cpulist, parse_mask
 
