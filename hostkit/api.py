@@ -328,12 +328,12 @@ def _verify_smoke(req: ApplyRequest, result: ApplyResult) -> dict[str, SmokeVerd
     fleet = smoke(SmokeRequest(inventory=req.inventory, limit=",".join(changed), profile=req.profile,
                                options=SmokeOptions(duration=req.smoke_duration),
                                given=frozenset({"duration"} if req.smoke_duration else ())))
-    from hostkit.smoke.report import verdict as slo_verdict
+    from hostkit.smoke import report as smoke_report
 
     out = {}
     for host, r in fleet.hosts.items():
         passed = r.ok and r.doc["slo"]["passed"]
-        said = slo_verdict(r.doc["slo"]) if r.ok else None
+        said = smoke_report.verdict(r.doc["slo"]) if r.ok else None
         verdict = (f"{said} p999 {r.doc['slo']['p999_ms']} ms vs {r.doc['slo']['target_p999_ms']} ms"
                    if r.ok else f"{r.status}: {r.error}")
         out[host] = SmokeVerdict(passed, verdict)

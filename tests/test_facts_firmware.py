@@ -1,4 +1,4 @@
-"""Facts on odd firmware (issue 12): packages without ids, guests without DMI. Sysroot fixtures
+"""Facts on odd firmware: packages without ids, guests without DMI. Sysroot fixtures
 changed the way such firmware shows itself in sysfs."""
 
 from __future__ import annotations

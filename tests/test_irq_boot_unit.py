@@ -1,4 +1,4 @@
-"""The boot-time IRQ unit finds IRQs by action name, never by a number from another boot (issue 12).
+"""The boot-time IRQ unit finds IRQs by action name, never by a number from another boot.
 
 The program the unit runs (roles/irq_affinity/files/hostkit_irq_affinity.py, the role installs it as
 it is) is run for real with /usr/bin/python3, as the unit does, against copies of a real

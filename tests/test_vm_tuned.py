@@ -1,4 +1,4 @@
-"""The real tuned (Debian bookworm's package, tuned 2.20) in a real-kernel lab guest (issue 12):
+"""The real tuned (Debian bookworm's package, tuned 2.20) in a real-kernel lab guest:
 hostkit drives it, and rolls it back, across real reboots.
 
 The guest image carries tuned installed but disabled (hostkit/lab/vm_image.py), so every other

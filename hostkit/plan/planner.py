@@ -419,8 +419,8 @@ def _partition_sysctls(isolating: bool, kubelet_static: bool, profile: dict,
         if stalld.get("running"):
             wanted["kernel.sched_rt_runtime_us"] = -1
             reasons.append("sched_rt_runtime_us=-1: inference CPUs are isolated and dedicated, and stalld runs to "
-                           "boost any kernel thread a FIFO worker starves there; measured in issue 12: deschedule "
-                           "p999/max 0.80/3.8 ms at -1 against 1.53/9.1 ms at 950000")
+                           "boost any kernel thread a FIFO worker starves there; measured on a 2-CPU VM (docs/operator-guide.md, "
+                           "The RT budget): deschedule p999/max 0.80/3.8 ms at -1 against 1.53/9.1 ms at 950000")
         else:
             state = "installed but not running (systemctl enable --now stalld)" if stalld.get("installed") \
                 else "not installed"

@@ -43,8 +43,8 @@ from hostkit.agent.rollback import restored
 from hostkit.ansible.inventory import load_inventory
 from hostkit.ansible.run import new_run_id
 from hostkit.errors import EXIT_FAILED, EXIT_OK, EXIT_REFUSED, BadInput, HostkitError, Refused
-from hostkit.rollout import hooks as hookmod
-from hostkit.rollout import state as st
+from hostkit.rollout import hooks as rollout_hooks
+from hostkit.rollout import state as rollout_state
 from hostkit.rollout.batches import check_max_unavailable, next_wave, plan_batches
 from hostkit.smoke.options import SmokeOptions
 
@@ -65,11 +65,11 @@ class RolloutRequest:
     smoke_duration: float | None = None  # None: the smoke test's default run (a credible p999)
     profile: str | None = None
     force: bool = False
-    hook_timeout: float = hookmod.DEFAULT_TIMEOUT
+    hook_timeout: float = rollout_hooks.DEFAULT_TIMEOUT
 
     def __post_init__(self) -> None:
         api.check_reboot_timeout(self.reboot_timeout)
-        hookmod.check_timeout(self.hook_timeout)
+        rollout_hooks.check_timeout(self.hook_timeout)
         if self.max_failures < 0:
             raise BadInput(f"--max-failures must be 0 or more, got {self.max_failures}")
         check_max_unavailable(self.max_unavailable)
@@ -119,7 +119,8 @@ def start(req: RolloutRequest, on_step: OnStep = None) -> RolloutResult:
         raise Refused("; ".join(refused))
     rid = new_run_id()
     state = {
-        "version": st.VERSION, "rollout_id": rid, "status": "running", "created": st.now(), "updated": None,
+        "version": rollout_state.VERSION, "rollout_id": rid, "status": "running", "created": rollout_state.now(),
+        "updated": None,
         "request": {**asdict(req), "inventory": os.path.abspath(req.inventory)},
         "controller": _controller(),
         "batches": [{"index": i, "canary": bool(req.canary) and i == 0, "hosts": b, "status": "pending",
@@ -127,14 +128,14 @@ def start(req: RolloutRequest, on_step: OnStep = None) -> RolloutResult:
         "hosts": {h: _new_host(i) for i, b in enumerate(batches) for h in b},
         "failed_hosts": 0, "failure": None, "events": [],
     }
-    st.save(state)
+    rollout_state.save(state)
     return Driver(state, on_step).run()
 
 
 def _load_idle(rollout_id: str, refused: dict[str, str]) -> dict:
     """The rollout's state, when no process runs it and its status is not one of ``refused``
     (status -> why, as bad input)."""
-    state = st.load(rollout_id)
+    state = rollout_state.load(rollout_id)
     if state["status"] in refused:
         raise BadInput(f"rollout {rollout_id} {refused[state['status']]}")
     _check_not_running(state)
@@ -150,15 +151,15 @@ def resume(rollout_id: str, on_step: OnStep = None) -> RolloutResult:
     if missing:
         raise BadInput(f"rollout {rollout_id}: {', '.join(missing)} no longer in inventory {req.inventory}")
     state["status"], state["failure"], state["controller"] = "running", None, _controller()
-    state.setdefault("resumed", []).append(st.now())
-    st.save(state)
+    state.setdefault("resumed", []).append(rollout_state.now())
+    rollout_state.save(state)
     return Driver(state, on_step).resume()
 
 
 def abort(rollout_id: str, on_step: OnStep = None) -> RolloutResult:
     state = _load_idle(rollout_id, {"aborted": "was already aborted"})
     state["status_before_abort"], state["status"], state["controller"] = state["status"], "aborting", _controller()
-    st.save(state)
+    rollout_state.save(state)
     return Driver(state, on_step).abort()
 
 
@@ -191,7 +192,7 @@ def _prepare(req: RolloutRequest):
     hooks = {}
     for h in hosts:
         for_host(h.name, h.vars, req.profile)
-        hooks[h.name] = hookmod.render(h.name, h.vars)
+        hooks[h.name] = rollout_hooks.render(h.name, h.vars)
     return hosts, hooks
 
 
@@ -222,7 +223,7 @@ class Driver:
 
     # --- bookkeeping
     def save(self) -> None:
-        st.save(self.state)
+        rollout_state.save(self.state)
 
     def event(self, batch: int, hosts: list[str], step: str, status: str, note: str = "") -> None:
         self.state["events"].append({"t": round(time.time(), 3), "batch": batch, "hosts": hosts, "step": step,
@@ -273,7 +274,7 @@ class Driver:
         i = b["index"]
         todo = [h for h in b["hosts"] if self.host(h)["status"] != "done"]
         todo.sort(key=lambda h: not self.host(h).get("out"))  # hosts still out (resume) go first
-        b["status"], b["started"] = "running", b["started"] or st.now()
+        b["status"], b["started"] = "running", b["started"] or rollout_state.now()
         b.setdefault("apply_runs", [])
         self.event(i, todo, "batch", "started")
         passed: list[str] = []  # hosts of earlier waves of this batch, back in service with their tuning
@@ -289,7 +290,7 @@ class Driver:
                 return False
             passed += [h for h in wave if self.host(h)["status"] == "done"]
         b["status"] = "done"  # within --max-failures, its failed hosts stay rolled back
-        b["finished"] = st.now()
+        b["finished"] = rollout_state.now()
         self.event(i, b["hosts"], "batch", "done")
         return True
 
@@ -320,7 +321,7 @@ class Driver:
         run_id = new_run_id()
         b["apply_runs"].append(run_id)
         for h in todo:
-            self.host(h)["apply_started"] = st.now()
+            self.host(h)["apply_started"] = rollout_state.now()
             self.host(h)["runs"].append(run_id)
         self.set_step(todo, "apply")
         try:
@@ -428,7 +429,7 @@ class Driver:
                             after="a rollback of the stopped batch")
 
     def stop(self, b: dict, host: str, gate: str, why: str, refused: bool = False) -> bool:
-        b["status"], b["finished"] = "failed", st.now()
+        b["status"], b["finished"] = "failed", rollout_state.now()
         self.state["failure"] = {"batch": b["index"], "host": host, "gate": gate, "why": why,
                                  **({"refused": True} if refused else {})}
         self.event(b["index"], [host], "rollout", "stopped", f"{gate}: {why}")
@@ -438,9 +439,9 @@ class Driver:
     def run_hooks(self, hook: str, host: str, batch: int) -> str | None:
         """Run the host's hooks of one kind in order; the first failure's reason, or None."""
         for cmd in self.hooks.get(host, {}).get(hook, []):
-            r = hookmod.run_hook(hook, host, cmd, timeout=self.req.hook_timeout,
+            r = rollout_hooks.run_hook(hook, host, cmd, timeout=self.req.hook_timeout,
                                  rollout_id=self.state["rollout_id"], batch=batch)
-            self.host(host)["hooks"].append({**r.to_dict(), "batch": batch, "at": st.now()})
+            self.host(host)["hooks"].append({**r.to_dict(), "batch": batch, "at": rollout_state.now()})
             self.save()
             if not r.ok:
                 return r.why()
@@ -467,11 +468,11 @@ class Driver:
 
     def smoke(self, hosts: list[str], phase: str, batch: int) -> dict[str, dict]:
         """One smoke run on ``hosts``; per host a short record (the full report goes to the run dir)."""
-        from hostkit.smoke.report import verdict as slo_verdict
+        from hostkit.smoke import report as smoke_report
 
         res = api.smoke(self.req.smoke_request(",".join(hosts)))
         out = {}
-        d = st.run_dir(self.state["rollout_id"]) / "smoke"
+        d = rollout_state.run_dir(self.state["rollout_id"]) / "smoke"
         d.mkdir(parents=True, exist_ok=True)
         for h in hosts:
             r = res.hosts.get(h)
@@ -481,7 +482,7 @@ class Driver:
                        "diagnosis": [], "run_id": res.run.run_id}
             else:
                 doc, slo = r.doc, r.doc["slo"]
-                said = slo_verdict(slo)
+                said = smoke_report.verdict(slo)
                 causes = [x["cause"] for x in doc.get("diagnosis") or []]
                 rec = {"verdict": said, "p999_ms": slo["p999_ms"], "target_p999_ms": slo["target_p999_ms"],
                        "samples": doc["samples"], "diagnosis": causes, "run_id": res.run.run_id,
@@ -600,7 +601,7 @@ class Driver:
                 if h not in brought_back:
                     errors.append(f"{h}: {self.host(h)['rollback'].get('why', 'rollback failed')}")
             b["status"] = "aborted"
-        self.state["abort"] = {"at": st.now(), "errors": errors}
+        self.state["abort"] = {"at": rollout_state.now(), "errors": errors}
         self.state["status"] = "aborted"
         self.save()
         return RolloutResult(self.state, self.write_report())

@@ -9,7 +9,7 @@ import json
 from pathlib import Path
 
 from hostkit.errors import BadInput
-from hostkit.rollout import state as st
+from hostkit.rollout import state as rollout_state
 
 
 def _ms(x) -> str:
@@ -17,7 +17,7 @@ def _ms(x) -> str:
 
 
 def smoke_docs(rollout_id: str, phase: str) -> dict[str, dict]:
-    d = st.run_dir(rollout_id) / "smoke"
+    d = rollout_state.run_dir(rollout_id) / "smoke"
     return {p.name[len(phase) + 1:-len(".json")]: json.loads(p.read_text()) for p in sorted(d.glob(f"{phase}-*.json"))}
 
 
@@ -26,7 +26,7 @@ def fleet_files(state: dict) -> tuple[dict, list[str], list[str]]:
     not the fleet's state), the hosts without one, and the files written."""
     from hostkit.smoke import report
 
-    d = st.run_dir(state["rollout_id"])
+    d = rollout_state.run_dir(state["rollout_id"])
     docs = {h: doc for h, doc in smoke_docs(state["rollout_id"], "after").items()
             if state["hosts"].get(h, {}).get("status") == "done"}
     missing = sorted(h for h in state["hosts"] if h not in docs)
@@ -108,7 +108,7 @@ def markdown(state: dict, summary: dict | None = None, written: list[str] | None
 
 def write_report(state: dict) -> Path:
     summary, _, written = fleet_files(state)
-    path = st.run_dir(state["rollout_id"]) / "report.md"
+    path = rollout_state.run_dir(state["rollout_id"]) / "report.md"
     from hostkit.smoke.report import write_atomic
 
     write_atomic(str(path), markdown(state, summary, written).encode())

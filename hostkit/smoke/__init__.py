@@ -1,1 +1,1 @@
-"""The on-host shared-memory inference smoke test (seeds 000 §3.1-3.2, 001 §3)."""
+"""The on-host shared-memory inference smoke test (docs/operator-guide.md, "The smoke test")."""

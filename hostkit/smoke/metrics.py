@@ -40,7 +40,7 @@ def credibility(n: int) -> str:
 CREDIBLE_ABOVE = CREDIBLE_P999 // 1000
 
 
-def slo_verdict(deschedule_ms: list[float], target_p999_ms: float, faults: list[str], errors: int) -> dict:
+def judge_slo(deschedule_ms: list[float], target_p999_ms: float, faults: list[str], errors: int) -> dict:
     """The SLO gate on p999 deschedule: PASSED, MISSED or INCONCLUSIVE (``passed`` only for PASSED).
 
     PASSED needs a credible p999 (>= CREDIBLE_P999 samples) within the target and a run without

@@ -27,9 +27,9 @@ import time
 from array import array
 from dataclasses import asdict, dataclass, field
 
-from hostkit.smoke import diagnose as dg
+from hostkit.smoke import diagnose
 from hostkit.smoke.client import FIELDS, client_main
-from hostkit.smoke.metrics import (SLOW_INFER_CPU_MS, SLOW_INFER_WALL_MS, credibility, histogram, slo_verdict,
+from hostkit.smoke.metrics import (SLOW_INFER_CPU_MS, SLOW_INFER_WALL_MS, credibility, histogram, judge_slo,
                                    summary)
 from hostkit.smoke.options import SmokeOptions
 from hostkit.smoke.sched_trace import SchedTrace, TraceUnavailable, long_deschedules
@@ -209,10 +209,10 @@ class Session:
             self.stalls.start()
 
     def _probes(self, with_log: bool = False) -> dict:
-        out = {"steal_ticks": dg.cpu_steal_ticks(self.cpu), "proc": dg.read_proc(self.worker.pid),
+        out = {"steal_ticks": diagnose.cpu_steal_ticks(self.cpu), "proc": diagnose.read_proc(self.worker.pid),
                "t": time.monotonic()}
         if with_log:
-            out["rt_log"] = dg.kernel_log_rt_throttling_count()
+            out["rt_log"] = diagnose.kernel_log_rt_throttling_count()
             out["sched_rt_runtime_us"] = read_int("/proc/sys/kernel/sched_rt_runtime_us")
             out["sched_rt_period_us"] = read_int("/proc/sys/kernel/sched_rt_period_us")
         return out
@@ -277,7 +277,7 @@ class Session:
                 progress(completed if q is not None else None, total, now - start, opts.duration)
             if now - last_sample >= 1.0 and len(out.runnable_seen) < RUNNABLE_SAMPLES:
                 last_sample = now
-                out.runnable_seen.update(dg.runnable_on_cpu(self.cpu, exclude=exclude))
+                out.runnable_seen.update(diagnose.runnable_on_cpu(self.cpu, exclude=exclude))
             if give_up is not None and now - start > give_up:
                 self._fault("the run did not finish in time")
                 break
@@ -479,7 +479,7 @@ def _probes(before: dict, after: dict, runnable: set[str]) -> dict:
     return {
         "sched_rt_runtime_us": before.get("sched_rt_runtime_us"),
         "sched_rt_period_us": before.get("sched_rt_period_us"),
-        "steal_ms_on_worker_cpu": delta(before["steal_ticks"], after["steal_ticks"], 1000 / dg.USER_HZ),
+        "steal_ms_on_worker_cpu": delta(before["steal_ticks"], after["steal_ticks"], 1000 / diagnose.USER_HZ),
         "run_delay_ms": delta(before["proc"]["run_delay_ns"], after["proc"]["run_delay_ns"], 1e-6),
         "nonvoluntary_switches": delta(before["proc"]["nonvoluntary"], after["proc"]["nonvoluntary"]),
         "runnable_on_worker_cpu": sorted(runnable),
@@ -600,7 +600,7 @@ def aggregate(opts: SmokeOptions, session: Session, s: Supervised, facts: dict |
     probes = _probes(s.probes_before, s.probes_after, s.runnable_seen)
     runtime, period = probes["sched_rt_runtime_us"], probes["sched_rt_period_us"]
     if result["sched_fifo"]["used"] and runtime is not None and period and 0 <= runtime < period:
-        log0, log1 = s.probes_before.get("rt_log"), dg.kernel_log_rt_throttling_count()
+        log0, log1 = s.probes_before.get("rt_log"), diagnose.kernel_log_rt_throttling_count()
         probes["rt_throttling_logged"] = None if log0 is None or log1 is None else log1 > log0
     if gaps is not None:
         result["gaps"] = _gaps_with_attribution(gaps, cols)
@@ -611,6 +611,6 @@ def aggregate(opts: SmokeOptions, session: Session, s: Supervised, facts: dict |
     elif traced is not None:
         result["sched_trace"] = traced
     result["probes"] = probes
-    result["diagnosis"] = dg.diagnose(result, probes, facts)
-    result["slo"] = slo_verdict(desched, opts.target_p999_ms, faults=s.faults, errors=error_count)
+    result["diagnosis"] = diagnose.diagnose(result, probes, facts)
+    result["slo"] = judge_slo(desched, opts.target_p999_ms, faults=s.faults, errors=error_count)
     return SmokeRun(result, desched)
