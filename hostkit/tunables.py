@@ -369,6 +369,14 @@ def follow_ups() -> list[tuple[str, list[str], bool]]:
     return out
 
 
+def unit_removal_follow_up(path: str) -> list[str] | None:
+    """For rollback: a systemd unit hostkit created and rollback removes is disabled first (before
+    its file is gone for good); None for any other file."""
+    if path.startswith("/etc/systemd/system/") and path.endswith(".service"):
+        return ["systemctl", "disable", path.rsplit("/", 1)[-1]]
+    return None
+
+
 def adopted_patterns() -> list[str]:
     """What `rollback --adopt` records: plain paths first, then globs, each once, in table order."""
     patterns = list(dict.fromkeys(f.adopt for f in FILES if f.adopt))

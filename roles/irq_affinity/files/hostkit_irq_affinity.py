@@ -1,1 +1,1 @@
-../../../hostkit/agent/irq_affinity.py
+../../../hostkit/core/irq_affinity.py

@@ -1,1 +1,1 @@
-../../../hostkit/agent/cpulist.py
+../../../hostkit/core/cpulist.py

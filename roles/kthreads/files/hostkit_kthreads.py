@@ -1,1 +1,1 @@
-../../../hostkit/agent/kthreads.py
+../../../hostkit/core/kthreads.py
