@@ -295,9 +295,25 @@ class Driver:
         return True
 
     def run_wave(self, b: dict, todo: list[str], passed: list[str]) -> bool:
+        """One wave: pre-batch hooks, the "before" smoke, apply, audit, the "after" smoke; then the
+        gates' outcome (:meth:`settle_wave`). False: the rollout stops."""
         i = b["index"]
         self.event(i, todo, "wave", "started")
-        # 1. pre-batch hooks: nothing has changed on the wave yet
+        if not self.drain(b, todo):
+            return False
+        self.set_step(todo, "smoke_before")
+        self.smoke(todo, "before", i)  # evidence, not a gate
+        failed = self.apply_wave(b, todo)
+        if failed is None:
+            return False
+        self.audit_gate(i, [h for h in todo if h not in failed], failed)
+        self.smoke_gate(i, [h for h in todo if h not in failed], failed)
+        return self.settle_wave(b, todo, failed, passed)
+
+    def drain(self, b: dict, todo: list[str]) -> bool:
+        """Pre-batch hooks, host by host (nothing has changed on the wave yet). A failing hook stops
+        the rollout: the hosts drained so far get their post-batch hooks."""
+        i = b["index"]
         drained = []
         for h in todo:
             self.host(h)["out"] = True
@@ -312,12 +328,15 @@ class Driver:
                         self.host(other)["step"] = "pending"
                 self.event(i, [h], "pre_hook", "failed", bad)
                 self.post_hooks(drained, i, after="a failed pre-batch hook")
-                return self.stop(b, h, "pre_hook", bad)
+                self.stop(b, h, "pre_hook", bad)
+                return False
             self.event(i, [h], "pre_hook", "ok")
-        # 2. the "before" smoke (evidence, not a gate)
-        self.set_step(todo, "smoke_before")
-        self.smoke(todo, "before", i)
-        # 3. apply, its run id in the state before it starts (resume and abort find a cut-off run)
+        return True
+
+    def apply_wave(self, b: dict, todo: list[str]) -> list[str] | None:
+        """The apply, its run id in the state before it starts (resume and abort find a cut-off run):
+        the hosts whose apply failed; None when the apply could not start (the rollout stops)."""
+        i = b["index"]
         run_id = new_run_id()
         b["apply_runs"].append(run_id)
         for h in todo:
@@ -325,54 +344,65 @@ class Driver:
             self.host(h)["runs"].append(run_id)
         self.set_step(todo, "apply")
         try:
-            res = api.apply(api.ApplyRequest(inventory=self.req.inventory, limit=",".join(todo), profile=self.req.profile,
-                                             force=self.req.force, reboot=self.req.reboot, reboot_timeout=self.req.reboot_timeout,
-                                             run_id=run_id))
+            res = api.apply(api.ApplyRequest(inventory=self.req.inventory, limit=",".join(todo),
+                                             profile=self.req.profile, force=self.req.force, reboot=self.req.reboot,
+                                             reboot_timeout=self.req.reboot_timeout, run_id=run_id))
         except BadInput as exc:  # a host's facts or plan: raised before the apply changed anything
             for h in todo:
                 self.fail(h, "apply", f"bad input: {exc}")
                 self.host(h)["status"] = "failed"
             self.post_hooks(todo, i, after="an apply that could not start")
-            return self.stop(b, todo[0], "apply", f"bad input: {exc}")
+            self.stop(b, todo[0], "apply", f"bad input: {exc}")
+            return None
         failed: list[str] = []
         for h in todo:
             ha = res.hosts.get(h)
-            rec = self.host(h)
-            rec["apply"] = {"run_id": res.run_id, "status": ha.status if ha else "failed",
-                            "changed": ha.changed if ha else 0, "reboot_required": ha.reboot_required if ha else None}
+            self.host(h)["apply"] = {"run_id": res.run_id, "status": ha.status if ha else "failed",
+                                     "changed": ha.changed if ha else 0,
+                                     "reboot_required": ha.reboot_required if ha else None}
             if ha is None or ha.status not in ("ok", "changed"):
                 why = (f"{ha.status}: " + ("; ".join(ha.refused) or ha.msg or "")) if ha else "no result from the apply"
                 self.fail(h, "apply", why, refused=bool(ha and ha.status == "refused"))
                 failed.append(h)
         self.event(i, todo, "apply", "failed" if failed else "ok", f"run {res.run_id}")
-        # 4. audit
-        live = [h for h in todo if h not in failed]
-        if live:
-            self.set_step(live, "audit")
-            au = api.audit(api.AuditRequest(inventory=self.req.inventory, limit=",".join(live), profile=self.req.profile,
-                                            force=self.req.force, strict=self.req.reboot))
-            for h in live:
-                r = au.hosts.get(h) or {"status": "failed", "error": "no audit result"}
-                self.host(h)["audit"] = {"status": r["status"], "counts": r.get("counts")}
-                if api.audit_failed(r["status"], strict=self.req.reboot):
-                    off = [f"{f['check']} {f['status']}: expected {f['expected']}, found {f['actual']} ({f['source']})"
-                           + (f", {f['note']}" if f.get("note") else "")
-                           for f in r.get("findings") or [] if f["status"] in ("drift", "pending_reboot")]
-                    self.fail(h, "audit", f"{r['status']}: " + ("; ".join(off)[:400] or r.get("error") or ""))
-                    failed.append(h)
-            self.event(i, live, "audit", "failed" if set(live) & set(failed) else "ok")
-        # 5. the "after" smoke: the SLO gate
-        live = [h for h in todo if h not in failed]
-        if live:
-            self.set_step(live, "smoke_after")
-            verdicts = self.smoke(live, "after", i)
-            for h in live:
-                v = verdicts[h]
-                if v["verdict"] in ("MISSED", "FAILED"):
-                    self.fail(h, "smoke", v["why"])
-                    failed.append(h)
-            self.event(i, live, "smoke_after", "failed" if set(live) & set(failed) else "ok")
-        # gates decided: roll back (a stop: the whole wave; within --max-failures: the failed hosts)
+        return failed
+
+    def audit_gate(self, i: int, live: list[str], failed: list[str]) -> None:
+        """The audit of the hosts the apply left standing; a host that fails it joins ``failed``."""
+        if not live:
+            return
+        self.set_step(live, "audit")
+        au = api.audit(api.AuditRequest(inventory=self.req.inventory, limit=",".join(live), profile=self.req.profile,
+                                        force=self.req.force, strict=self.req.reboot))
+        for h in live:
+            r = au.hosts.get(h) or {"status": "failed", "error": "no audit result"}
+            self.host(h)["audit"] = {"status": r["status"], "counts": r.get("counts")}
+            if api.audit_failed(r["status"], strict=self.req.reboot):
+                off = [f"{f['check']} {f['status']}: expected {f['expected']}, found {f['actual']} ({f['source']})"
+                       + (f", {f['note']}" if f.get("note") else "")
+                       for f in r.get("findings") or [] if f["status"] in ("drift", "pending_reboot")]
+                self.fail(h, "audit", f"{r['status']}: " + ("; ".join(off)[:400] or r.get("error") or ""))
+                failed.append(h)
+        self.event(i, live, "audit", "failed" if set(live) & set(failed) else "ok")
+
+    def smoke_gate(self, i: int, live: list[str], failed: list[str]) -> None:
+        """The "after" smoke against the SLO; a host that misses it joins ``failed``."""
+        if not live:
+            return
+        self.set_step(live, "smoke_after")
+        verdicts = self.smoke(live, "after", i)
+        for h in live:
+            v = verdicts[h]
+            if v["verdict"] in ("MISSED", "FAILED"):
+                self.fail(h, "smoke", v["why"])
+                failed.append(h)
+        self.event(i, live, "smoke_after", "failed" if set(live) & set(failed) else "ok")
+
+    def settle_wave(self, b: dict, todo: list[str], failed: list[str], passed: list[str]) -> bool:
+        """The gates decided: roll back (a stop: the whole wave and the batch's earlier waves; within
+        --max-failures: the failed hosts), then post-batch hooks for the hosts that passed and the
+        hosts put back as they were. False: the rollout stops."""
+        i = b["index"]
         self.state["failed_hosts"] += len(failed)
         stop = self.state["failed_hosts"] > self.req.max_failures
         back = todo if stop else failed
@@ -381,7 +411,6 @@ class Driver:
             self.host(h)["status"] = "rolled_back" if h in brought_back else "failed"
             if h not in failed and h not in brought_back:
                 self.fail(h, "rollback", (self.host(h)["rollback"] or {}).get("why") or "rollback failed")
-        # 6. post-batch hooks: hosts that passed, and hosts put back as they were
         ok = [h for h in todo if h not in back]
         after = self.post_hooks(ok + [h for h in back if h in brought_back], i)
         for h in ok:
@@ -440,7 +469,7 @@ class Driver:
         """Run the host's hooks of one kind in order; the first failure's reason, or None."""
         for cmd in self.hooks.get(host, {}).get(hook, []):
             r = rollout_hooks.run_hook(hook, host, cmd, timeout=self.req.hook_timeout,
-                                 rollout_id=self.state["rollout_id"], batch=batch)
+                                       rollout_id=self.state["rollout_id"], batch=batch)
             self.host(host)["hooks"].append({**r.to_dict(), "batch": batch, "at": rollout_state.now()})
             self.save()
             if not r.ok:
