@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import os
 import subprocess
+from dataclasses import dataclass
 
 USER_HZ = os.sysconf("SC_CLK_TCK")
 SCHED_IDLE = str(os.SCHED_IDLE)  # the policy field of /proc/<pid>/stat
@@ -84,114 +85,164 @@ def kernel_log_rt_throttling_count() -> int | None:
     return proc.stdout.count("RT throttling activated")
 
 
+@dataclass(frozen=True)
+class _Run:
+    """What every cause's detector reads: the run's figures, the probes, the host's facts, and the
+    tail they are asked to explain."""
+
+    result: dict
+    probes: dict
+    facts: dict | None
+    tail: float  # p999 deschedule, ms
+    worst: float  # max deschedule, ms
+    notable: bool  # a tail worth explaining: half the SLO target, and at least 0.5 ms
+    wall_s: float
+
+    @classmethod
+    def of(cls, result: dict, probes: dict, facts: dict | None) -> "_Run":
+        d = result["deschedule_ms"]
+        tail = d["p999"] if d["p999"] is not None else 0.0
+        worst = d["max"] or 0.0
+        notable = max(tail, worst if d["n"] and d["n"] < 10000 else tail) >= \
+            max(0.5, result.get("target_p999_ms", 1.0) / 2)
+        return cls(result, probes, facts, tail, worst, notable, max(result["duration_s"], 1e-9))
+
+
+def _injected(r: _Run) -> list[dict]:
+    inj = r.result.get("injected_stalls")
+    if not inj:
+        return []
+    return [{"cause": "injected_stall", "confidence": "certain",
+             "evidence": f"{inj['count']} stall(s) of {inj['ms']} ms injected with SIGSTOP/SIGCONT; "
+                         f"{inj['detected']} inference(s) saw >= {inj['detect_threshold_ms']} ms descheduled"}]
+
+
+def _rt_budget(r: _Run) -> list[dict]:
+    """RT throttling from the budget and the worker's SCHED_FIFO duty (or the kernel's log)."""
+    result, probes, worst = r.result, r.probes, r.worst
+    runtime, period = probes.get("sched_rt_runtime_us"), probes.get("sched_rt_period_us")
+    if not (result["sched_fifo"]["used"] and runtime is not None and period and 0 <= runtime < period):
+        return []
+    stall_ms = (period - runtime) / 1000
+    budget = runtime / period
+    duty = result.get("fifo_duty") or 0.0  # share of the run the worker spent in SCHED_FIFO
+    log = probes.get("rt_throttling_logged")
+    # --fifo budget kept every RT period's SCHED_FIFO time under the budget: the duty says nothing
+    # about throttling then; only a deschedule as long as half a park (or the kernel's log) does
+    limit = result["sched_fifo"].get("limit_ms_per_period")
+    if limit is not None and not log and worst >= stall_ms * 0.5:
+        return [{"cause": "rt_throttling", "confidence": "possible",
+                 "evidence": f"the worker kept its SCHED_FIFO time under {limit:g} ms per period (--fifo "
+                             f"budget), yet it was descheduled {worst:.1f} ms, as long as the throttle's park "
+                             f"of up to {stall_ms:g} ms: the budget (sched_rt_runtime_us={runtime}) is shared "
+                             f"with every other RT task on CPU {result['cpu']}, and with RT time charged "
+                             "there just before the run"}]
+    if log or (limit is None and worst >= min(stall_ms * 0.5, 5.0) and duty >= 0.8 * budget):
+        confidence = "confirmed" if log else ("likely" if duty >= budget * 0.95 else "possible")
+        return [{"cause": "rt_throttling", "confidence": confidence,
+                 "evidence": f"SCHED_FIFO worker busy {duty:.0%} of the run against a budget of "
+                             f"sched_rt_runtime_us={runtime} of {period} ({budget:.0%}): the budget parks it "
+                             f"{stall_ms:g} ms per period it overruns (longer where the kernel charges "
+                             f"time it did not run, e.g. a stopped vCPU); max deschedule {worst:.1f} ms"
+                             + ("; kernel log: 'sched: RT throttling activated'" if log else "")}]
+    return []
+
+
+def _hypervisor(r: _Run) -> list[dict]:
+    """Steal time on the worker's CPU; a VMware guest without a steal clock; a deceptive topology."""
+    if not r.notable:
+        return []
+    out = []
+    steal_ms = r.probes.get("steal_ms_on_worker_cpu")
+    if steal_ms and steal_ms >= 1.0:
+        share = steal_ms / (r.wall_s * 1000) * 100
+        out.append({"cause": "hypervisor_stall", "confidence": "likely" if share > 0.5 else "possible",
+                    "evidence": f"{steal_ms:.1f} ms of steal time on worker CPU {r.result['cpu']} during the "
+                                f"run ({share:.2f}% of it)"})
+    virt = (r.facts or {}).get("virtualization") or {}
+    if virt.get("hypervisor") == "vmware" and virt.get("steal_reported") is False:
+        out.append({"cause": "hypervisor_stall", "confidence": "possible",
+                    "evidence": "no steal clock: this VMware guest has no steal time on any CPU since boot "
+                                "(stealclock.enable unset in its .vmx), so hypervisor stalls cannot show as "
+                                "steal here; hostkit gaps measures the vCPU stops directly"})
+    if r.facts and r.facts.get("virtualization", {}).get("deceptive_topology"):
+        out.append({"cause": "hypervisor_stall", "confidence": "possible",
+                    "evidence": "deceptive topology: " + "; ".join(r.facts["virtualization"]["reasons"])})
+    return out
+
+
+def _cfs(r: _Run) -> list[dict]:
+    """Other tasks on the worker's CPU: schedstat's run delay, runnable tasks seen there."""
+    run_delay = r.probes.get("run_delay_ms")
+    nvcsw = r.probes.get("nonvoluntary_switches")
+    others = r.probes.get("runnable_on_worker_cpu") or []
+    if not (r.notable and ((run_delay and run_delay > max(1.0, r.tail)) or others)):
+        return []
+    return [{"cause": "cfs_contention", "confidence": "likely" if others else "possible",
+             "evidence": f"worker waited {run_delay or 0:.1f} ms runnable (schedstat run_delay), "
+                         f"{nvcsw or 0} non-voluntary context switches"
+                         + (f"; other runnable tasks on CPU {r.result['cpu']}: {', '.join(others[:5])}"
+                            if others else "")}]
+
+
+def _traced(r: _Run) -> list[dict]:
+    """The sched_switch trace of the worker's CPU: what took the CPU in each long deschedule."""
+    traced = r.result.get("sched_trace") or {}
+    if not traced.get("count"):
+        return []
+    runtime, period = r.probes.get("sched_rt_runtime_us"), r.probes.get("sched_rt_period_us")
+    # judged by time: two 700 ms parks outweigh ten 2 ms preemptions by the busy neighbours of a loaded host
+    if traced["rt_throttled_ms"] * 2 >= traced["total_ms"]:
+        return [{"cause": "rt_throttling", "confidence": "confirmed",
+                 "evidence": f"traced: {traced['rt_throttled']} of {traced['count']} deschedules over "
+                             f"{traced['threshold_ms']:g} ms ({traced['rt_throttled_ms']:.1f} of "
+                             f"{traced['total_ms']:.1f} ms) took the CPU from the runnable SCHED_FIFO "
+                             "worker for CFS tasks or idle (RT tasks ran under half of each): the RT budget "
+                             + (f"(sched_rt_runtime_us={runtime} of {period}; " if runtime is not None and period
+                                else "(sched_rt_runtime_us; ")
+                             + "on kernels >= 6.12 the fair server's reservation) was spent"}]
+    who = ", ".join(f"{k} {v:.1f} ms" for k, v in list(traced["by_task"].items())[:3])
+    return [{"cause": "cfs_contention", "confidence": "confirmed",
+             "evidence": f"traced: {traced['count']} deschedules over {traced['threshold_ms']:g} ms "
+                         f"({traced['total_ms']:.1f} ms); ran instead: {who}; longest "
+                         f"{max(e['ms'] for e in traced['events']):.1f} ms"}]
+
+
+def _costop(r: _Run) -> list[dict]:
+    costop = hypervisor_costop(r.result.get("gaps") or {})
+    return [costop] if costop else []
+
+
+def _cross_numa(r: _Run) -> list[dict]:
+    nodes = r.result.get("shm_numa_nodes") or {}
+    worker_node = r.result.get("worker_numa_node")
+    if worker_node is None or not nodes:
+        return []
+    remote = sum(c for n, c in nodes.items() if int(n) != worker_node)
+    if not remote:
+        return []
+    return [{"cause": "cross_numa_memory", "confidence": "likely",
+             "evidence": f"{remote} of {sum(nodes.values())} shared-memory pages on another node "
+                         f"than the worker's (node {worker_node}): {nodes}"}]
+
+
+# Each cause's detector, in the order their findings are listed before ranking.
+DETECTORS = (_injected, _rt_budget, _hypervisor, _cfs, _traced, _costop)
+
+
 def diagnose(result: dict, probes: dict, facts: dict | None) -> list[dict]:
     """``result``: the run's figures; ``probes``: before/after readings taken by the orchestrator."""
-    d = result["deschedule_ms"]
-    tail = d["p999"] if d["p999"] is not None else 0.0
-    worst = d["max"] or 0.0
-    # A tail worth explaining: half the SLO target, and at least 0.5 ms.
-    notable = max(tail, worst if d["n"] and d["n"] < 10000 else tail) >= max(0.5, result.get("target_p999_ms", 1.0) / 2)
-    causes: list[dict] = []
-    wall_s = max(result["duration_s"], 1e-9)
-
-    if result.get("injected_stalls"):
-        inj = result["injected_stalls"]
-        causes.append({"cause": "injected_stall", "confidence": "certain",
-                       "evidence": f"{inj['count']} stall(s) of {inj['ms']} ms injected with SIGSTOP/SIGCONT; "
-                                   f"{inj['detected']} inference(s) saw >= {inj['detect_threshold_ms']} ms descheduled"})
-
-    runtime, period = probes.get("sched_rt_runtime_us"), probes.get("sched_rt_period_us")
-    if result["sched_fifo"]["used"] and runtime is not None and period and 0 <= runtime < period:
-        stall_ms = (period - runtime) / 1000
-        budget = runtime / period
-        duty = result.get("fifo_duty") or 0.0  # share of the run the worker spent in SCHED_FIFO
-        log = probes.get("rt_throttling_logged")
-        # --fifo budget kept every RT period's SCHED_FIFO time under the budget: the duty says nothing
-        # about throttling then; only a deschedule as long as half a park (or the kernel's log) does
-        limit = result["sched_fifo"].get("limit_ms_per_period")
-        if limit is not None and not log and worst >= stall_ms * 0.5:
-            causes.append({"cause": "rt_throttling", "confidence": "possible",
-                           "evidence": f"the worker kept its SCHED_FIFO time under {limit:g} ms per period (--fifo "
-                                       f"budget), yet it was descheduled {worst:.1f} ms, as long as the throttle's park "
-                                       f"of up to {stall_ms:g} ms: the budget (sched_rt_runtime_us={runtime}) is shared "
-                                       f"with every other RT task on CPU {result['cpu']}, and with RT time charged "
-                                       "there just before the run"})
-        elif log or (limit is None and worst >= min(stall_ms * 0.5, 5.0) and duty >= 0.8 * budget):
-            confidence = "confirmed" if log else ("likely" if duty >= budget * 0.95 else "possible")
-            causes.append({"cause": "rt_throttling", "confidence": confidence,
-                           "evidence": f"SCHED_FIFO worker busy {duty:.0%} of the run against a budget of "
-                                       f"sched_rt_runtime_us={runtime} of {period} ({budget:.0%}): the budget parks it "
-                                       f"{stall_ms:g} ms per period it overruns (longer where the kernel charges "
-                                       f"time it did not run, e.g. a stopped vCPU); max deschedule {worst:.1f} ms"
-                                       + ("; kernel log: 'sched: RT throttling activated'" if log else "")})
-
-    steal_ms = probes.get("steal_ms_on_worker_cpu")
-    if steal_ms and notable:
-        share = steal_ms / (wall_s * 1000) * 100
-        if steal_ms >= 1.0:
-            causes.append({"cause": "hypervisor_stall", "confidence": "likely" if share > 0.5 else "possible",
-                           "evidence": f"{steal_ms:.1f} ms of steal time on worker CPU {result['cpu']} during the "
-                                       f"run ({share:.2f}% of it)"})
-    virt = (facts or {}).get("virtualization") or {}
-    if notable and virt.get("hypervisor") == "vmware" and virt.get("steal_reported") is False:
-        causes.append({"cause": "hypervisor_stall", "confidence": "possible",
-                       "evidence": "no steal clock: this VMware guest has no steal time on any CPU since boot "
-                                   "(stealclock.enable unset in its .vmx), so hypervisor stalls cannot show as "
-                                   "steal here; hostkit gaps measures the vCPU stops directly"})
-    if notable and facts and facts.get("virtualization", {}).get("deceptive_topology"):
-        causes.append({"cause": "hypervisor_stall", "confidence": "possible",
-                       "evidence": "deceptive topology: " + "; ".join(facts["virtualization"]["reasons"])})
-
-    run_delay = probes.get("run_delay_ms")
-    nvcsw = probes.get("nonvoluntary_switches")
-    others = probes.get("runnable_on_worker_cpu") or []
-    if notable and ((run_delay and run_delay > max(1.0, tail)) or others):
-        causes.append({"cause": "cfs_contention", "confidence": "likely" if others else "possible",
-                       "evidence": f"worker waited {run_delay or 0:.1f} ms runnable (schedstat run_delay), "
-                                   f"{nvcsw or 0} non-voluntary context switches"
-                                   + (f"; other runnable tasks on CPU {result['cpu']}: {', '.join(others[:5])}"
-                                      if others else "")})
-
-    traced = result.get("sched_trace") or {}
-    if traced.get("count"):
-        events = traced["events"]
-        # judged by time: two 700 ms parks outweigh ten 2 ms preemptions by the busy neighbours of a loaded host
-        if traced["rt_throttled_ms"] * 2 >= traced["total_ms"]:
-            causes.append({"cause": "rt_throttling", "confidence": "confirmed",
-                           "evidence": f"traced: {traced['rt_throttled']} of {traced['count']} deschedules over "
-                                       f"{traced['threshold_ms']:g} ms ({traced['rt_throttled_ms']:.1f} of "
-                                       f"{traced['total_ms']:.1f} ms) took the CPU from the runnable SCHED_FIFO "
-                                       "worker for CFS tasks or idle (RT tasks ran under half of each): the RT budget "
-                                       + (f"(sched_rt_runtime_us={runtime} of {period}; " if runtime is not None and period
-                                          else "(sched_rt_runtime_us; ")
-                                       + "on kernels >= 6.12 the fair server's reservation) was spent"})
-        else:
-            who = ", ".join(f"{k} {v:.1f} ms" for k, v in list(traced["by_task"].items())[:3])
-            causes.append({"cause": "cfs_contention", "confidence": "confirmed",
-                           "evidence": f"traced: {traced['count']} deschedules over {traced['threshold_ms']:g} ms "
-                                       f"({traced['total_ms']:.1f} ms); ran instead: {who}; longest "
-                                       f"{max(e['ms'] for e in events):.1f} ms"})
-
-    costop = hypervisor_costop((result.get("gaps") or {}))
-    if costop:
-        causes.append(costop)
-    throttled_at_most(causes, result.get("gaps") or {})
-
-    nodes = result.get("shm_numa_nodes") or {}
-    worker_node = result.get("worker_numa_node")
-    if worker_node is not None and nodes:
-        remote = sum(c for n, c in nodes.items() if int(n) != worker_node)
-        if remote:
-            causes.append({"cause": "cross_numa_memory", "confidence": "likely",
-                           "evidence": f"{remote} of {sum(nodes.values())} shared-memory pages on another node "
-                                       f"than the worker's (node {worker_node}): {nodes}"})
-    if not causes and notable:
+    r = _Run.of(result, probes, facts)
+    causes = [c for detect in DETECTORS for c in detect(r)]
+    throttled_at_most(causes, result.get("gaps") or {})  # the gap probe bounds RT throttling's part
+    causes += _cross_numa(r)
+    if not causes and r.notable:
         causes.append({"cause": "unexplained", "confidence": "n/a",
-                       "evidence": f"p999 deschedule {tail:.3f} ms, max {worst:.3f} ms, and no probe points at a "
+                       "evidence": f"p999 deschedule {r.tail:.3f} ms, max {r.worst:.3f} ms, and no probe points at a "
                                    "cause: look at the hypervisor's own statistics"})
     if not causes:
         causes.append({"cause": "none", "confidence": "n/a",
-                       "evidence": f"p999 deschedule {tail:.3f} ms, max {worst:.3f} ms: no tail cause found"})
+                       "evidence": f"p999 deschedule {r.tail:.3f} ms, max {r.worst:.3f} ms: no tail cause found"})
     return rank(causes)
 
 
