@@ -96,149 +96,197 @@ def materialize(name: str, dest: str | os.PathLike) -> Path:
 
 # --------------------------------------------------------------------------- generation
 
+@dataclass
+class _Layout:
+    """A spec's CPU numbering: CPU ids thread-major (all first threads, then the siblings), NUMA nodes
+    and L3 groups."""
+
+    sockets: int
+    cores: int  # per socket
+    threads: int  # per core
+    nps: int  # NUMA nodes per socket
+    single_node: bool
+    cores_per_l3: int
+    nodes: dict[int, set[int]] = field(default_factory=dict)
+    l3_groups: dict[tuple[int, int], set[int]] = field(default_factory=dict)
+
+    @classmethod
+    def of(cls, spec: dict) -> "_Layout":
+        lay = cls(spec["sockets"], spec["cores_per_socket"], spec["threads_per_core"], spec["numa_per_socket"],
+                  spec.get("single_node", False), spec["cores_per_l3"])
+        for s, c, th in lay.positions():
+            cpu = lay.cpu_id(th, s, c)
+            lay.nodes.setdefault(lay.node_of(s, c), set()).add(cpu)
+            lay.l3_groups.setdefault((s, c // lay.cores_per_l3), set()).add(cpu)
+        return lay
+
+    @property
+    def ncores(self) -> int:
+        return self.sockets * self.cores
+
+    @property
+    def ncpus(self) -> int:
+        return self.ncores * self.threads
+
+    def cpu_id(self, thread: int, socket: int, core: int) -> int:
+        return thread * self.ncores + socket * self.cores + core
+
+    def node_of(self, socket: int, core: int) -> int:
+        return 0 if self.single_node else socket * self.nps + core // (self.cores // self.nps)
+
+    def positions(self):
+        """(socket, core, thread) of every CPU, socket by socket."""
+        return ((s, c, th) for s in range(self.sockets) for c in range(self.cores) for th in range(self.threads))
+
+
+SYS_CPU = "sys/devices/system/cpu"
+
+
 def build_tree(spec: dict, name: str) -> Tree:
+    """The sysroot of a fixture spec (fixture_specs.yml): /sys, /proc and the /etc the roles edit."""
     t = Tree()
-    S, C, T = spec["sockets"], spec["cores_per_socket"], spec["threads_per_core"]
-    ncores = S * C
-    ncpus = ncores * T
-    allcpus = range(ncpus)
+    lay = _Layout.of(spec)
+    _put_cpu_dir(t, spec, lay)
+    for s, c, th in lay.positions():
+        _put_cpu(t, spec, lay, s, c, th)
+    _put_nodes(t, spec, lay)
+    _put_virtualization(t, spec)
+    _put_cpuinfo(t, spec, lay)
+    _put_kernel(t, spec, name, len(lay.nodes))
+    _put_proc_stat(t, spec, lay)
+    _build_irqs_and_nics(t, spec, lay.ncpus, lay.nodes, lay.node_of)
+    _put_etc(t, spec, name)
+    return t
 
-    def cpu_id(thread: int, socket: int, core: int) -> int:
-        return thread * ncores + socket * C + core
 
-    single_node = spec.get("single_node", False)
-    nps = spec["numa_per_socket"]
-    cores_per_node = C // nps
-
-    def node_of(socket: int, core: int) -> int:
-        return 0 if single_node else socket * nps + core // cores_per_node
-
-    cores_per_l3 = spec["cores_per_l3"]
-    sys_cpu = "sys/devices/system/cpu"
-    nodes: dict[int, set[int]] = {}
-    l3_groups: dict[tuple[int, int], set[int]] = {}
-    for s in range(S):
-        for c in range(C):
-            for th in range(T):
-                cpu = cpu_id(th, s, c)
-                nodes.setdefault(node_of(s, c), set()).add(cpu)
-                l3_groups.setdefault((s, c // cores_per_l3), set()).add(cpu)
-
-    # ---- /sys/devices/system/cpu
+def _put_cpu_dir(t: Tree, spec: dict, lay: _Layout) -> None:
     for leaf in ("possible", "present", "online"):
-        t.put(f"{sys_cpu}/{leaf}", format_cpulist(allcpus))
-    t.put(f"{sys_cpu}/offline", "")
-    iso = _cmdline_isolcpus(spec["cmdline"])
-    t.put(f"{sys_cpu}/isolated", iso)
-    t.put(f"{sys_cpu}/kernel_max", 8191)
-    t.put(f"{sys_cpu}/smt/control", spec["smt_control"])
-    t.put(f"{sys_cpu}/smt/active", 1 if T > 1 else 0)
+        t.put(f"{SYS_CPU}/{leaf}", format_cpulist(range(lay.ncpus)))
+    t.put(f"{SYS_CPU}/offline", "")
+    t.put(f"{SYS_CPU}/isolated", _cmdline_isolcpus(spec["cmdline"]))
+    t.put(f"{SYS_CPU}/kernel_max", 8191)
+    t.put(f"{SYS_CPU}/smt/control", spec["smt_control"])
+    t.put(f"{SYS_CPU}/smt/active", 1 if lay.threads > 1 else 0)
+    if spec.get("cpufreq"):
+        t.dirs.add(f"{SYS_CPU}/cpufreq")
+
+
+def _put_cpu(t: Tree, spec: dict, lay: _Layout, s: int, c: int, th: int) -> None:
+    """One CPU's directory: topology, caches, cpufreq."""
+    cpu = lay.cpu_id(th, s, c)
+    package = [lay.cpu_id(x, s, k) for k in range(lay.cores) for x in range(lay.threads)]
+    siblings = [lay.cpu_id(x, s, c) for x in range(lay.threads)]
+    base = f"{SYS_CPU}/cpu{cpu}"
+    topo = f"{base}/topology"
+    t.put(f"{topo}/physical_package_id", s)
+    t.put(f"{topo}/die_id", 0)
+    t.put(f"{topo}/core_id", c)
+    t.put(f"{topo}/cluster_id", c)
+    for leaf, cpus in (("core_cpus", siblings), ("thread_siblings", siblings),
+                       ("core_siblings", package), ("package_cpus", package),
+                       ("die_cpus", package), ("cluster_cpus", siblings)):
+        t.put(f"{topo}/{leaf}", format_mask(cpus, lay.ncpus))
+        t.put(f"{topo}/{leaf}_list", format_cpulist(cpus))
+    if cpu != 0:
+        t.put(f"{base}/online", 1)
+    t.dirs.add(f"{base}/node{lay.node_of(s, c)}")
+    _put_caches(t, spec, lay, base, s, c, siblings)
     freq = spec.get("cpufreq")
     if freq:
-        t.dirs.add(f"{sys_cpu}/cpufreq")
-    for s in range(S):
-        package = [cpu_id(th, s, c) for c in range(C) for th in range(T)]
-        for c in range(C):
-            siblings = [cpu_id(th, s, c) for th in range(T)]
-            l3 = sorted(l3_groups[(s, c // cores_per_l3)])
-            for th in range(T):
-                cpu = cpu_id(th, s, c)
-                base = f"{sys_cpu}/cpu{cpu}"
-                topo = f"{base}/topology"
-                t.put(f"{topo}/physical_package_id", s)
-                t.put(f"{topo}/die_id", 0)
-                t.put(f"{topo}/core_id", c)
-                t.put(f"{topo}/cluster_id", c)
-                for leaf, cpus in (("core_cpus", siblings), ("thread_siblings", siblings),
-                                   ("core_siblings", package), ("package_cpus", package),
-                                   ("die_cpus", package), ("cluster_cpus", siblings)):
-                    t.put(f"{topo}/{leaf}", format_mask(cpus, ncpus))
-                    t.put(f"{topo}/{leaf}_list", format_cpulist(cpus))
-                if cpu != 0:
-                    t.put(f"{base}/online", 1)
-                t.dirs.add(f"{base}/node{node_of(s, c)}")
-                caches = [
-                    (1, "Data", 48, siblings, 12, 64), (1, "Instruction", 32, siblings, 8, 64),
-                    (2, "Unified", 1024 if spec["vendor"] == "AuthenticAMD" else 2048, siblings, 8 if spec["vendor"] == "AuthenticAMD" else 16, 2048 if spec["vendor"] == "AuthenticAMD" else 2048),
-                    (3, "Unified", spec["l3_size_kb"], l3, 16 if spec["vendor"] == "AuthenticAMD" else 15, 0),
-                ]
-                for idx, (level, ctype, size_kb, shared, ways, _) in enumerate(caches):
-                    leafdir = f"{base}/cache/index{idx}"
-                    t.put(f"{leafdir}/level", level)
-                    t.put(f"{leafdir}/type", ctype)
-                    t.put(f"{leafdir}/size", f"{size_kb}K")
-                    t.put(f"{leafdir}/ways_of_associativity", ways)
-                    t.put(f"{leafdir}/coherency_line_size", 64)
-                    t.put(f"{leafdir}/physical_line_partition", 1)
-                    t.put(f"{leafdir}/number_of_sets", size_kb * 1024 // (64 * ways))
-                    t.put(f"{leafdir}/shared_cpu_map", format_mask(shared, ncpus))
-                    t.put(f"{leafdir}/shared_cpu_list", format_cpulist(shared))
-                    t.put(f"{leafdir}/id", c if level < 3 else s * (C // cores_per_l3) + c // cores_per_l3)
-                if freq:
-                    fd = f"{base}/cpufreq"
-                    t.put(f"{fd}/scaling_driver", freq["driver"])
-                    t.put(f"{fd}/scaling_governor", freq["governor"])
-                    t.put(f"{fd}/scaling_available_governors", " ".join(freq["available"]))
-                    t.put(f"{fd}/cpuinfo_max_freq", 3700000)
-                    t.put(f"{fd}/cpuinfo_min_freq", 1500000)
-                    t.put(f"{fd}/scaling_max_freq", 3700000)
-                    t.put(f"{fd}/scaling_min_freq", 1500000)
-                    t.put(f"{fd}/affected_cpus", cpu)
+        fd = f"{base}/cpufreq"
+        t.put(f"{fd}/scaling_driver", freq["driver"])
+        t.put(f"{fd}/scaling_governor", freq["governor"])
+        t.put(f"{fd}/scaling_available_governors", " ".join(freq["available"]))
+        t.put(f"{fd}/cpuinfo_max_freq", 3700000)
+        t.put(f"{fd}/cpuinfo_min_freq", 1500000)
+        t.put(f"{fd}/scaling_max_freq", 3700000)
+        t.put(f"{fd}/scaling_min_freq", 1500000)
+        t.put(f"{fd}/affected_cpus", cpu)
 
-    # ---- /sys/devices/system/node
+
+def _put_caches(t: Tree, spec: dict, lay: _Layout, base: str, s: int, c: int, siblings: list[int]) -> None:
+    amd = spec["vendor"] == "AuthenticAMD"
+    l3 = sorted(lay.l3_groups[(s, c // lay.cores_per_l3)])
+    caches = [  # (level, type, size KiB, shared by, ways)
+        (1, "Data", 48, siblings, 12), (1, "Instruction", 32, siblings, 8),
+        (2, "Unified", 1024 if amd else 2048, siblings, 8 if amd else 16),
+        (3, "Unified", spec["l3_size_kb"], l3, 16 if amd else 15),
+    ]
+    for idx, (level, ctype, size_kb, shared, ways) in enumerate(caches):
+        leafdir = f"{base}/cache/index{idx}"
+        t.put(f"{leafdir}/level", level)
+        t.put(f"{leafdir}/type", ctype)
+        t.put(f"{leafdir}/size", f"{size_kb}K")
+        t.put(f"{leafdir}/ways_of_associativity", ways)
+        t.put(f"{leafdir}/coherency_line_size", 64)
+        t.put(f"{leafdir}/physical_line_partition", 1)
+        t.put(f"{leafdir}/number_of_sets", size_kb * 1024 // (64 * ways))
+        t.put(f"{leafdir}/shared_cpu_map", format_mask(shared, lay.ncpus))
+        t.put(f"{leafdir}/shared_cpu_list", format_cpulist(shared))
+        t.put(f"{leafdir}/id", c if level < 3 else s * (lay.cores // lay.cores_per_l3) + c // lay.cores_per_l3)
+
+
+def _put_nodes(t: Tree, spec: dict, lay: _Layout) -> None:
     sys_node = "sys/devices/system/node"
-    node_ids = sorted(nodes)
+    node_ids = sorted(lay.nodes)
     for leaf in ("possible", "online", "has_cpu", "has_memory", "has_normal_memory"):
         t.put(f"{sys_node}/{leaf}", format_cpulist(node_ids))
     for n in node_ids:
-        t.put(f"{sys_node}/node{n}/cpumap", format_mask(nodes[n], ncpus))
-        t.put(f"{sys_node}/node{n}/cpulist", format_cpulist(nodes[n]))
-        t.put(f"{sys_node}/node{n}/distance", " ".join(str(_distance(a, n, nps, single_node)) for a in node_ids))
+        t.put(f"{sys_node}/node{n}/cpumap", format_mask(lay.nodes[n], lay.ncpus))
+        t.put(f"{sys_node}/node{n}/cpulist", format_cpulist(lay.nodes[n]))
+        t.put(f"{sys_node}/node{n}/distance", " ".join(str(_distance(a, n, lay.nps, lay.single_node))
+                                                        for a in node_ids))
         mem = spec["memory_per_node_kb"]
         t.put(f"{sys_node}/node{n}/meminfo",
               f"Node {n} MemTotal:       {mem} kB\nNode {n} MemFree:        {mem * 9 // 10} kB\n")
 
-    # ---- virtualization evidence
-    dmi = spec.get("dmi") or {}
-    for key, value in dmi.items():
-        t.put(f"sys/class/dmi/id/{key}", value)
-    hv = spec.get("hypervisor")
-    t.put("sys/devices/system/clocksource/clocksource0/available_clocksource",
-          "kvm-clock tsc acpi_pm" if hv == "kvm" else "tsc hpet acpi_pm")
 
-    # ---- /proc/cpuinfo
-    flags = "fpu vme de pse tsc msr pae mce cx8 apic sep mtrr pge mca cmov pat pse36 clflush mmx fxsr sse sse2 ht syscall nx lm constant_tsc rep_good nopl xtopology nonstop_tsc cpuid pni ssse3 fma cx16 sse4_1 sse4_2 x2apic movbe popcnt aes xsave avx f16c rdrand lahf_lm abm avx2 bmi1 bmi2"
-    if hv:
-        flags += " hypervisor"
+def _put_virtualization(t: Tree, spec: dict) -> None:
+    for key, value in (spec.get("dmi") or {}).items():
+        t.put(f"sys/class/dmi/id/{key}", value)
+    t.put("sys/devices/system/clocksource/clocksource0/available_clocksource",
+          "kvm-clock tsc acpi_pm" if spec.get("hypervisor") == "kvm" else "tsc hpet acpi_pm")
+
+
+CPUINFO_FLAGS = ("fpu vme de pse tsc msr pae mce cx8 apic sep mtrr pge mca cmov pat pse36 clflush mmx fxsr sse sse2 ht "
+                 "syscall nx lm constant_tsc rep_good nopl xtopology nonstop_tsc cpuid pni ssse3 fma cx16 sse4_1 "
+                 "sse4_2 x2apic movbe popcnt aes xsave avx f16c rdrand lahf_lm abm avx2 bmi1 bmi2")
+
+
+def _put_cpuinfo(t: Tree, spec: dict, lay: _Layout) -> None:
+    flags = CPUINFO_FLAGS + (" hypervisor" if spec.get("hypervisor") else "")
     blocks = []
-    for cpu in allcpus:
-        th, rem = divmod(cpu, ncores)
-        s, c = divmod(rem, C)
+    for cpu in range(lay.ncpus):
+        th, rem = divmod(cpu, lay.ncores)
+        s, c = divmod(rem, lay.cores)
         blocks.append(
             f"processor\t: {cpu}\nvendor_id\t: {spec['vendor']}\ncpu family\t: {spec['family']}\n"
             f"model\t\t: {spec['model']}\nmodel name\t: {spec['model_name']}\nstepping\t: 1\n"
-            f"cpu MHz\t\t: 2250.000\ncache size\t: 1024 KB\nphysical id\t: {s}\nsiblings\t: {C * T}\n"
-            f"core id\t\t: {c}\ncpu cores\t: {C}\napicid\t\t: {s * 256 + c * 2 + th}\n"
+            f"cpu MHz\t\t: 2250.000\ncache size\t: 1024 KB\nphysical id\t: {s}\nsiblings\t: {lay.cores * lay.threads}\n"
+            f"core id\t\t: {c}\ncpu cores\t: {lay.cores}\napicid\t\t: {s * 256 + c * 2 + th}\n"
             f"fpu\t\t: yes\nflags\t\t: {flags}\nbogomips\t: 4500.00\n")
     t.put("proc/cpuinfo", "\n".join(blocks))
 
-    # ---- kernel
+
+def _put_kernel(t: Tree, spec: dict, name: str, nnodes: int) -> None:
     t.put("proc/cmdline", spec["cmdline"])
     t.put("proc/sys/kernel/osrelease", spec["release"])
     t.put("proc/sys/kernel/hostname", name)
     sysctl = dict(spec.get("sysctl") or {})
     t.put("proc/sys/kernel/sched_rt_runtime_us", sysctl.get("sched_rt_runtime_us", 950000))
     t.put("proc/sys/kernel/sched_rt_period_us", sysctl.get("sched_rt_period_us", 1000000))
-    t.put("proc/sys/kernel/numa_balancing", sysctl.get("numa_balancing", 1 if len(node_ids) > 1 else 0))
+    t.put("proc/sys/kernel/numa_balancing", sysctl.get("numa_balancing", 1 if nnodes > 1 else 0))
     t.put("proc/sys/kernel/timer_migration", sysctl.get("timer_migration", 1))
     t.put("proc/sys/vm/zone_reclaim_mode", sysctl.get("zone_reclaim_mode", 0))
     t.put("proc/sys/vm/stat_interval", sysctl.get("stat_interval", 1))
 
-    # ---- /proc/stat with steal
+
+def _put_proc_stat(t: Tree, spec: dict, lay: _Layout) -> None:
+    """/proc/stat with the spec's steal share on every CPU."""
     steal_pct = float(spec.get("steal_percent", 0.0))
     lines = []
     tot = [0] * 10
-    for cpu in allcpus:
+    for cpu in range(lay.ncpus):
         user, system, idle = 120000 + cpu * 7, 30000 + cpu * 3, 900000
         busy = user + system + idle
         steal = int(busy * steal_pct / (100 - steal_pct)) if steal_pct else 0
@@ -248,10 +296,11 @@ def build_tree(spec: dict, name: str) -> Tree:
     t.put("proc/stat", "cpu  " + " ".join(map(str, tot)) + "\n" + "\n".join(lines)
           + "\nintr 0\nctxt 123456789\nbtime 1764400000\nprocesses 4242\nprocs_running 1\nprocs_blocked 0\n")
 
-    _build_irqs_and_nics(t, spec, ncpus, nodes, node_of)
-    # ---- /etc: what the roles will edit
-    # The boot config holds what the host booted with (beyond BOOT_IMAGE/root/ro), so a host
-    # tuned by another tool carries its isolcpus= in /etc/default/grub as well.
+
+def _put_etc(t: Tree, spec: dict, name: str) -> None:
+    """/etc: what the roles will edit. The boot config holds what the host booted with (beyond
+    BOOT_IMAGE/root/ro), so a host tuned by another tool carries its isolcpus= in /etc/default/grub
+    as well."""
     if spec.get("boot"):  # a distribution's real boot loader layout (boot_layouts.yml)
         _put_boot_layout(t, spec["boot"])
     else:
@@ -266,11 +315,10 @@ def build_tree(spec: dict, name: str) -> Tree:
               IRQBALANCE_DEBIAN.replace("\n#IRQBALANCE_BANNED_CPUS=\n", f"\nIRQBALANCE_BANNED_CPUS={old_ban}\n"))
     for program in spec.get("programs") or []:  # what facts.services looks for; never run from the tree
         t.put(f"usr/bin/{program}", f"#!/bin/sh\n# {program} of a fixture host: facts see it installed\nexit 1\n")
-    for name, policy in (spec.get("kubelet_state") or {}).items():
-        t.put(f"var/lib/kubelet/{name}", json.dumps({"policyName": policy, "defaultCpuSet": "", "checksum": 1}))
+    for state_file, policy in (spec.get("kubelet_state") or {}).items():
+        t.put(f"var/lib/kubelet/{state_file}", json.dumps({"policyName": policy, "defaultCpuSet": "", "checksum": 1}))
     t.put("etc/hostname", name)
     t.dirs.update({"etc/sysctl.d", "var/lib"})
-    return t
 
 
 # /etc/default/irqbalance as Debian 12 ships it (irqbalance 1.9.2-1: upstream misc/irqbalance.env,
