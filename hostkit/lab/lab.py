@@ -189,21 +189,7 @@ class Lab:
         if self.hosts():
             raise LabError(f"a lab is already up in {self.dir} (hostkit lab down --dir {self.dir})")
         guests = [(name, vmlab.parse_spec(text)) for name, text in (vm_specs or [])]
-        specs = list(host_specs or [])
-        if guests and n_hosts is None and not specs:
-            pass  # VMs only
-        elif n_hosts is not None or not specs:
-            names = fixtures.fixture_names()
-            count = len(names) if n_hosts is None else n_hosts
-            if count < 1 or count > MAX_HOSTS:
-                raise BadInput(f"--hosts must be between 1 and {MAX_HOSTS}, got {count}")
-            taken = {n for n, _ in specs}
-            i = 1
-            while len(specs) < count + (len(host_specs or [])):
-                name = f"lab-{i}"
-                i += 1
-                if name not in taken:
-                    specs.append((name, names[(len(specs) - len(host_specs or [])) % len(names)]))
+        specs = self._sshd_specs(n_hosts, list(host_specs or []), bool(guests))
         self._validate_specs(specs + [(name, "") for name, _ in guests])
         if not 1 <= port <= 65535:
             raise BadInput(f"--port must be 1-65535, got {port}")
@@ -218,32 +204,14 @@ class Lab:
 
             image = ensure_image(progress=say)
             accel = vmlab.accel_args(image.kernel)
-
-        self.dir.mkdir(parents=True, exist_ok=True)
-        os.chmod(self.dir, 0o700)
-        Path("/run/sshd").mkdir(mode=0o755, exist_ok=True)  # sshd's privilege separation directory
-        (self.dir / "keys").mkdir(mode=0o700, exist_ok=True)
-        if not self.client_key.exists():
-            _keygen(self.client_key, "hostkit-lab-client")
-        authorized = self.dir / "authorized_keys"
-        _write_private(authorized, self.client_key.with_suffix(".pub").read_text())
-
+        authorized = self._prepare_dir()
         hosts: list[LabHost] = []
         try:
             for i, (name, source) in enumerate(specs):
-                hd = self.host_dir(name)
-                hd.mkdir(parents=True, exist_ok=True)
-                root = hd / "root"
-                if Path(source).is_dir():
-                    shutil.copytree(source, root, symlinks=True)
-                else:
-                    fixtures.materialize(source, root)
-                host = LabHost(name=name, address=f"127.0.0.{i + 2}", port=port, sysroot=str(root), source=source)
-                host.pid = self._start_sshd(host, authorized)
-                hosts.append(host)
+                hosts.append(self._up_sshd_host(name, source, f"127.0.0.{i + 2}", port, authorized))
                 self._save(hosts, port)
                 if progress:
-                    progress(host)
+                    progress(hosts[-1])
             for j, (name, spec) in enumerate(guests):
                 address = f"127.0.0.{len(specs) + j + 2}"
                 host = LabHost(name=name, address=address, port=port, sysroot="", source=spec.to_text(),
@@ -263,6 +231,53 @@ class Lab:
             raise
         self._write_client_files(hosts)
         return hosts
+
+    @staticmethod
+    def _sshd_specs(n_hosts: int | None, given: list[tuple[str, str]], guests: bool) -> list[tuple[str, str]]:
+        """The sshd hosts: the named ones, then ``n_hosts`` fixture hosts ``lab-N`` (every fixture once
+        when neither hosts nor guests are named; none when only guests are)."""
+        specs = list(given)
+        if guests and n_hosts is None and not specs:
+            return specs  # VMs only
+        if n_hosts is None and specs:
+            return specs
+        names = fixtures.fixture_names()
+        count = len(names) if n_hosts is None else n_hosts
+        if count < 1 or count > MAX_HOSTS:
+            raise BadInput(f"--hosts must be between 1 and {MAX_HOSTS}, got {count}")
+        taken = {n for n, _ in given}
+        i = 1
+        while len(specs) < count + len(given):
+            name = f"lab-{i}"
+            i += 1
+            if name not in taken:
+                specs.append((name, names[(len(specs) - len(given)) % len(names)]))
+        return specs
+
+    def _prepare_dir(self) -> Path:
+        """The lab directory (0700), sshd's privilege separation directory, the client key; the
+        authorized_keys file every host gets."""
+        self.dir.mkdir(parents=True, exist_ok=True)
+        os.chmod(self.dir, 0o700)
+        Path("/run/sshd").mkdir(mode=0o755, exist_ok=True)
+        (self.dir / "keys").mkdir(mode=0o700, exist_ok=True)
+        if not self.client_key.exists():
+            _keygen(self.client_key, "hostkit-lab-client")
+        authorized = self.dir / "authorized_keys"
+        _write_private(authorized, self.client_key.with_suffix(".pub").read_text())
+        return authorized
+
+    def _up_sshd_host(self, name: str, source: str, address: str, port: int, authorized: Path) -> LabHost:
+        """One sshd host: its sysroot (a fixture, or a copy of a directory) and its sshd, started."""
+        root = self.host_dir(name) / "root"
+        root.parent.mkdir(parents=True, exist_ok=True)
+        if Path(source).is_dir():
+            shutil.copytree(source, root, symlinks=True)
+        else:
+            fixtures.materialize(source, root)
+        host = LabHost(name=name, address=address, port=port, sysroot=str(root), source=source)
+        host.pid = self._start_sshd(host, authorized)
+        return host
 
     def _start_guest(self, guest, image, accel, address: str, port: int, resume: bool, say) -> tuple[int, str]:
         """Resume the guest from its preset's saved state, or boot it (saying why); (pid, how)."""
