@@ -122,6 +122,26 @@ def long_deschedules(trace: str, worker_pid: int, threshold_ms: float, inference
     is counted as untimed. Its event says ``"timed": "inference"``, and its time after the last
     traced switch goes to the last task the trace saw take over. ``idle_exits_traced`` is False
     when the CPU went idle but never left it in the trace."""
+    intervals, switches, idle_in, idle_out = _preempted_intervals(trace, worker_pid)
+    events, untimed = _timed_events(intervals, threshold_ms, inference_at)
+    by_task: dict[str, float] = {}
+    for e in events:
+        for r in e["ran_instead"]:
+            key = f"{r['comm']}:{r['pid']} ({r['class']})"
+            by_task[key] = by_task.get(key, 0.0) + r["ms"]
+    return {"switches": switches, "threshold_ms": threshold_ms, "count": len(events),
+            "rt_throttled": sum(1 for e in events if e["rt_throttled"]),
+            "rt_throttled_ms": round(sum(e["ms"] for e in events if e["rt_throttled"]), 3),
+            "total_ms": round(sum(e["ms"] for e in events), 3),
+            "idle_exits_traced": not idle_in or bool(idle_out),
+            "timed_by_inference": sum(1 for e in events if e["timed"] == "inference"), "untimed": untimed,
+            "by_task": dict(sorted(((k, round(v, 3)) for k, v in by_task.items()), key=lambda kv: -kv[1])[:10]),
+            "events": events[:MAX_EVENTS]}
+
+
+def _preempted_intervals(trace: str, worker_pid: int) -> tuple[list[tuple[dict, float | None]], int, int, int]:
+    """The worker's preempted intervals in the trace, each with its length in ms (None: its end was not
+    traced); the switches seen, and how many went into and out of idle."""
     intervals, current = [], None
     switches = idle_in = idle_out = 0
     for line in trace.splitlines():
@@ -151,8 +171,12 @@ def long_deschedules(trace: str, worker_pid: int, threshold_ms: float, inference
                 current.update(last_comm=next_comm, last_pid=next_pid, last_prio=next_prio)
     if current is not None:  # still off its CPU when the trace stopped, or its return was not traced
         intervals.append((current, None))
+    return intervals, switches, idle_in, idle_out
 
-    # what of each inference's deschedule the intervals the trace timed in it leave to the others
+
+def _timed_events(intervals, threshold_ms: float, inference_at) -> tuple[list[dict], int]:
+    """The intervals of at least ``threshold_ms`` as events; an interval without a traced end is timed
+    by its inference's deschedule (what the timed intervals in it leave), or counted as untimed."""
     left: dict[int, float] = {}
     owners = []
     for interval, length_ms in intervals:
@@ -177,19 +201,7 @@ def long_deschedules(trace: str, worker_pid: int, threshold_ms: float, inference
                                     max(0.0, length_ms / 1000 - known)])
         if length_ms >= threshold_ms:
             events.append({**_event(interval, length_ms), "timed": timed})
-    by_task: dict[str, float] = {}
-    for e in events:
-        for r in e["ran_instead"]:
-            key = f"{r['comm']}:{r['pid']} ({r['class']})"
-            by_task[key] = by_task.get(key, 0.0) + r["ms"]
-    return {"switches": switches, "threshold_ms": threshold_ms, "count": len(events),
-            "rt_throttled": sum(1 for e in events if e["rt_throttled"]),
-            "rt_throttled_ms": round(sum(e["ms"] for e in events if e["rt_throttled"]), 3),
-            "total_ms": round(sum(e["ms"] for e in events), 3),
-            "idle_exits_traced": not idle_in or bool(idle_out),
-            "timed_by_inference": sum(1 for e in events if e["timed"] == "inference"), "untimed": untimed,
-            "by_task": dict(sorted(((k, round(v, 3)) for k, v in by_task.items()), key=lambda kv: -kv[1])[:10]),
-            "events": events[:MAX_EVENTS]}
+    return events, untimed
 
 
 def _event(current: dict, length_ms: float) -> dict:
