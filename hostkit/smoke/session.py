@@ -530,6 +530,32 @@ def _inference_at(done_s: list[float], wall_ms: list[float], desched_ms: list[fl
     return at
 
 
+def _explain(result: dict, opts: SmokeOptions, session: Session, s: Supervised, facts: dict | None,
+             gaps: dict | None, traced: str | dict | None, cols: dict, desched: list[float]) -> None:
+    """Into ``result``: the injected stalls seen, the probes, the gap probe's and the trace's
+    attribution of the tail, and the diagnosis drawn from all of them."""
+    if opts.inject_stall_ms:
+        threshold = opts.inject_stall_ms * 0.75
+        result["injected_stalls"] = {"ms": opts.inject_stall_ms, "every_s": opts.inject_every_s, "count": s.stalls,
+                                     "detect_threshold_ms": threshold,
+                                     "detected": sum(1 for d in desched if d >= threshold)}
+    probes = _probes(s.probes_before, s.probes_after, s.runnable_seen)
+    runtime, period = probes["sched_rt_runtime_us"], probes["sched_rt_period_us"]
+    if result["sched_fifo"]["used"] and runtime is not None and period and 0 <= runtime < period:
+        log0, log1 = s.probes_before.get("rt_log"), diagnose.kernel_log_rt_throttling_count()
+        probes["rt_throttling_logged"] = None if log0 is None or log1 is None else log1 > log0
+    if gaps is not None:
+        result["gaps"] = _gaps_with_attribution(gaps, cols)
+    if isinstance(traced, str):
+        result["sched_trace"] = long_deschedules(
+            traced, session.worker.pid, opts.target_p999_ms,
+            inference_at=_inference_at(cols["done_s"], cols["infer_wall_ms"], desched))
+    elif traced is not None:
+        result["sched_trace"] = traced
+    result["probes"] = probes
+    result["diagnosis"] = diagnose.diagnose(result, probes, facts)
+
+
 def aggregate(opts: SmokeOptions, session: Session, s: Supervised, facts: dict | None,
               gaps: dict | None = None, traced: str | dict | None = None) -> SmokeRun:
     """The run's figures, SLO verdict and diagnosis, from what supervision collected. ``traced``: the
@@ -592,25 +618,6 @@ def aggregate(opts: SmokeOptions, session: Session, s: Supervised, facts: dict |
         "cpu_time": _cpu_time(s),
         "wake": _wake_stats(opts, s),
     }
-    if opts.inject_stall_ms:
-        threshold = opts.inject_stall_ms * 0.75
-        result["injected_stalls"] = {"ms": opts.inject_stall_ms, "every_s": opts.inject_every_s, "count": s.stalls,
-                                     "detect_threshold_ms": threshold,
-                                     "detected": sum(1 for d in desched if d >= threshold)}
-    probes = _probes(s.probes_before, s.probes_after, s.runnable_seen)
-    runtime, period = probes["sched_rt_runtime_us"], probes["sched_rt_period_us"]
-    if result["sched_fifo"]["used"] and runtime is not None and period and 0 <= runtime < period:
-        log0, log1 = s.probes_before.get("rt_log"), diagnose.kernel_log_rt_throttling_count()
-        probes["rt_throttling_logged"] = None if log0 is None or log1 is None else log1 > log0
-    if gaps is not None:
-        result["gaps"] = _gaps_with_attribution(gaps, cols)
-    if isinstance(traced, str):
-        result["sched_trace"] = long_deschedules(
-            traced, session.worker.pid, opts.target_p999_ms,
-            inference_at=_inference_at(cols["done_s"], cols["infer_wall_ms"], desched))
-    elif traced is not None:
-        result["sched_trace"] = traced
-    result["probes"] = probes
-    result["diagnosis"] = diagnose.diagnose(result, probes, facts)
+    _explain(result, opts, session, s, facts, gaps, traced, cols, desched)
     result["slo"] = judge_slo(desched, opts.target_p999_ms, faults=s.faults, errors=error_count)
     return SmokeRun(result, desched)
