@@ -97,7 +97,7 @@ def damaged_cache(tmp_path, monkeypatch):
     with open(state.stream, "rb") as src, open(copy.stream, "wb") as dst:
         dst.write(src.read(state.stream.stat().st_size // 2))
     manifest = json.loads(state.manifest.read_text())
-    manifest["files"]["state.bin"] = {"size": copy.stream.stat().st_size, "sha256": vm_state._sha256(copy.stream)}
+    manifest["files"]["state.bin"] = {"size": copy.stream.stat().st_size, "sha256": vm_state.file_sha256(copy.stream)}
     copy.manifest.write_text(json.dumps(manifest))
     assert copy.problem() is None  # the checksums agree: the damage is for QEMU to find
     monkeypatch.setenv("HOSTKIT_VM_CACHE", str(root))

@@ -142,7 +142,7 @@ def _fake_state(root, monkeypatch, preset="small"):
     files = {}
     for path, data in ((state.disk, b"disk"), (state.stream, b"ram and devices")):
         path.write_bytes(data)
-        files[path.name] = {"size": len(data), "sha256": vm_state._sha256(path)}
+        files[path.name] = {"size": len(data), "sha256": vm_state.file_sha256(path)}
     state.manifest.write_text(json.dumps({"shape": vm_state.shape(img, state.spec, TCG), "files": files,
                                           "qemu": "QEMU emulator version 7.2.22"}))
     return state

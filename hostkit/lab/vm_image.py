@@ -170,7 +170,8 @@ def missing_tools() -> list[str]:
     return [f"{tool} ({pkg})" for tool, pkg in TOOLS.items() if shutil.which(tool) is None]
 
 
-def _sha256(path: Path) -> str:
+def file_sha256(path: Path) -> str:
+    """A file's SHA-256, read in 1 MiB blocks (images and saved states are large)."""
     h = hashlib.sha256()
     with open(path, "rb") as f:
         for block in iter(lambda: f.read(1 << 20), b""):
@@ -214,7 +215,7 @@ class Image:
                 return f"{name} missing"
             if p.stat().st_size != m.get("sizes", {}).get(name):
                 return f"{name} has the wrong size"
-        if _sha256(self.base) != m.get("sha256"):
+        if file_sha256(self.base) != m.get("sha256"):
             return "base.qcow2 does not match its recorded sha256"
         return None
 
@@ -277,7 +278,7 @@ class Image:
             raw.unlink()
             sizes = {n: (work / n).stat().st_size for n in ("base.qcow2", "boot.iso", "vmlinuz")}
             manifest = {"key": self.key, "suite": SUITE, "packages": list(PACKAGES), "sizes": sizes,
-                        "sha256": _sha256(work / "base.qcow2"), "built": time.strftime("%Y-%m-%dT%H:%M:%SZ",
+                        "sha256": file_sha256(work / "base.qcow2"), "built": time.strftime("%Y-%m-%dT%H:%M:%SZ",
                                                                                         time.gmtime()),
                         "build_seconds": round(time.monotonic() - t0, 1)}
             (work / "manifest.json").write_text(json.dumps(manifest, indent=2) + "\n")

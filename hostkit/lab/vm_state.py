@@ -37,6 +37,7 @@ from pathlib import Path
 
 from hostkit.errors import LabError
 from hostkit.lab import vm as vmlab
+from hostkit.lab.vm_image import file_sha256
 
 STATE_VERSION = "1"
 TEMPLATE = "template"
@@ -47,14 +48,6 @@ AGENT_TIMEOUT = 120.0  # seconds for the resumed guest's agent to answer and its
 
 class ResumeFailed(LabError):
     """The saved state could not be used for this guest (the lab boots it instead)."""
-
-
-def _sha256(path: Path) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()
 
 
 def shape(image, spec: vmlab.VmSpec, accel: list[str]) -> str:
@@ -100,7 +93,7 @@ class SavedState:
                 return f"{path.name} is missing"
             if path.stat().st_size != want.get("size"):
                 return f"{path.name} has the wrong size"
-            if _sha256(path) != want.get("sha256"):
+            if file_sha256(path) != want.get("sha256"):
                 return f"{path.name} does not match its recorded sha256"
         return None
 
@@ -167,7 +160,7 @@ class SavedState:
             files = {}
             for name in ("disk.qcow2", "state.bin"):
                 path = work / name
-                files[name] = {"size": path.stat().st_size, "sha256": _sha256(path)}
+                files[name] = {"size": path.stat().st_size, "sha256": file_sha256(path)}
             manifest = {"preset": self.preset, "spec": self.spec.to_text(),
                         "shape": shape(self.image, self.spec, self.accel), "qemu": vmlab._qemu_version(),
                         "accel": vmlab.accel_name(self.accel), "files": files,
