@@ -90,7 +90,11 @@ def _payload(count: int) -> memoryview:
 def _run_shm(cfg, client_id, raw, errors, stats) -> None:
     """Every request passes through ``submit`` and ``collect``: what they need is bound to local
     names once, slot offsets are precomputed, shared words are read and stored through one-item
-    views, and nothing is allocated per request but the record it appends."""
+    views, and nothing is allocated per request but the record it appends.
+
+    It stays one long function on purpose: the closures and locals it binds are what keep a
+    request's path free of attribute lookups and calls (bench/smoke_transport.py measures that path
+    against the bare floor); split into helpers, each request would pay their calls."""
     from hostkit.smoke.wake import Bell, Spin
 
     q = SharedInferenceQueue.attach(cfg["queue"])

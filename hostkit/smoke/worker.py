@@ -240,7 +240,9 @@ def _serve_shm(q: SharedInferenceQueue, model, cfg: dict, info: dict, stats: dic
     and what the clients have announced within the wait can make it.
 
     Every request passes through this loop: what it needs is bound to local names once, slot
-    offsets are precomputed, and shared words are read and stored through one-item views.
+    offsets are precomputed, and shared words are read and stored through one-item views. It stays
+    one long function on purpose: split into helpers, every batch would pay their calls and lookups
+    on the path bench/smoke_transport.py measures against the bare floor.
     """
     from hostkit.smoke.wake import Bell, Spin
 
