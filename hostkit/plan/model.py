@@ -14,6 +14,19 @@ from dataclasses import dataclass, field
 from hostkit.core.cpulist import format_cpulist, format_mask
 
 
+@dataclass
+class Notes:
+    """What a plan says about itself, in the order the planner's steps run: ``reasons`` (why each
+    value), ``warnings`` (what the operator should know), ``refused`` (why the plan is not applied),
+    ``refused_parts`` (a part refused while the rest applies). Every step of the planner writes
+    into the one object of its plan."""
+
+    reasons: list[str] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+    refused: list[str] = field(default_factory=list)
+    refused_parts: list[str] = field(default_factory=list)
+
+
 @dataclass(frozen=True)
 class NodePartition:
     """One NUMA node's CPUs split into housekeeping and isolated; its IRQ CPUs."""

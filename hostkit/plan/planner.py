@@ -22,7 +22,7 @@ from hostkit.core.irq_affinity import name_rules
 from hostkit.core.kernel_args import format_arg
 from hostkit.core.kthreads import allowed_on
 from hostkit.errors import BadInput
-from hostkit.plan.model import IrqPlan, NodePartition, Plan
+from hostkit.plan.model import IrqPlan, NodePartition, Notes, Plan
 from hostkit.plan.tuned import plan_tuned
 from hostkit.tunables import HUGEPAGE_KB, KERNEL_ARGS, KTHREADS, PM_QOS, SYSFS_VALUES, SysfsValue
 
@@ -61,54 +61,39 @@ def build_plan(facts: dict, profile: dict, pinned: dict | None = None, *, force:
                host: str | None = None) -> Plan:
     """Facts + a validated profile (+ the inventory's pinned values) -> the host's :class:`Plan`.
 
-    Each step below is a pure function; reasons, warnings and refusals are kept in the order the
-    steps run. Raises :class:`BadInput` for input that cannot be planned at all.
+    Each step below is a pure function of its arguments that writes its reasons, warnings and
+    refusals into the plan's one :class:`Notes`, in the order the steps run. Raises :class:`BadInput` for input that cannot be planned at all.
     """
     pinned = pinned or {}
+    notes = Notes()
     topo = _Topology.of(facts)
     isolation = bool(profile["isolation"])
-    refused = _boot_guard(isolation, profile, facts["kernel"]) + _guards(isolation, facts["virtualization"], profile,
-                                                                         force)
-    housekeeping, reasons = _partition(isolation, bool(refused), profile, topo, pinned)
+    _boot_guard(isolation, profile, facts["kernel"], notes)
+    _guards(isolation, facts["virtualization"], profile, force, notes)
+    housekeeping = _partition(isolation, bool(notes.refused), profile, topo, pinned, notes)
     isolated = topo.online - housekeeping
-    if isolation and not refused:
-        refused += _partition_guards(isolated, housekeeping, topo.cores, topo.nodes)
-    nic_irq_cpus, irq_cpus, irq_refused, why = _irq_cpus(facts.get("nics", []), topo, housekeeping, pinned, isolation)
-    refused += irq_refused
-    reasons += why
+    if isolation and not notes.refused:
+        _partition_guards(isolated, housekeeping, topo.cores, topo.nodes, notes)
+    nic_irq_cpus, irq_cpus = _irq_cpus(facts.get("nics", []), topo, housekeeping, pinned, isolation, notes)
     kubelet_static = _kubelet_static(profile)
-    cmdline_set, cmdline_remove, why = _cmdline(isolation, isolated, housekeeping, profile, facts, kubelet_static)
-    reasons += why
-    cmdline_set, cmdline_remove, args_refused = _embedded_cmdline(facts["kernel"], cmdline_set, cmdline_remove)
-    wanted, why = _partition_sysctls(isolation and bool(isolated), kubelet_static, profile, facts)
-    reasons += why
-    sysctl, warnings, why = _sysctls(wanted, facts["kernel"])
-    reasons += why
-    governor, governor_cpus, why = _governor(profile["governor"], facts["cpufreq"], topo.online)
-    reasons += why
-    why, warned = _notes(isolation, facts, profile, sysctl)
-    reasons += why
-    warnings += warned
-    sysfs, why, sysfs_refused = _sysfs_values(profile, facts, topo, housekeeping,
-                                              isolation and bool(isolated) and not refused)
-    reasons += why
-    refused += sysfs_refused
+    cmdline_set, cmdline_remove = _cmdline(isolation, isolated, housekeeping, profile, facts, kubelet_static, notes)
+    cmdline_set, cmdline_remove = _embedded_cmdline(facts["kernel"], cmdline_set, cmdline_remove, notes)
+    wanted = _partition_sysctls(isolation and bool(isolated), kubelet_static, profile, facts, notes)
+    sysctl = _sysctls(wanted, facts["kernel"], notes)
+    governor, governor_cpus = _governor(profile["governor"], facts["cpufreq"], topo.online, notes)
+    _notes(isolation, facts, profile, sysctl, notes)
+    sysfs = _sysfs_values(profile, facts, topo, housekeeping, isolation and bool(isolated) and not notes.refused,
+                          notes)
     latency = profile["cpu_power"][PM_QOS.key]
-    tuned, why, warned = plan_tuned(profile.get("tuned"), facts, online=topo.online, isolated=frozenset(isolated),
-                                    managed=set(cmdline_set) | set(cmdline_remove), sysctl=sysctl, governor=governor,
-                                    force_latency=latency,
-                                    thp=next((s["value"] for s in sysfs if s["key"] == "thp_enabled"), None))
-    reasons += why
-    warnings += tuple(warned)
-    pm_qos, why = _pm_qos(latency, facts.get("cpuidle") or {}, tuned["mode"])
-    reasons += why
-    kthreads, why = _kthreads(profile, facts, housekeeping, isolated, isolation and bool(isolated) and not refused)
-    reasons += why
-    irq, why, warned = _irq_plan(profile, facts, topo, isolation, irq_cpus, nic_irq_cpus, pinned)
-    reasons += why
-    warnings += tuple(warned)
-    containerd, kubelet, why = _container_stack(profile, facts, format_cpulist(housekeeping), topo.nodes)
-    reasons += why
+    tuned = plan_tuned(profile.get("tuned"), facts, notes, online=topo.online, isolated=frozenset(isolated),
+                       managed=set(cmdline_set) | set(cmdline_remove), sysctl=sysctl, governor=governor,
+                       force_latency=latency,
+                       thp=next((s["value"] for s in sysfs if s["key"] == "thp_enabled"), None))
+    pm_qos = _pm_qos(latency, facts.get("cpuidle") or {}, tuned["mode"], notes)
+    kthreads = _kthreads(profile, facts, housekeeping, isolated, isolation and bool(isolated) and not notes.refused,
+                         notes)
+    irq = _irq_plan(profile, facts, topo, isolation, irq_cpus, nic_irq_cpus, pinned, notes)
+    containerd, kubelet = _container_stack(profile, facts, format_cpulist(housekeeping), topo.nodes, notes)
     return Plan(
         host=host, profile=profile["name"], isolation=isolation, nr_cpus=topo.nr_cpus, online=topo.online,
         housekeeping=frozenset(housekeeping), irq_cpus=frozenset(irq_cpus), nic_irq_cpus=nic_irq_cpus,
@@ -119,70 +104,67 @@ def build_plan(facts: dict, profile: dict, pinned: dict | None = None, *, force:
         irq=irq,
         containerd=containerd, kubelet=kubelet,
         bios=_bios(profile, facts["topology"], facts.get("memory") or {}), smoke=dict(profile["smoke"]),
-        warnings=tuple(warnings), reasons=tuple(reasons), refused=tuple(refused), tuned=tuned,
-        sysfs=tuple(sysfs), pm_qos=pm_qos, kthreads=kthreads, refused_parts=tuple(args_refused))
+        warnings=tuple(notes.warnings), reasons=tuple(notes.reasons), refused=tuple(notes.refused), tuned=tuned,
+        sysfs=tuple(sysfs), pm_qos=pm_qos, kthreads=kthreads, refused_parts=tuple(notes.refused_parts))
 
 
-def _boot_guard(isolation: bool, profile: dict, kernel: dict) -> list[str]:
+def _boot_guard(isolation: bool, profile: dict, kernel: dict, notes: Notes) -> None:
     """Why: kernel arguments with no boot configuration to hold them would silently never apply.
     Not overridden by --force: no guard stands between the plan and a boot loader that is not there."""
     loader = kernel.get("boot_loader")
     if not loader or loader["backend"] != "none":  # facts without the key (older agent): no guard
-        return []
+        return
     booted = kernel["cmdline_args"]["args"]
     if isolation or profile["cmdline_extra"] or any(a in booted for a in ISOLATION_ARGS):
-        return [loader.get("reason") or "no supported boot configuration"]
-    return []
+        notes.refused.append(loader.get("reason") or "no supported boot configuration")
 
 
-def _embedded_cmdline(kernel: dict, cmdline_set: dict, cmdline_remove: list) -> tuple[dict, list, list[str]]:
+def _embedded_cmdline(kernel: dict, cmdline_set: dict, cmdline_remove: list, notes: Notes) -> tuple[dict, list]:
     """Why: a unified kernel image carries its command line inside the (signed) image; hostkit cannot
     change it, so the kernel-argument part of the plan is refused in one line (the arguments the
     booted line lacks or still has) and the rest of the plan applies."""
     loader = kernel.get("boot_loader") or {}
     if loader.get("backend") != "uki":
-        return cmdline_set, cmdline_remove, []
+        return cmdline_set, cmdline_remove
     booted = kernel["cmdline_args"]["args"]
     missing = [format_arg(k, v) for k, v in cmdline_set.items() if k not in booted or booted[k] != v]
     stale = [k for k in cmdline_remove if k in booted]
-    if not missing and not stale:
-        return {}, [], []
-    return {}, [], [f"kernel arguments refused: {loader.get('reason')}; not set: {' '.join(missing) or '-'}"
-                    + (f"; not removed: {' '.join(stale)}" if stale else "")
-                    + "; the rest of the plan applies"]
+    if missing or stale:
+        notes.refused_parts.append(f"kernel arguments refused: {loader.get('reason')}; not set: "
+                                   f"{' '.join(missing) or '-'}" + (f"; not removed: {' '.join(stale)}" if stale else "")
+                                   + "; the rest of the plan applies")
+    return {}, []
 
 
-def _guards(isolation: bool, virt: dict, profile: dict, force: bool) -> list[str]:
+def _guards(isolation: bool, virt: dict, profile: dict, force: bool, notes: Notes) -> None:
     """Why: isolation on a guest cannot stop hypervisor stalls, and a deceptive topology makes it a lie."""
     if not isolation or force:
-        return []
+        return
     if virt["deceptive_topology"]:
-        return ["isolation asked on a host with deceptive topology: " + "; ".join(virt["reasons"])
-                + " (use a virtual-guest profile, or --force)"]
-    if virt["virtual"] and not profile["allow_virtual"]:
-        return [f"isolation asked on a virtual machine ({virt['hypervisor']}): vCPUs are not physical cores, "
-                "isolation cannot stop hypervisor stalls (use vmware-guest, or --force)"]
-    return []
+        notes.refused.append("isolation asked on a host with deceptive topology: " + "; ".join(virt["reasons"])
+                             + " (use a virtual-guest profile, or --force)")
+    elif virt["virtual"] and not profile["allow_virtual"]:
+        notes.refused.append(f"isolation asked on a virtual machine ({virt['hypervisor']}): vCPUs are not physical "
+                             "cores, isolation cannot stop hypervisor stalls (use vmware-guest, or --force)")
 
 
-def _partition(isolation: bool, refused: bool, profile: dict, topo: _Topology,
-               pinned: dict) -> tuple[set[int], list[str]]:
+def _partition(isolation: bool, refused: bool, profile: dict, topo: _Topology, pinned: dict,
+               notes: Notes) -> set[int]:
     """Why: inference runs on the isolated CPUs; the housekeeping ones keep the kernel, kubelet and IRQs."""
-    reasons: list[str] = []
     if not isolation:
-        reasons.append(f"profile {profile['name']}: no CPU isolation; every online CPU stays housekeeping")
-        return set(topo.online), reasons
+        notes.reasons.append(f"profile {profile['name']}: no CPU isolation; every online CPU stays housekeeping")
+        return set(topo.online)
     if refused:
-        return set(topo.online), reasons
+        return set(topo.online)
     if "isolated" in pinned or "housekeeping" in pinned:
-        return _pinned_partition(pinned, topo.online, reasons), reasons
-    return _reserve(profile, topo.cores, topo.nodes, topo.nic_nodes, reasons), reasons
+        return _pinned_partition(pinned, topo.online, notes.reasons)
+    return _reserve(profile, topo.cores, topo.nodes, topo.nic_nodes, notes.reasons)
 
 
-def _irq_cpus(nics: list[dict], topo: _Topology, housekeeping: set[int], pinned: dict,
-              isolation: bool) -> tuple[dict[str, str], set[int], list[str], list[str]]:
+def _irq_cpus(nics: list[dict], topo: _Topology, housekeeping: set[int], pinned: dict, isolation: bool,
+              notes: Notes) -> tuple[dict[str, str], set[int]]:
     """Why: an IRQ served on an isolated CPU interrupts inference; a NIC's IRQs stay on its own node."""
-    refused, reasons = [], []
+    refused, reasons = notes.refused, notes.reasons
     nic_irq_cpus = {}
     for nic in nics:
         node_cpus = dict(topo.nodes).get(nic.get("numa_node", -1))
@@ -199,7 +181,7 @@ def _irq_cpus(nics: list[dict], topo: _Topology, housekeeping: set[int], pinned:
         if nic_irq_cpus and isolation:
             reasons.append("NIC IRQs on housekeeping CPUs of the NIC's node: "
                            + ", ".join(f"{n} -> {c}" for n, c in nic_irq_cpus.items()))
-    return nic_irq_cpus, irq_cpus, refused, reasons
+    return nic_irq_cpus, irq_cpus
 
 
 def _kubelet_static(profile: dict) -> bool:
@@ -209,9 +191,9 @@ def _kubelet_static(profile: dict) -> bool:
 
 
 def _cmdline(isolation: bool, isolated: set[int], housekeeping: set[int], profile: dict, facts: dict,
-             kubelet_static: bool) -> tuple[dict[str, str | None], list[str], list[str]]:
+             kubelet_static: bool, notes: Notes) -> tuple[dict[str, str | None], list[str]]:
     """Why: isolcpus keeps the scheduler off, nohz_full the tick, rcu_nocbs RCU callbacks, irqaffinity IRQs."""
-    reasons = []
+    reasons = notes.reasons
     iso_text, hk_text = format_cpulist(isolated), format_cpulist(housekeeping)
     cmdline_set: dict[str, str | None] = {}
     if isolation and isolated:
@@ -238,28 +220,26 @@ def _cmdline(isolation: bool, isolated: set[int], housekeeping: set[int], profil
             reasons.append(f"{SYSTEMD_AFFINITY_ARG}={hk_text}: without domain nothing else keeps host processes "
                            "off the isolated CPUs; systemd starts every service there, and kubelet's CPU manager "
                            "moves each pod onto its own CPUs through its cpuset")
-        noise, why = _kernel_noise(profile, facts)
-        cmdline_set.update(noise)
-        reasons += why
+        cmdline_set.update(_kernel_noise(profile, facts, notes))
     for arg in profile["cmdline_extra"]:
         key, _, value = arg.partition("=")
         cmdline_set[key] = value if _ else None
     if isolation:
-        return cmdline_set, [], reasons
+        return cmdline_set, []
     booted = facts["kernel"]["cmdline_args"]["args"]
     removed = ISOLATION_ARGS + (SYSTEMD_AFFINITY_ARG,)
     present = [a for a in removed if booted.get(a) is not None or a in booted]
     if present:
         reasons.append(f"kernel: remove {', '.join(present)} left by an earlier tuning")
-    return cmdline_set, list(removed), reasons
+    return cmdline_set, list(removed)
 
 
-def _kernel_noise(profile: dict, facts: dict) -> tuple[dict[str, str | None], list[str]]:
+def _kernel_noise(profile: dict, facts: dict, notes: Notes) -> dict[str, str | None]:
     """Why: the periodic work a kernel does on every CPU (ticks in step, lockup detectors, the TSC watchdog)
     lands on the isolated CPUs too, and a deep C-state's exit is the wake-up latency of an idle inference CPU;
     each argument of hostkit.tunables.KERNEL_ARGS the profile switches on (kernel_noise:, cpu_power:)."""
     args: dict[str, str | None] = {}
-    reasons: list[str] = []
+    reasons = notes.reasons
     checked = (facts.get("cpu_flags") or {}).get("checked") or {}
     for k in KERNEL_ARGS:
         value = profile[k.section].get(k.name)
@@ -274,17 +254,17 @@ def _kernel_noise(profile: dict, facts: dict) -> tuple[dict[str, str | None], li
             continue
         args[k.arg] = text
         reasons.append(f"{shown}: {k.doc.split(': ', 1)[-1]}")
-    return args, reasons
+    return args
 
 
-def _sysfs_values(profile: dict, facts: dict, topo: _Topology, housekeeping: set[int],
-                  isolating: bool) -> tuple[list[dict], list[str], list[str]]:
+def _sysfs_values(profile: dict, facts: dict, topo: _Topology, housekeeping: set[int], isolating: bool,
+                  notes: Notes) -> list[dict]:
     """Why: the runtime /sys values of hostkit.tunables.SYSFS_VALUES the profile sets, each written only where
     the host has the file and the kernel offers the value: unbound workqueue and writeback workers on the
     housekeeping CPUs, the energy-performance preference, transparent hugepages, KSM, hugepages per node."""
     items: list[dict] = []
-    reasons: list[str] = []
-    refused: list[str] = []
+    reasons: list[str] = notes.reasons
+    refused: list[str] = []  # added to notes.refused after the step (the later steps' isolating reads them)
     present = facts.get("sysfs") or {}
     for v in SYSFS_VALUES:
         wanted = profile[v.section].get(v.key)
@@ -321,7 +301,8 @@ def _sysfs_values(profile: dict, facts: dict, topo: _Topology, housekeeping: set
                 item["allowed_from"] = v.offered_path(path)
             items.append(item)
         reasons.append(why)
-    return items, reasons, refused
+    notes.refused += refused
+    return items
 
 
 def _why_absent(v: SysfsValue, facts: dict) -> str:
@@ -355,11 +336,11 @@ def _hugepages_too_big(pages: int, nodes: list[dict]) -> list[str]:
     return out
 
 
-def _pm_qos(latency: int | None, cpuidle: dict, tuned_mode: str) -> tuple[dict, list[str]]:
+def _pm_qos(latency: int | None, cpuidle: dict, tuned_mode: str, notes: Notes) -> dict:
     """Why: an idle CPU in a deep C-state wakes up late, and that exit latency adds to the next inference;
     the ceiling is held by one owner: tuned (force_latency) where hostkit drives it, else hostkit's unit."""
     if latency is None:
-        return {PM_QOS.key: None, "holder": None}, []
+        return {PM_QOS.key: None, "holder": None}
     holder = "tuned" if tuned_mode == "drive" else "unit"
     states = cpuidle.get("states") or []
     skipped = [f"{s['name']} ({s['latency_us']} us)" for s in states
@@ -369,12 +350,12 @@ def _pm_qos(latency: int | None, cpuidle: dict, tuned_mode: str) -> tuple[dict, 
             f"keeps {', '.join(kept) or 'none'}" if states else "; no cpuidle states in the facts")
     by = ("tuned's force_latency in hostkit's tuned profile (tuned holds /dev/cpu_dma_latency)" if holder == "tuned"
           else f"hostkit-pm-qos.service holding {PM_QOS.path} open from boot")
-    return ({PM_QOS.key: latency, "holder": holder},
-            [f"{PM_QOS.key}={latency}: every CPU wakes within {latency} us, by {by}{seen}"])
+    notes.reasons.append(f"{PM_QOS.key}={latency}: every CPU wakes within {latency} us, by {by}{seen}")
+    return {PM_QOS.key: latency, "holder": holder}
 
 
-def _kthreads(profile: dict, facts: dict, housekeeping: set[int], isolated: set[int],
-              isolating: bool) -> tuple[dict, list[str]]:
+def _kthreads(profile: dict, facts: dict, housekeeping: set[int], isolated: set[int], isolating: bool,
+              notes: Notes) -> dict:
     """Why: a kernel thread allowed on an isolated CPU may be scheduled there and preempt inference;
     nohz_full= keeps the threads kthreadd creates on housekeeping CPUs from boot, but per-node threads
     (kswapd<N>, kcompactd<N>) set their node's CPUs themselves (Debian 12's 6.1), and nothing moves
@@ -383,9 +364,10 @@ def _kthreads(profile: dict, facts: dict, housekeeping: set[int], isolated: set[
     out = {"move": bool(wanted), "housekeeping": format_cpulist(housekeeping) if wanted else "",
            "isolated": format_cpulist(isolated) if wanted else ""}
     if not isolating:
-        return out, []
+        return out
     if not wanted:
-        return out, [f"kernel threads left where they are ({KTHREADS.section}.{KTHREADS.key}: false)"]
+        notes.reasons.append(f"kernel threads left where they are ({KTHREADS.section}.{KTHREADS.key}: false)")
+        return out
     seen = facts.get("kthreads") or {}
     if seen.get("available"):
         on = [t["comm"] for t in allowed_on(seen["movable"], isolated)]
@@ -393,20 +375,20 @@ def _kthreads(profile: dict, facts: dict, housekeeping: set[int], isolated: set[
                                                            if on else "")
     else:
         now = "; " + (seen.get("reason") or "no kernel threads in the facts")
-    return out, [f"kernel threads: kthreadd and every kernel thread that may move go to the housekeeping CPUs "
-                 f"{out['housekeeping']} (a per-node thread such as kswapd<N> to its node's), now and at every "
-                 f"boot (hostkit-kthreads.service): nohz_full= covers what kthreadd creates, not kswapd/kcompactd, "
-                 f"which take their node's CPUs themselves{now}"]
+    notes.reasons.append(f"kernel threads: kthreadd and every kernel thread that may move go to the housekeeping "
+                         f"CPUs {out['housekeeping']} (a per-node thread such as kswapd<N> to its node's), now and "
+                         f"at every boot (hostkit-kthreads.service): nohz_full= covers what kthreadd creates, not "
+                         f"kswapd/kcompactd, which take their node's CPUs themselves{now}")
+    return out
 
 
-def _partition_sysctls(isolating: bool, kubelet_static: bool, profile: dict,
-                       facts: dict) -> tuple[dict, list[str]]:
+def _partition_sysctls(isolating: bool, kubelet_static: bool, profile: dict, facts: dict, notes: Notes) -> dict:
     """Why: timer migration and the RT budget follow from who owns the isolated CPUs (kubelet or the
     operator's static partition) and from what guards a starved kernel thread (stalld or throttling)."""
     wanted = dict(profile["sysctl"])
-    reasons: list[str] = []
+    reasons = notes.reasons
     if not isolating:
-        return wanted, reasons
+        return wanted
     if kubelet_static:
         wanted["kernel.timer_migration"] = 1
         reasons.append("timer_migration=1: CPUs kubelet hands to pods were housekeeping or another pod's before; "
@@ -429,12 +411,12 @@ def _partition_sysctls(isolating: bool, kubelet_static: bool, profile: dict,
                            "worker that stays in SCHED_FIFO beyond the budget is parked for the rest of the period "
                            "(hostkit smoke's default worker, --fifo budget, leaves SCHED_FIFO before that: do the "
                            "same, or run the worker SCHED_OTHER on its isolated CPU, where nothing competes)")
-    return wanted, reasons
+    return wanted
 
 
-def _sysctls(wanted: dict, kernel: dict) -> tuple[dict[str, int], list[str], list[str]]:
+def _sysctls(wanted: dict, kernel: dict, notes: Notes) -> dict[str, int]:
     """Why: the profile's sysctls (hostkit.tunables), checked against what the RT budget may be."""
-    warnings, reasons = [], []
+    warnings, reasons = notes.warnings, notes.reasons
     sysctl = {k: v for k, v in wanted.items() if v is not None}
     rt = sysctl.get("kernel.sched_rt_runtime_us")
     period = kernel.get("sched_rt_period_us") or 1000000
@@ -451,23 +433,25 @@ def _sysctls(wanted: dict, kernel: dict) -> tuple[dict[str, int], list[str], lis
             and rt is not None and rt != current_rt):
         reasons.append(f"sched_rt_runtime_us {current_rt} -> {rt}: the current value parks FIFO threads "
                        f"{(period - current_rt) / 1000:g} ms per period")
-    return sysctl, warnings, reasons
+    return sysctl
 
 
-def _governor(governor: str | None, cpufreq: dict,
-              online: frozenset[int]) -> tuple[str | None, frozenset[int], list[str]]:
+def _governor(governor: str | None, cpufreq: dict, online: frozenset[int],
+              notes: Notes) -> tuple[str | None, frozenset[int]]:
     """Why: a frequency ramp on wake-up is latency; the governor must be one the host offers."""
     if not governor:
-        return None, frozenset(), []
+        return None, frozenset()
     if not cpufreq["available"]:
-        return None, frozenset(), ["governor: not applicable (no cpufreq on this host)"]
+        notes.reasons.append("governor: not applicable (no cpufreq on this host)")
+        return None, frozenset()
     offered = cpufreq.get("available_governors") or []
     if offered and governor not in offered:
         raise BadInput(f"governor {governor!r} is not offered by this host (available: {', '.join(offered)})")
     governed: set[int] = set()
     for cpus in cpufreq["governors"].values():
         governed |= parse_cpulist(cpus)
-    return governor, frozenset(governed & online), [f"governor {governor} on every CPU"]
+    notes.reasons.append(f"governor {governor} on every CPU")
+    return governor, frozenset(governed & online)
 
 
 # A VMware guest with no steal time on any CPU since boot: the hypervisor keeps no steal clock for it.
@@ -476,9 +460,9 @@ NO_STEAL_CLOCK = ("VMware guest with no steal time on any CPU since boot: withou
                   "diagnosis is blind here (hostkit gaps measures the vCPU stops directly)")
 
 
-def _notes(isolation: bool, facts: dict, profile: dict, sysctl: dict) -> tuple[list[str], list[str]]:
+def _notes(isolation: bool, facts: dict, profile: dict, sysctl: dict, notes: Notes) -> None:
     """Why: what the operator should know about decisions made elsewhere (kubelet, NUMA, the hypervisor)."""
-    reasons, warnings = [], []
+    reasons, warnings = notes.reasons, notes.warnings
     if isolation and facts["topology"]["threads_per_core"] > 1 and profile["kubelet"]["full_pcpus_only"]:
         reasons.append("SMT on: kubelet full-pcpus-only keeps pods on whole cores")
     if facts["kernel"].get("numa_balancing") and sysctl.get("kernel.numa_balancing") == 0:
@@ -488,11 +472,10 @@ def _notes(isolation: bool, facts: dict, profile: dict, sysctl: dict) -> tuple[l
         warnings.append(f"steal time {steal['percent']:.1f}% since boot: the hypervisor takes CPU from this guest")
     if facts["virtualization"]["hypervisor"] == "vmware" and facts["virtualization"].get("steal_reported") is False:
         warnings.append(NO_STEAL_CLOCK)
-    return reasons, warnings
 
 
 def _irq_plan(profile: dict, facts: dict, topo: _Topology, isolation: bool, irq_cpus: set[int],
-              nic_irq_cpus: dict[str, str], pinned: dict) -> tuple[IrqPlan, list[str], list[str]]:
+              nic_irq_cpus: dict[str, str], pinned: dict, notes: Notes) -> IrqPlan:
     """Why: IRQs have one owner. Where irqbalance runs it places them, banned from every CPU that is
     not an IRQ CPU; elsewhere hostkit pins every movable IRQ (NIC queues to their node's IRQ CPUs)."""
     # Without isolation IRQs may still be steered (e.g. a guest keeping CPU 0 for IRQs through a
@@ -500,7 +483,8 @@ def _irq_plan(profile: dict, facts: dict, topo: _Topology, isolation: bool, irq_
     affinity = bool(profile["irq_affinity"]) and (isolation or "irq_cpus" in pinned)
     irqbalance = profile["irqbalance"] if isolation or affinity or profile["irqbalance"] != "banned" else "leave"
     service = (facts.get("services") or {}).get("irqbalance") or {}
-    owner, why, warned = _irq_owner(irqbalance, service, affinity, isolation, irq_cpus)
+    owner = _irq_owner(irqbalance, service, affinity, isolation, irq_cpus, notes)
+    why, warned = notes.reasons, notes.warnings
     if service.get("banned_cpus") and irqbalance == "banned":
         why.append(f"irqbalance: IRQBALANCE_BANNED_CPUS={service['banned_cpus']} in {service['config']} wins over "
                    "IRQBALANCE_BANNED_CPULIST (irqbalance reads the old name first): the apply removes it and "
@@ -535,11 +519,11 @@ def _irq_plan(profile: dict, facts: dict, topo: _Topology, isolation: bool, irq_
         default_smp_affinity=format_mask(irq_cpus, topo.nr_cpus) if affinity and irq_cpus else None,
         irqbalance=irqbalance,
         banned_cpulist=format_cpulist(set(topo.online) - irq_cpus) if irqbalance == "banned" else "",
-        irqbalance_config=service.get("config")), why, warned
+        irqbalance_config=service.get("config"))
 
 
-def _irq_owner(irqbalance: str, service: dict, affinity: bool, isolation: bool,
-               irq_cpus: set[int]) -> tuple[str, list[str], list[str]]:
+def _irq_owner(irqbalance: str, service: dict, affinity: bool, isolation: bool, irq_cpus: set[int],
+               notes: Notes) -> str:
     """Why: one owner places IRQs, irqbalance (running, banned from every CPU but the IRQ CPUs) or
     hostkit (pins); the other never undoes its placement."""
     # A running irqbalance rewrites the affinity of every IRQ it balances at its next pass (10 s):
@@ -551,7 +535,7 @@ def _irq_owner(irqbalance: str, service: dict, affinity: bool, isolation: bool,
     # unit pins them again at every boot.
     banned_running = irqbalance == "banned" and service.get("running") and service.get("config")
     owner = ("irqbalance" if banned_running and len(irq_cpus) >= 2 else "hostkit" if affinity else "none")
-    why, warned = [], []
+    why, warned = notes.reasons, notes.warnings
     if banned_running and owner == "hostkit":
         why.append(f"irqbalance runs, banned in {service['config']} from every CPU but the one IRQ CPU "
                    f"{format_cpulist(irq_cpus)}: it has nothing to balance and does not move IRQs there, so hostkit "
@@ -566,7 +550,7 @@ def _irq_owner(irqbalance: str, service: dict, affinity: bool, isolation: bool,
                                             else f"and the profile leaves it unbanned (irqbalance: {irqbalance})")
                       + ": it will move hostkit's IRQ pins at its next pass; stop it, or give it "
                       "/etc/default/irqbalance (or /etc/sysconfig/irqbalance) with irqbalance: banned")
-    return owner, why, warned
+    return owner
 
 
 def _reserve(profile, cores, nodes, nic_nodes, reasons) -> set[int]:
@@ -609,9 +593,9 @@ def _pinned_partition(pinned, online, reasons) -> set[int]:
     return housekeeping
 
 
-def _partition_guards(isolated, housekeeping, cores, nodes) -> list[str]:
+def _partition_guards(isolated, housekeeping, cores, nodes, notes: Notes) -> None:
     """Why: a partition that isolates CPU 0, starves a node or splits SMT siblings hurts more than it helps."""
-    refused = []
+    refused = notes.refused
     if not isolated:
         refused.append("nothing would be isolated: the plan would change the boot config for no benefit")
     if 0 in isolated:
@@ -622,7 +606,6 @@ def _partition_guards(isolated, housekeeping, cores, nodes) -> list[str]:
     for core in cores:
         if core & isolated and core & housekeeping:
             refused.append(f"SMT siblings {format_cpulist(core)} would be split between housekeeping and isolated")
-    return refused
 
 
 def _bios(profile, topo, memory) -> dict:
@@ -653,14 +636,14 @@ def _bios(profile, topo, memory) -> dict:
     return {"enforce": b["enforce"], "checks": checks}
 
 
-def _container_stack(profile, facts, hk_text, nodes) -> tuple[dict, dict, list[str]]:
+def _container_stack(profile, facts, hk_text, nodes, notes: Notes) -> tuple[dict, dict]:
     """Why: containerd and kubelet are configured only where they are installed. A node is often tuned
     before Kubernetes is installed (the provisioning order): there is no containerd to render and
     validate a config with, and no kubelet unit to restart. The CPU partition is still planned for the
     profile's kubelet (the plan follows the profile, not what runs yet); ``kubelet.preseed`` writes the
     drop-in for the kubelet installed later. Facts without the services (an older agent): installed."""
     services = facts.get("services") or {}
-    reasons = []
+    reasons = notes.reasons
     containerd = dict(profile["containerd"])
     if containerd["enabled"] and (services.get("containerd") or {}).get("installed") is False:
         containerd.update(enabled=False, installed=False)
@@ -677,7 +660,7 @@ def _container_stack(profile, facts, hk_text, nodes) -> tuple[dict, dict, list[s
         elif installed is False:
             reasons.append("kubelet: not installed: the drop-in is written for the kubelet installed later "
                            "(kubelet.preseed), no restart")
-    return containerd, kubelet, reasons
+    return containerd, kubelet
 
 
 def _kubelet(profile, hk_text, nodes) -> dict:

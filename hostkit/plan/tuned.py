@@ -23,6 +23,7 @@ from __future__ import annotations
 import re
 
 from hostkit.core.cpulist import format_cpulist
+from hostkit.plan.model import Notes
 
 PROFILE = "hostkit"
 NEUTRAL = "hostkit-neutral"
@@ -100,17 +101,18 @@ def _mode(asked: str | None, tuned: dict) -> tuple[str, str]:
     return "ignore", "tuned: ignore (asked by the profile): tuned's profile is left as it is"
 
 
-def plan_tuned(asked: str | None, facts: dict, *, online: frozenset[int], isolated: frozenset[int],
+def plan_tuned(asked: str | None, facts: dict, notes: Notes, *, online: frozenset[int], isolated: frozenset[int],
                managed: set[str], sysctl: dict, governor: str | None,
-               force_latency: int | None = None, thp: str | None = None) -> tuple[dict, list[str], list[str]]:
-    """(the plan's ``tuned`` document, reasons, warnings)."""
+               force_latency: int | None = None, thp: str | None = None) -> dict:
+    """The plan's ``tuned`` document; its reasons and warnings into ``notes``."""
     tuned = facts.get("tuned") or {}
     mode, why = _mode(asked, tuned)
-    reasons, warnings = [why], []
+    reasons, warnings = notes.reasons, notes.warnings
+    reasons.append(why)
     out = {"mode": mode, "previous_profile": tuned.get("active_profile"),
            "previous_mode": tuned.get("profile_mode")}
     if mode == "ignore":
-        return out, reasons, warnings
+        return out
     if tuned.get("post_loaded_profile"):
         warnings.append(f"tuned: post-loaded profile {tuned['post_loaded_profile']} (/etc/tuned/post_loaded_profile) "
                         "is applied after hostkit's and its values win where both set one")
@@ -179,4 +181,4 @@ def plan_tuned(asked: str | None, facts: dict, *, online: frozenset[int], isolat
     out.update({"profile": name, "profile_dir": f"{user_dir.rstrip('/')}/{name}", "conf": conf,
                 "boot_cmdline": boot_values["TUNED_BOOT_CMDLINE"],
                 "bootcmdline": bootcmdline_text(boot_values)})
-    return out, reasons, warnings
+    return out
