@@ -262,3 +262,17 @@ def test_debian_grub_with_tuned_next_boot_expands_tuned_params_and_apply_takes_h
     assert [w for w in words if arg_name(w) == "isolcpus"] == [f"isolcpus={want['isolcpus']}"]
     # what tuned's bootloader plugin will write for hostkit's profile is what the next boot already reads
     assert p["tuned"]["boot_cmdline"].split() == kept
+
+
+def test_a_base_profile_the_host_lacks_is_named_in_the_warning():
+    """hostkit's tuned profile includes cpu-partitioning optionally where the host has no such profile;
+    the warning names it (it once printed the placeholder itself)."""
+    from hostkit.plan.model import Notes
+    from hostkit.plan.tuned import plan_tuned
+
+    notes = Notes()
+    facts = {"tuned": {"installed": True, "running": True, "active_profile": "balanced", "base_profiles": {}}}
+    doc = plan_tuned("drive", facts, notes, online=frozenset({0, 1, 2, 3}), isolated=frozenset({2, 3}),
+                     managed={"isolcpus"}, sysctl={}, governor=None)
+    assert doc["mode"] == "drive" and "include=-cpu-partitioning" in doc["conf"], doc
+    assert any("optionally (-cpu-partitioning)" in w for w in notes.warnings), notes.warnings

@@ -101,6 +101,62 @@ def _mode(asked: str | None, tuned: dict) -> tuple[str, str]:
     return "ignore", "tuned: ignore (asked by the profile): tuned's profile is left as it is"
 
 
+def _drive_profile(tuned: dict, notes: Notes, boot_values: dict, *, online: frozenset[int],
+                   isolated: frozenset[int], managed: set[str], sysctl: dict, governor: str | None,
+                   force_latency: int | None, thp: str | None) -> str:
+    """tuned.conf of hostkit's profile (mode drive): tuned's base profile with hostkit's partition and
+    values, the kernel arguments hostkit sets taken out of tuned's; ``boot_values`` filled in."""
+    reasons, warnings = notes.reasons, notes.warnings
+    include = "cpu-partitioning" if isolated else "latency-performance"
+    base = (tuned.get("base_profiles") or {}).get(include) or {}
+    if not base.get("found"):
+        warnings.append(f"tuned: profile {include} not found on this host; hostkit's profile includes it "
+                        f"optionally (-{include}) and tuned applies only hostkit's values")
+    iso_text = format_cpulist(isolated)
+    known = {"isolated_cores": iso_text, "not_isolated_cpumask": cpulist2hex(online - isolated),
+             "isolated_cpumask": cpulist2hex(isolated)}
+    defs = dict(base.get("variable_defs") or {})
+    overrides, dropped = {}, []
+    for key, value in (base.get("bootloader_cmdline") or {}).items():
+        kept = filter_cmdline(value, managed, defs)
+        words = []
+        for w in kept.lstrip("+-").split():
+            rest = _VAR.sub(lambda m: known.get(m.group(1), m.group(0)), w)
+            if _VAR.search(rest):
+                dropped.append(w)
+            else:
+                words.append(w)
+        overrides[key] = (kept[:1] if kept[:1] in "+-" else "") + " ".join(words)
+    expanded = {k: _VAR.sub(lambda m: known.get(m.group(1), m.group(0)), v) for k, v in overrides.items()}
+    boot_values["TUNED_BOOT_CMDLINE"] = effective_cmdline(expanded)
+    if base.get("initrd"):  # cpu-partitioning's initrd overlay: tuned keeps writing it
+        boot_values["TUNED_BOOT_INITRD_ADD"] = ((tuned.get("bootcmdline") or {}).get("TUNED_BOOT_INITRD_ADD")
+                                                or "")
+    lines = [HEADER + f"# tuned's {include} with hostkit's CPU partition and values; the kernel arguments "
+             "hostkit sets are taken out of tuned's [bootloader] options so each appears once at boot.",
+             "[main]", f"summary=hostkit: {include} with hostkit's plan",
+             f"include={include if base.get('found') else '-' + include}", ""]
+    if isolated:
+        lines += ["[variables]", f"isolated_cores={iso_text}", ""]
+    if overrides:
+        lines += ["[bootloader]"] + [f"{k}={v}" for k, v in overrides.items()] + [""]
+    if sysctl:
+        lines += ["[sysctl]"] + [f"{k}={v}" for k, v in sysctl.items()] + [""]
+    if governor or force_latency is not None:  # force_latency: the plan's PM QoS ceiling (us)
+        lines += ["[cpu]"] + ([f"governor={governor}"] if governor else []) \
+            + ([f"force_latency={force_latency}"] if force_latency is not None else []) + [""]
+    if thp:  # network-latency's [vm] transparent_hugepages=never would undo the plan's THP value
+        lines += ["[vm]", f"transparent_hugepages={thp}", ""]
+    conf = "\n".join(lines).rstrip("\n") + "\n"
+    reasons.append(f"tuned profile {PROFILE}: include={include}"
+                   + (f", isolated_cores={iso_text}" if isolated else "")
+                   + f"; tuned's boot arguments without hostkit's: {boot_values['TUNED_BOOT_CMDLINE'] or '(none)'}")
+    if dropped:
+        warnings.append(f"tuned: left out of hostkit's tuned profile (variables hostkit cannot compute): "
+                        f"{' '.join(dropped)}")
+    return conf
+
+
 def plan_tuned(asked: str | None, facts: dict, notes: Notes, *, online: frozenset[int], isolated: frozenset[int],
                managed: set[str], sysctl: dict, governor: str | None,
                force_latency: int | None = None, thp: str | None = None) -> dict:
@@ -124,53 +180,8 @@ def plan_tuned(asked: str | None, facts: dict, notes: Notes, *, online: frozense
                 "(hostkit owns CPU isolation, IRQs, sysctls and kernel arguments)\n")
     else:
         name = PROFILE
-        include = "cpu-partitioning" if isolated else "latency-performance"
-        base = (tuned.get("base_profiles") or {}).get(include) or {}
-        if not base.get("found"):
-            warnings.append(f"tuned: profile {include} not found on this host; hostkit's profile includes it "
-                            "optionally (-{include}) and tuned applies only hostkit's values")
-        iso_text = format_cpulist(isolated)
-        known = {"isolated_cores": iso_text, "not_isolated_cpumask": cpulist2hex(online - isolated),
-                 "isolated_cpumask": cpulist2hex(isolated)}
-        defs = dict(base.get("variable_defs") or {})
-        overrides, dropped = {}, []
-        for key, value in (base.get("bootloader_cmdline") or {}).items():
-            kept = filter_cmdline(value, managed, defs)
-            words = []
-            for w in kept.lstrip("+-").split():
-                rest = _VAR.sub(lambda m: known.get(m.group(1), m.group(0)), w)
-                if _VAR.search(rest):
-                    dropped.append(w)
-                else:
-                    words.append(w)
-            overrides[key] = (kept[:1] if kept[:1] in "+-" else "") + " ".join(words)
-        expanded = {k: _VAR.sub(lambda m: known.get(m.group(1), m.group(0)), v) for k, v in overrides.items()}
-        boot_values["TUNED_BOOT_CMDLINE"] = effective_cmdline(expanded)
-        if base.get("initrd"):  # cpu-partitioning's initrd overlay: tuned keeps writing it
-            boot_values["TUNED_BOOT_INITRD_ADD"] = ((tuned.get("bootcmdline") or {}).get("TUNED_BOOT_INITRD_ADD")
-                                                    or "")
-        lines = [HEADER + f"# tuned's {include} with hostkit's CPU partition and values; the kernel arguments "
-                 "hostkit sets are taken out of tuned's [bootloader] options so each appears once at boot.",
-                 "[main]", f"summary=hostkit: {include} with hostkit's plan",
-                 f"include={include if base.get('found') else '-' + include}", ""]
-        if isolated:
-            lines += ["[variables]", f"isolated_cores={iso_text}", ""]
-        if overrides:
-            lines += ["[bootloader]"] + [f"{k}={v}" for k, v in overrides.items()] + [""]
-        if sysctl:
-            lines += ["[sysctl]"] + [f"{k}={v}" for k, v in sysctl.items()] + [""]
-        if governor or force_latency is not None:  # force_latency: the plan's PM QoS ceiling (us)
-            lines += ["[cpu]"] + ([f"governor={governor}"] if governor else []) \
-                + ([f"force_latency={force_latency}"] if force_latency is not None else []) + [""]
-        if thp:  # network-latency's [vm] transparent_hugepages=never would undo the plan's THP value
-            lines += ["[vm]", f"transparent_hugepages={thp}", ""]
-        conf = "\n".join(lines).rstrip("\n") + "\n"
-        reasons.append(f"tuned profile {PROFILE}: include={include}"
-                       + (f", isolated_cores={iso_text}" if isolated else "")
-                       + f"; tuned's boot arguments without hostkit's: {boot_values['TUNED_BOOT_CMDLINE'] or '(none)'}")
-        if dropped:
-            warnings.append(f"tuned: left out of hostkit's tuned profile (variables hostkit cannot compute): "
-                            f"{' '.join(dropped)}")
+        conf = _drive_profile(tuned, notes, boot_values, online=online, isolated=isolated, managed=managed,
+                              sysctl=sysctl, governor=governor, force_latency=force_latency, thp=thp)
     # grubenv's tuned_params keeps tuned's previous words (hostkit's arguments taken out by the boot
     # loader backend) until tuned applies the new profile: say so when they differ.
     left = [w for w in (tuned.get("boot_cmdline") or "").split() if w.split("=", 1)[0] not in managed]
