@@ -19,7 +19,7 @@ from hypothesis import strategies as st
 
 from hostkit.smoke import migration, report
 from hostkit.smoke.metrics import (BUCKETS_S, CREDIBLE_ABOVE, histogram, histogram_percentile, merge_histograms,
-                                   percentile, slo_verdict, summary)
+                                   percentile, judge_slo, summary)
 
 PROMTOOL = "/usr/bin/promtool"  # Debian package prometheus (make setup)
 
@@ -57,7 +57,7 @@ def doc_from(deschedule_ms: list[float], rpc_ms: list[float], target_ms: float =
     """The parts of a smoke result the metrics read, made by the same functions a run uses."""
     return {"histograms": {"deschedule": histogram(deschedule_ms), "rpc": histogram(rpc_ms)},
             "deschedule_ms": summary(deschedule_ms), "rpc_ms": summary(rpc_ms), "samples": len(deschedule_ms),
-            "slo": slo_verdict(deschedule_ms, target_ms, faults=[], errors=0), "sched_fifo": {"used": False}}
+            "slo": judge_slo(deschedule_ms, target_ms, faults=[], errors=0), "sched_fifo": {"used": False}}
 
 
 # ----------------------------------------------------------------------------- histograms
