@@ -17,7 +17,7 @@ import yaml
 
 from hostkit.core.boot_loader import grub_effective
 from hostkit.core.kernel_args import (cmdline_tokens, shell_value, split_cmdline,
-                                       split_isolcpus)
+                                      split_isolcpus)
 from hostkit.core.sysroot import is_live, sysroot_path
 from hostkit.ansible import agent_zipapp
 from hostkit.ansible.agent_call import AGENT_OUTPUT, AgentReply, call_agent, host_reply

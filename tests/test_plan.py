@@ -124,7 +124,7 @@ def test_force_plans_isolation_on_a_guest(facts):
 def test_vmware_guest_profile_removes_isolation(facts):
     p = plan_for(facts, "vmware-88vcpu", "vmware-guest")
     assert p["cmdline"] == "" and set(p["cmdline_remove"]) == {"isolcpus", "nohz_full", "rcu_nocbs", "irqaffinity",
-                                                                "systemd.cpu_affinity"}
+                                                               "systemd.cpu_affinity"}
     assert p["irq"]["irqbalance"] == "restore" and p["irq"]["affinity"] is False
     assert p["smoke"]["transport"] == "socket"
     assert any("500000 -> 950000" in r for r in p["reasons"])

@@ -639,7 +639,7 @@ def test_kernel_threads_never_go_to_an_isolated_cpu_property(facts, name, wanted
     threads = [{"pid": pid, "comm": f"k{pid}", "start": pid, "cpus": format_cpulist(cpus),
                 "flags": PF_KTHREAD | (PF_NO_SETAFFINITY if bound else 0)}
                for pid, (cpus, bound) in enumerate(data.draw(st.lists(st.tuples(allowed, st.booleans()),
-                                                                        min_size=1, max_size=12)), start=2)]
+                                                                      min_size=1, max_size=12)), start=2)]
     moves = {m["pid"]: m for m in plan_moves(threads, hk, iso)}
     for t in threads:
         cpus = parse_cpulist(t["cpus"])

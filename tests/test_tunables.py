@@ -164,7 +164,7 @@ def test_inventory_keeps_the_role_paths_an_operator_moves(tmp_path):
 
     inv = tmp_path / "inv.yml"
     inv.write_text(yaml.safe_dump({"all": {"hosts": {"h": {"kubelet_dropin": "/etc/k/90-x.conf",
-                                                             "unrelated_var": 1}}}}))
+                                                           "unrelated_var": 1}}}}))
     (h,) = load_inventory(str(inv))
     assert h.vars.get("kubelet_dropin") == "/etc/k/90-x.conf" and "unrelated_var" not in h.vars
     assert tunables.role_paths(h.vars)["kubelet_dropin"] == "/etc/k/90-x.conf"

@@ -82,7 +82,7 @@ def test_the_newer_layout_and_a_user_profile_that_overrides_the_system_one(sysro
     user = root / "etc/tuned/profiles/cpu-partitioning"
     user.mkdir(parents=True)
     (user / "tuned.conf").write_text("[main]\ninclude=network-latency\n"
-                                                                   "[variables]\nisolated_cores=3-7\n")
+                                     "[variables]\nisolated_cores=3-7\n")
     t = read_tuned(Sysroot(root))
     assert t["profile_dirs"] == {"system": "/usr/lib/tuned/profiles", "user": "/etc/tuned/profiles"}
     assert [p["path"] for p in t["profiles"]] == ["/usr/lib/tuned/profiles/latency-performance/tuned.conf",

@@ -40,7 +40,7 @@ def test_only_missed_or_failed_smoke_reverts(monkeypatch):
     def fake_rollback(req):
         rolled.append(req.limit)
         return SimpleNamespace(hosts={req.limit: AgentReply(req.limit, "ok", doc={"errors": [],
-                                                                                   "verify": {"ok": True}})})
+                                                                                  "verify": {"ok": True}})})
 
     monkeypatch.setattr(api, "rollback", fake_rollback)
     req = api.ApplyRequest(inventory="inv.yml", verify_smoke=True, revert_on_fail=True)
@@ -59,7 +59,7 @@ def test_a_rollback_whose_re_check_finds_something_off_is_a_failed_rollback(monk
         "miss", "ok", doc=_slo("MISSED"))}))
     off = {"errors": [], "verify": {"ok": False, "findings": [{"check": "sysctl kernel.numa_balancing"}]}}
     monkeypatch.setattr(api, "rollback", lambda req: SimpleNamespace(hosts={"miss": AgentReply("miss", "ok",
-                                                                                                doc=off)}))
+                                                                                               doc=off)}))
     req = api.ApplyRequest(inventory="inv.yml", verify_smoke=True, revert_on_fail=True)
     out = api._verify_smoke(req, api.ApplyResult("run-1", False, {"miss": HostApply("miss", "changed")}, None))
     assert out["miss"].rollback.startswith("rollback failed: ") and not out["miss"].passed

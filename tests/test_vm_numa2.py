@@ -80,7 +80,7 @@ def rt_smoke(lab, inventory, *extra: str) -> tuple[dict, object, float]:
     """The RT smoke run on the guest: its report, the process, and the share of the run QEMU's threads
     waited for a host CPU (this host's schedstat)."""
     (rc, doc, proc), waited = qemu_wait_during(lab, HOST, lambda: cli_json("smoke", "-i", inventory, *RT_SMOKE,
-                                                                            *extra))
+                                                                           *extra))
     assert rc in (0, 1), proc.stderr[-2000:]  # 1: MISSED or INCONCLUSIVE
     host = doc["hosts"][HOST]
     assert "deschedule_ms" in host, f"no smoke report from {HOST} (QEMU waited for a host CPU {waited:.0%}): {host}"

@@ -219,7 +219,7 @@ class _FakeGuest(vm.Guest):
     (True, "smt-refused", "booted", "QEMU did not load the state: bad header (removed: the next start saves"),
 ])
 def test_the_lab_resumes_a_preset_and_boots_anything_else_saying_why(tmp_path, monkeypatch, resume, spec,
-                                                                      outcome, needle):
+                                                                     outcome, needle):
     from hostkit.lab import vm_state
 
     state = _fake_state(tmp_path, monkeypatch, "smt" if spec.startswith("smt") else "small")

@@ -72,7 +72,7 @@ def _restored(host: str, d: dict) -> list[list[str]]:
 
 def _adopt(args) -> int:
     result = api.adopt(api.AdoptRequest(inventory=args.inventory, limit=args.limit, profile=args.profile, force=args.force,
-                                         check=args.check, diff=args.diff))
+                                        check=args.check, diff=args.diff))
     if args.json:
         output.emit_json(result.to_dict())
         return result.rc

@@ -67,7 +67,7 @@ def add_parser(sub) -> argparse.ArgumentParser:
     ro.add_argument("-i", "--inventory", metavar="INVENTORY", help="the fleet (a new rollout)")
     ro.add_argument("--limit", metavar="PATTERN", help="only hosts matching this Ansible pattern")
     ro.add_argument("--batch", metavar="N|P%", help="hosts per batch after the canaries: N, or P%% of the fleet "
-                                                     "(rounded up)")
+                    "(rounded up)")
     for flag, kind, metavar, text in SETTINGS:
         ro.add_argument(flag, type=kind, default=None, metavar=metavar, help=text)
     reboot_args(ro, "kernel arguments changed (and, on a rollback, whose boot configuration came back)",

@@ -43,7 +43,7 @@ import re
 
 try:  # in the hostkit package (the agent zipapp, the controller)
     from hostkit.core.kernel_args import (arg_name, cmdline_words, edit_words, format_arg, remove_grub_args,
-                                           split_cmdline)
+                                          split_cmdline)
     from hostkit.core.sysroot import HostFileError, read_bytes, sysroot_path
 except ImportError:  # inside an Ansible module
     from ansible.module_utils.hostkit_kernel_args import (arg_name, cmdline_words, edit_words, format_arg,

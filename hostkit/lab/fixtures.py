@@ -235,7 +235,7 @@ def _put_nodes(t: Tree, spec: dict, lay: _Layout) -> None:
         t.put(f"{sys_node}/node{n}/cpumap", format_mask(lay.nodes[n], lay.ncpus))
         t.put(f"{sys_node}/node{n}/cpulist", format_cpulist(lay.nodes[n]))
         t.put(f"{sys_node}/node{n}/distance", " ".join(str(_distance(a, n, lay.nps, lay.single_node))
-                                                        for a in node_ids))
+                                                       for a in node_ids))
         mem = spec["memory_per_node_kb"]
         t.put(f"{sys_node}/node{n}/meminfo",
               f"Node {n} MemTotal:       {mem} kB\nNode {n} MemFree:        {mem * 9 // 10} kB\n")

@@ -279,7 +279,7 @@ class Image:
             sizes = {n: (work / n).stat().st_size for n in ("base.qcow2", "boot.iso", "vmlinuz")}
             manifest = {"key": self.key, "suite": SUITE, "packages": list(PACKAGES), "sizes": sizes,
                         "sha256": file_sha256(work / "base.qcow2"), "built": time.strftime("%Y-%m-%dT%H:%M:%SZ",
-                                                                                        time.gmtime()),
+                                                                                           time.gmtime()),
                         "build_seconds": round(time.monotonic() - t0, 1)}
             (work / "manifest.json").write_text(json.dumps(manifest, indent=2) + "\n")
             if self.dir.exists():

@@ -372,7 +372,7 @@ def _kthreads(profile: dict, facts: dict, housekeeping: set[int], isolated: set[
     if seen.get("available"):
         on = [t["comm"] for t in allowed_on(seen["movable"], isolated)]
         now = f"; {len(on)} allowed on isolated CPUs now" + (f" ({', '.join(on[:4])}{', ...' if len(on) > 4 else ''})"
-                                                           if on else "")
+                                                             if on else "")
     else:
         now = "; " + (seen.get("reason") or "no kernel threads in the facts")
     notes.reasons.append(f"kernel threads: kthreadd and every kernel thread that may move go to the housekeeping "
@@ -632,7 +632,7 @@ def _bios(profile, topo, memory) -> dict:
     for c in checks:
         at_least = c["name"] in ("memory_channels_per_socket", "memory_speed_mts")
         c["ok"] = None if c["actual"] is None else (c["actual"] >= c["expected"] if at_least
-                                                     else c["actual"] == c["expected"])
+                                                    else c["actual"] == c["expected"])
     return {"enforce": b["enforce"], "checks": checks}
 
 

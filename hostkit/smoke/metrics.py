@@ -60,7 +60,7 @@ def judge_slo(deschedule_ms: list[float], target_p999_ms: float, faults: list[st
     elif not missing:
         verdict = "PASSED" if p999 <= target_p999_ms else "MISSED"
         basis = f"p999 of {n:,} samples" + ("" if n >= STABLE_P999 else
-                                             f" (credible; {STABLE_P999:,} for a stable one)")
+                                            f" (credible; {STABLE_P999:,} for a stable one)")
     elif above > CREDIBLE_ABOVE:
         verdict = "MISSED"
         basis = (f"{above:,} of {n:,} samples exceed the target, more than the {CREDIBLE_ABOVE} a p999 over "
