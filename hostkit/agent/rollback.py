@@ -22,8 +22,7 @@ from dataclasses import dataclass, field
 from hostkit.core import kthreads
 from hostkit.agent.journal import ROLLBACK_SUFFIX, journal_dir, load_runs
 from hostkit.agent.journal_io import file_state, now, record_would_run, state_bytes
-from hostkit.core.sysroot import atomic_write
-from hostkit.core.sysroot import is_live, sysroot_path
+from hostkit.core.sysroot import atomic_write, is_live, sysroot_path
 from hostkit.core.values import normalise, same
 from hostkit.errors import BadInput
 from hostkit.tunables import follow_ups, resolve_follow_up, unit_removal_follow_up

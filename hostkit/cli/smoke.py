@@ -66,13 +66,15 @@ def run(args) -> int:
         return _fleet(args)
     from hostkit.smoke.report import plot, prometheus, table_rows, text_summary, write_atomic
 
-    req = api.LocalSmokeRequest(options=SmokeOptions.from_args(args), profile=args.profile, given=given_options(args))
+    # The profile is read once, here (bad input before anything runs); the run gets the resolved options.
+    opts = api.local_smoke_options(api.LocalSmokeRequest(options=SmokeOptions.from_args(args), profile=args.profile,
+                                                         given=given_options(args)))
+    req = api.LocalSmokeRequest(options=opts)
     if args.json:
         result = api.smoke_here(req)
     else:
         from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
-        opts = api.local_smoke_options(req)
         with Progress(TextColumn("smoke"), BarColumn(), TextColumn("{task.description}"), TimeElapsedColumn(),
                       console=output.console(stderr=True), transient=True) as bar:
             task = bar.add_task("starting", total=opts.duration or opts.total_requests or 1)
