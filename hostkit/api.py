@@ -299,11 +299,12 @@ def _apply_plans(plans: PlanResult, inventory: str, *, check: bool, diff: bool, 
     return ApplyResult(run_id, check, hosts, run)
 
 
-def unbooted_arguments(p: HostPlan) -> str | None:
-    """The one rule of both smoke gates (apply --verify-smoke, the rollout's): the kernel arguments
-    the plan changes that the running kernel was not booted with, as a short text (a smoke run before
-    a reboot would measure the untuned kernel); None when there are none."""
-    changes = p.plan.boot_changes(p.facts["kernel"]["cmdline_args"]["args"])
+def unbooted_arguments(plan: Plan, facts: dict) -> str | None:
+    """The one rule of every smoke gate (apply --verify-smoke, the rollout's, the collection's
+    ``hostkit.tuning.plan``): the kernel arguments the plan changes that the running kernel was not
+    booted with, as a short text (a smoke run before a reboot would measure the untuned kernel);
+    None when there are none."""
+    changes = plan.boot_changes(facts["kernel"]["cmdline_args"]["args"])
     return " ".join(changes[:3]) + (" ..." if len(changes) > 3 else "") if changes else None
 
 
@@ -314,7 +315,7 @@ def _refuse_smoke_before_reboot(plans: PlanResult) -> None:
 
     for p in plans.hosts.values():
         if p.status == "ok" and not p.refused:
-            changes = unbooted_arguments(p)
+            changes = unbooted_arguments(p.plan, p.facts)
             if changes:
                 p.plan = dataclasses.replace(p.plan, refused=(
                     f"--verify-smoke would measure the running kernel, booted without {changes}: add --reboot",))
@@ -706,3 +707,29 @@ def audit(req: AuditRequest, on_event: OnEvent = None) -> AuditResult:
 
     return AuditResult(audit_hosts(req.inventory, req.limit, profile=req.profile, force=req.force,
                                    on_event=on_event), req.strict)
+
+
+# ----------------------------------------------------------------------------- the collection
+
+@dataclass(frozen=True, kw_only=True)
+class CollectionInstallRequest:
+    path: str | None = None  # a collections root; default ~/.ansible/collections
+
+
+@dataclass
+class CollectionInstallResult(Result):
+    installed: dict  # {"collection", "version", "path", "collections_path", "found_by_default"}
+
+    @property
+    def rc(self) -> int:
+        return EXIT_OK
+
+    def to_dict(self) -> dict:
+        return dict(self.installed)
+
+
+def install_collection(req: CollectionInstallRequest) -> CollectionInstallResult:
+    """The collection hostkit.tuning this hostkit carries, built and installed under ``req.path``."""
+    from hostkit.ansible.collection import install
+
+    return CollectionInstallResult(install(req.path))

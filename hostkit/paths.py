@@ -40,6 +40,7 @@ INSTALLED_COLLECTIONS = PACKAGE_DIR / "collection"
 COLLECTION_SOURCES = {
     "plugins/modules": "library",
     "plugins/module_utils": "module_utils",
+    "plugins/action": "action_plugins",
     "roles": "roles",
     "playbooks": "playbooks",
     "inventories": "inventories",

@@ -88,6 +88,14 @@ INTRO = {
                 "move at every boot (`hostkit/core/kthreads.py`, installed with the `cpulist.py` it imports). "
                 "Under a lab sysroot there are no threads: the move is reported skipped. Rollback moves each "
                 "thread that still runs back and removes the unit.",
+    "tune": "hostkit's whole job on a host from plain Ansible: `hostkit.tuning.facts` (the agent's facts), "
+            "`hostkit.tuning.plan` (the planner, on the controller: a refused plan or bad input fails the host "
+            "before anything changes), the apply roles in `playbooks/apply.yml`'s order under the host-side lock, "
+            "the reboot the plan needs (`hostkit_reboot`), `hostkit.tuning.audit` and the smoke gate "
+            "`hostkit.tuning.smoke` (MISSED fails the host, INCONCLUSIVE does not). The playbooks "
+            "`hostkit.tuning.tune` and `hostkit.tuning.rollout` run it; the rollout runs its entry points "
+            "`plan`, `apply`, `gate` per batch and `revert` (`hostkit.tuning.rollback`, then a reboot into the "
+            "restored boot configuration) when a step after the apply fails.",
     "kubelet": "A KubeletConfiguration drop-in: static CPU manager (`full-pcpus-only`), `single-numa-node` "
                "topology manager, Static memory manager with `reservedMemory` per node, `reservedSystemCPUs` = "
                "housekeeping. When a manager policy changes, its state file is removed before the restart "
@@ -106,12 +114,19 @@ act on the machine itself are recorded in `var/lib/hostkit/would-run.jsonl`, nev
 Common variables: `hostkit_sysroot` (inventory, default `''` = `/`), `hostkit_run_id` and
 `hostkit_plan` (set by `hostkit apply`).
 """
+TUNE_COMMON = """
+Its modules run as action plugins on the controller with hostkit's own code (the Python package
+`hostkit` beside Ansible: the execution environment's, or the controller's); the hosts need nothing
+but `python3`. `hostkit collection install` puts the collection where Ansible finds it. The profile
+and overrides are each host's `hostkit_profile` and `hostkit_overrides`, as for the CLI.
+"""
 
 
 def render(role: Path) -> str:
     spec = yaml.safe_load((role / "meta/argument_specs.yml").read_text())["argument_specs"]["main"]
     defaults = yaml.safe_load((role / "defaults/main.yml").read_text()) or {}
-    lines = [f"# Role `{role.name}`", "", spec["short_description"] + ".", "", INTRO[role.name], COMMON,
+    common = TUNE_COMMON if role.name == "tune" else COMMON
+    lines = [f"# Role `{role.name}`", "", spec["short_description"] + ".", "", INTRO[role.name], common,
              "| variable | type | default | description |", "|---|---|---|---|"]
     for name, opt in spec["options"].items():
         default = defaults.get(name, "")

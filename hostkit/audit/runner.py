@@ -30,7 +30,7 @@ from hostkit.errors import BadInput, HostkitError
 from hostkit.paths import state_dir
 from hostkit.plan import make_plan
 from hostkit.profiles import for_host
-from hostkit.ssh import StrictSshBackend, open_testinfra_host, put_file
+from hostkit.ssh import open_testinfra_host, put_file
 from hostkit.tunables import role_paths
 
 STATUSES = ("pass", "drift", "pending_reboot", "tolerated", "not_applicable")
@@ -134,7 +134,7 @@ def audit_host(host, name: str, sysroot: str, prepared, *, force: bool = False, 
     step("facts")
     cmd = host.run(command, agent_zipapp.locate_script(artifact) + body, *args)
     if cmd.rc == agent_zipapp.CACHE_MISS:
-        if isinstance(host.backend, StrictSshBackend):
+        if callable(getattr(host.backend, "run_input", None)):  # ssh, hostkit.actions.RemoteHost
             cmd = host.backend.run_input(Path(artifact).read_bytes(), command,
                                          agent_zipapp.locate_script(artifact, upload=True) + body, *args)
         else:

@@ -11,14 +11,15 @@ from __future__ import annotations
 import argparse
 import sys
 
-from hostkit.cli import apply, audit, facts, fixtures, gaps, history, lab, migrate, plan, rollback, smoke, unlock
+from hostkit.cli import apply, audit, collection, facts, fixtures, gaps, history, lab, migrate, plan, rollback, smoke, unlock
 from hostkit.ansible.run import run_options as ansible_run_options
 from hostkit.cli import output
 from hostkit.cli import rollout
 from hostkit.cli.args import Parser, run_options
 from hostkit.errors import EXIT_OK, HostkitError
 
-COMMANDS = [facts, plan, apply, history, rollback, rollout, smoke, gaps, unlock, audit, migrate, lab, fixtures]
+COMMANDS = [facts, plan, apply, history, rollback, rollout, smoke, gaps, unlock, audit, migrate, lab, fixtures,
+            collection]
 
 EPILOG = """\
 exit codes: 0 ok, 1 a check/host/SLO failed, 2 bad input (nothing changed), 3 refused by a safety guard

@@ -46,6 +46,7 @@ from hostkit.errors import EXIT_FAILED, EXIT_OK, EXIT_REFUSED, BadInput, Hostkit
 from hostkit.rollout import hooks as rollout_hooks
 from hostkit.rollout import state as rollout_state
 from hostkit.rollout.batches import check_max_unavailable, next_wave, plan_batches
+from hostkit.smoke import report as smoke_report
 from hostkit.smoke.options import SmokeOptions
 
 OnStep = Callable[[str], None] | None
@@ -177,7 +178,7 @@ def refusals(req: RolloutRequest) -> list[str]:
         if p.refused:
             out.append(f"{name}: " + "; ".join(p.plan.refused))
         elif not req.reboot:
-            changes = api.unbooted_arguments(p)
+            changes = api.unbooted_arguments(p.plan, p.facts)
             if changes:
                 out.append(f"{name}: its plan changes kernel arguments ({changes}), its smoke gate would measure "
                            "the untuned kernel: add --reboot")
@@ -393,7 +394,7 @@ class Driver:
         verdicts = self.smoke(live, "after", i)
         for h in live:
             v = verdicts[h]
-            if v["verdict"] in ("MISSED", "FAILED"):
+            if v["verdict"] in smoke_report.GATE_FAILS:
                 self.fail(h, "smoke", v["why"])
                 failed.append(h)
         self.event(i, live, "smoke_after", "failed" if set(live) & set(failed) else "ok")
@@ -497,8 +498,6 @@ class Driver:
 
     def smoke(self, hosts: list[str], phase: str, batch: int) -> dict[str, dict]:
         """One smoke run on ``hosts``; per host a short record (the full report goes to the run dir)."""
-        from hostkit.smoke import report as smoke_report
-
         res = api.smoke(self.req.smoke_request(",".join(hosts)))
         out = {}
         d = rollout_state.run_dir(self.state["rollout_id"]) / "smoke"
@@ -506,20 +505,11 @@ class Driver:
         for h in hosts:
             r = res.hosts.get(h)
             if r is None or not r.ok:
-                why = f"smoke run failed: {r.status}: {r.error}" if r else "no smoke result"
-                rec = {"verdict": "FAILED", "why": why, "p999_ms": None, "target_p999_ms": None, "samples": 0,
-                       "diagnosis": [], "run_id": res.run.run_id}
+                rec = smoke_report.gate_record(None, f"{r.status}: {r.error}" if r else "no smoke result")
             else:
-                doc, slo = r.doc, r.doc["slo"]
-                said = smoke_report.verdict(slo)
-                causes = [x["cause"] for x in doc.get("diagnosis") or []]
-                rec = {"verdict": said, "p999_ms": slo["p999_ms"], "target_p999_ms": slo["target_p999_ms"],
-                       "samples": doc["samples"], "diagnosis": causes, "run_id": res.run.run_id,
-                       "why": f"{said}: p999 {slo['p999_ms']} ms vs target {slo['target_p999_ms']} ms "
-                              f"({doc['samples']} samples"
-                              + (f"; {slo['basis']}" if slo.get("basis") else "") + ")"
-                              + (f"; diagnosis: {', '.join(causes)}" if causes else "")}
-                (d / f"{phase}-{h}.json").write_text(json.dumps(doc))
+                rec = smoke_report.gate_record(r.doc)
+                (d / f"{phase}-{h}.json").write_text(json.dumps(r.doc))
+            rec["run_id"] = res.run.run_id
             self.host(h)[phase] = rec
             out[h] = rec
         self.event(batch, hosts, f"smoke_{phase}", ", ".join(f"{h} {out[h]['verdict']}" for h in hosts))

@@ -247,3 +247,43 @@ def add_smoke_arguments(parser: argparse.ArgumentParser) -> None:
                         help="the same as --fifo off")
     parser.add_argument("--inject-stall", metavar="MS@EVERY_S", default=argparse.SUPPRESS,
                         help="SIGSTOP the worker for MS every EVERY_S seconds (calibration: stalls it must see)")
+
+
+class _RaisingParser(argparse.ArgumentParser):
+    def error(self, message: str):  # argparse's usage errors as bad input, never an exit
+        raise BadInput(f"{self.prog}: {message}")
+
+
+_TRUE, _FALSE = ("true", "yes", "on", "1"), ("false", "no", "off", "0")
+
+
+def options_from_mapping(values: dict, source: str = "smoke options") -> tuple[SmokeOptions, frozenset[str]]:
+    """Smoke options from a mapping of option names (``duration``, ``target_p999_ms``, ...,
+    ``inject_stall``) to values, as an Ansible task gives them (numbers may arrive as strings), and
+    the names given. Each value goes through the command line's own parser, so its types, choices,
+    bounds and messages are the CLI's. ``None`` values count as not given."""
+    if not isinstance(values, dict):
+        raise BadInput(f"{source} must be a mapping, got {type(values).__name__}")
+    parser = _RaisingParser(prog=source, add_help=False)
+    add_smoke_arguments(parser)
+    flags = {f.name: (_flag(f), f.default) for f in fields(SmokeOptions) if _flag(f)}
+    flags["inject_stall"] = ("--inject-stall", None)
+    argv: list[str] = []
+    for name, value in values.items():
+        if value is None:
+            continue
+        if name not in flags:
+            raise BadInput(f"{source}: unknown option {name!r} (options: {', '.join(sorted(flags))})")
+        flag, default = flags[name]
+        if isinstance(default, bool):
+            text = str(value).strip().lower()
+            if text not in _TRUE + _FALSE:
+                raise BadInput(f"{source}: {name} must be true or false, got {value!r}")
+            if (text in _TRUE) != default:
+                argv.append(flag)
+            continue
+        argv += [flag, str(value)]
+    ns = parser.parse_args(argv)
+    given = frozenset(k for k in vars(ns) if k in flags and k != "inject_stall") | \
+        (frozenset({"inject_stall_ms", "inject_every_s"}) if "inject_stall" in vars(ns) else frozenset())
+    return SmokeOptions.from_args(ns), given

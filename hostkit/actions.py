@@ -1,0 +1,315 @@
+"""The work of the collection's action plugins (``hostkit.tuning.facts``, ``plan``, ``smoke``,
+``audit``, ``rollback``): the same code the CLI runs, over the connection Ansible already holds.
+
+An action plugin (``action_plugins/<name>.py``, ``plugins/action/`` in the collection) is a thin
+shell: it wraps its connection as a :class:`Remote` (:class:`ActionRemote`), calls one function
+here and returns its dict. Each function takes plain values and returns what the module returns,
+or raises :class:`HostkitError` with the one-line reason the host fails with. Nothing here knows
+Ansible's classes, so tests/test_collection_actions.py drives every rule against a fake remote.
+
+One rule, two faces:
+
+* the agent is run from the host's cache exactly as ``playbooks/agent.yml`` and the audit run it
+  (:mod:`hostkit.ansible.agent_zipapp`; a host without this version gets it once, on the same
+  command's stdin);
+* the plan is :func:`hostkit.plan.build_plan` with :func:`hostkit.profiles.for_host`, and the
+  smoke-before-reboot refusal is :func:`hostkit.api.unbooted_arguments`'s;
+* the smoke gate is :func:`hostkit.smoke.report.gate_record` (MISSED or a failed run fails the
+  host, INCONCLUSIVE never does), the rollout's gate;
+* the audit is :func:`hostkit.audit.runner.audit_host` and :func:`hostkit.api.audit_failed`;
+* the rollback is the agent's, judged by :func:`hostkit.agent.rollback.restored`.
+"""
+
+from __future__ import annotations
+
+import os
+import shlex
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Protocol
+
+from hostkit.ansible import agent_zipapp
+from hostkit.ansible.agent_call import parse_json_line
+from hostkit.errors import BadInput, HostkitError
+from hostkit.paths import state_dir
+
+
+class Remote(Protocol):
+    """A shell on one host: ``run`` returns ``(rc, stdout, stderr)`` of ``sh -c command`` (become
+    applied), with ``stdin`` on its standard input."""
+
+    def run(self, command: str, stdin: bytes | None = None) -> tuple[int, str, str]:
+        ...
+
+
+class ActionRemote:
+    """:class:`Remote` over an action plugin's connection (``_low_level_execute_command``)."""
+
+    def __init__(self, action) -> None:
+        self._action = action
+
+    def run(self, command: str, stdin: bytes | None = None) -> tuple[int, str, str]:
+        # No terminal (ssh's use_tty would give -tt): stdout and stderr apart, lines as the host
+        # wrote them, as playbooks/agent.yml runs the agent.
+        conn = self._action._connection
+        try:
+            tty = conn.get_option("use_tty")
+        except (KeyError, AttributeError):
+            tty = None
+        if tty:
+            conn.set_option("use_tty", False)
+        try:
+            res = self._action._low_level_execute_command(command, sudoable=True, in_data=stdin)
+        finally:
+            if tty:
+                conn.set_option("use_tty", tty)
+        return int(res.get("rc", 1)), res.get("stdout", ""), res.get("stderr", "")
+
+
+# ----------------------------------------------------------------------------- the agent
+
+def agent_artifact() -> Path:
+    """The agent zipapp, built on the controller once per hostkit version: under ``HOSTKIT_STATE_DIR``
+    when set (hostkit's own runs), else in the user's cache (an AWX job's or an execution
+    environment's working directory is not the place for it)."""
+    if os.environ.get("HOSTKIT_STATE_DIR"):
+        return agent_zipapp.build(state_dir() / "agent")
+    cache = Path(os.environ.get("XDG_CACHE_HOME") or Path("~/.cache").expanduser())
+    return agent_zipapp.build(cache / "hostkit" / "agent")
+
+
+def run_agent(remote: Remote, args: list[str], *, sysroot: str = "/", python: str = "/usr/bin/python3") -> dict:
+    """The agent's JSON document for ``args`` on the host (under ``sysroot``). The host's own bad
+    input (the agent's exit 2) and a host that printed no JSON raise :class:`HostkitError`."""
+    artifact = agent_artifact()
+    tail = " ".join(shlex.quote(a) for a in [python, *args, "--sysroot", sysroot or "/"])
+    rc, out, err = remote.run(f"{agent_zipapp.agent_command(artifact)} {tail}")
+    if rc == agent_zipapp.CACHE_MISS:  # not there yet: the same command, the agent on its stdin
+        command = shlex.join(["sh", "-c", agent_zipapp.locate_script(artifact, upload=True)
+                              + 'p=$1; shift; exec "$p" "$f" "$@"', "hostkit-agent"])
+        rc, out, err = remote.run(f"{command} {tail}", stdin=artifact.read_bytes())
+    doc = parse_json_line(out)
+    if doc is None:
+        raise HostkitError(f"the hostkit agent printed no JSON (exit {rc}): {(err or out).strip()[-300:]}")
+    if "error" in doc and doc.get("exit_code", 2) >= 2:
+        raise HostkitError(doc["error"])
+    return doc
+
+
+def facts(remote: Remote, *, sysroot: str = "/", python: str = "/usr/bin/python3") -> dict:
+    """``hostkit.tuning.facts``: the agent's facts as the Ansible fact ``hostkit_facts``."""
+    doc = run_agent(remote, ["facts"], sysroot=sysroot, python=python)
+    return {"changed": False, "ansible_facts": {"hostkit_facts": doc}}
+
+
+# ----------------------------------------------------------------------------- the plan
+
+@dataclass(frozen=True, kw_only=True)
+class PlanArgs:
+    """``hostkit.tuning.plan``'s options (the profile and overrides default to the host's
+    ``hostkit_profile`` and ``hostkit_overrides``, as for the CLI)."""
+
+    host: str
+    facts: dict
+    hostvars: dict
+    profile: str | None = None
+    overrides: dict | None = None
+    force: bool = False
+    smoke_gate: bool = False  # a smoke gate follows the apply
+    reboot: bool = False  # the run reboots into new kernel arguments before that gate
+
+
+def plan(args: PlanArgs) -> dict:
+    """The host's plan document, or :class:`HostkitError` with the plan's refusals in one line."""
+    from hostkit.ansible.run import new_run_id
+    from hostkit.api import unbooted_arguments
+    from hostkit.plan import build_plan
+    from hostkit.profiles import for_host
+
+    if not isinstance(args.facts, dict) or "kernel" not in args.facts:
+        raise BadInput("facts: no hostkit facts for this host (run hostkit.tuning.facts first, or pass facts)")
+    hostvars = dict(args.hostvars)
+    if args.overrides is not None:
+        hostvars["hostkit_overrides"] = args.overrides
+    try:
+        profile, pinned = for_host(args.host, hostvars, args.profile)
+        p = build_plan(args.facts, profile, pinned, force=args.force, host=args.host)
+    except BadInput as exc:
+        raise BadInput(f"{args.host}: {exc}") from None
+    refused = list(p.refused)
+    unbooted = unbooted_arguments(p, args.facts)
+    if args.smoke_gate and not args.reboot and unbooted:
+        refused.append(f"a smoke gate would measure the running kernel, booted without {unbooted}: "
+                       "set hostkit_reboot")
+    if refused:
+        raise HostkitError("refused: " + "; ".join(refused))
+    return {"changed": False, "plan": p.to_dict(), "profile": p.profile, "reboot_needed": bool(unbooted),
+            "run_id": new_run_id()}
+
+
+# ----------------------------------------------------------------------------- the smoke gate
+
+def smoke(remote: Remote, *, host: str, hostvars: dict, options: dict, profile: str | None = None,
+          gate: bool = True, sysroot: str = "/", python: str = "/usr/bin/python3") -> dict:
+    """``hostkit.tuning.smoke``: the smoke test on the host, its report and the gate's record
+    (:func:`hostkit.smoke.report.gate_record`). With ``gate``, MISSED or a run that failed fails the
+    host; INCONCLUSIVE never does. An option the task does not give is the profile's, as for the CLI."""
+    from hostkit.api import with_profile_smoke
+    from hostkit.profiles import for_host
+    from hostkit.smoke import report as smoke_report
+    from hostkit.smoke.options import options_from_mapping
+
+    opts, given = options_from_mapping(options, source=f"{host}: smoke options")
+    opts = with_profile_smoke(opts, for_host(host, hostvars, profile)[0], given)
+    doc = None
+    try:
+        doc = run_agent(remote, ["smoke", *opts.to_agent_args()], sysroot=sysroot, python=python)
+        rec = smoke_report.gate_record(doc)
+    except BadInput:
+        raise
+    except HostkitError as exc:
+        rec = smoke_report.gate_record(None, str(exc))
+    out = {"changed": False, "smoke": doc, **rec, "msg": rec["why"]}
+    if gate and rec["verdict"] in smoke_report.GATE_FAILS:
+        out["failed"] = True
+    return out
+
+
+# ----------------------------------------------------------------------------- the audit
+
+@dataclass
+class _Ran:
+    """What testinfra's ``CommandResult`` offers the audit."""
+
+    rc: int
+    stdout: str
+    stderr: str
+
+    @property
+    def exit_status(self) -> int:
+        return self.rc
+
+    @property
+    def succeeded(self) -> bool:
+        return self.rc == 0
+
+
+class _File:
+    def __init__(self, host: "RemoteHost", path: str) -> None:
+        ran = host.run("cat -- %s", path)
+        self.exists, self.content_string = ran.rc == 0, ran.stdout if ran.rc == 0 else ""
+
+
+class RemoteHost:
+    """A testinfra-shaped host over a :class:`Remote`: ``run(command, *args)`` quotes the arguments
+    into the command as testinfra does; ``backend.run_input`` sends data on stdin (the agent)."""
+
+    def __init__(self, remote: Remote) -> None:
+        self.remote = remote
+        self.backend = self
+
+    def run(self, command: str, *args) -> _Ran:
+        return _Ran(*self.remote.run(command % tuple(shlex.quote(str(a)) for a in args)))
+
+    def run_input(self, data: bytes, command: str, *args) -> _Ran:
+        return _Ran(*self.remote.run(command % tuple(shlex.quote(str(a)) for a in args), stdin=data))
+
+    def file(self, path: str) -> _File:
+        return _File(self, path)
+
+
+def audit(remote: Remote, *, host: str, hostvars: dict, profile: str | None = None, force: bool = False,
+          strict: bool = False, sysroot: str = "/", python: str = "/usr/bin/python3") -> dict:
+    """``hostkit.tuning.audit``: the audit of :func:`hostkit.audit.runner.audit_host` on the host;
+    drift (and with ``strict`` a pending reboot) fails it, the rule of ``hostkit audit``."""
+    from hostkit.api import audit_failed
+    from hostkit.audit.runner import audit_host
+    from hostkit.profiles import for_host
+    from hostkit.tunables import role_paths
+
+    prepared = for_host(host, hostvars, profile)
+    doc = audit_host(RemoteHost(remote), host, sysroot, prepared, force=force, artifact=str(agent_artifact()),
+                     python=python, paths=role_paths(hostvars))
+    out = {"changed": False, "audit": doc, "status": doc["status"]}
+    if audit_failed(doc["status"], strict):
+        off = [f"{f['check']} {f['status']}: expected {f['expected']}, found {f['actual']}"
+               for f in doc.get("findings") or [] if f["status"] in ("drift", "pending_reboot")]
+        out["failed"] = True
+        out["msg"] = f"audit {doc['status']}: " + ("; ".join(off)[:400] or doc.get("error") or "")
+    else:
+        out["msg"] = f"audit {doc['status']}: " + ", ".join(f"{n} {s}" for s, n in doc["counts"].items() if n)
+    return out
+
+
+# ----------------------------------------------------------------------------- the rollback
+
+def rollback(remote: Remote, *, run_id: str | None = None, check: bool = False, sysroot: str = "/",
+             python: str = "/usr/bin/python3") -> dict:
+    """``hostkit.tuning.rollback``: the agent restores a run (``run_id``, else the newest) and
+    re-checks every path; the host fails unless :func:`hostkit.agent.rollback.restored`."""
+    from hostkit.agent.rollback import restored
+    from hostkit.api import RollbackRequest
+
+    args = RollbackRequest(inventory="-", run_id=run_id or None, check=check).agent_args()
+    doc = run_agent(remote, args, sysroot=sysroot, python=python)
+    out = {"changed": bool(doc["changed"]) and not check, "rollback": doc,
+           "reboot_required": bool(doc["reboot_required"]), "runs": doc["runs"]}
+    if not restored(doc):
+        out["failed"] = True
+        mismatched = [m["path"] for m in (doc.get("verify") or {}).get("mismatches") or []]
+        out["msg"] = "rollback incomplete: " + "; ".join([*map(str, doc["errors"]), *map(str, mismatched)])[:400]
+    else:
+        out["msg"] = (f"runs {', '.join(doc['runs']) or '(none)'} rolled back"
+                      + (" (check: nothing changed)" if check else "")
+                      + ("; reboot required" if doc["reboot_required"] else ""))
+    return out
+
+
+# ----------------------------------------------------------------------------- the plugins' shell
+
+_HOST = {"sysroot": {"type": "str", "default": ""}}
+# Each module's options, as ansible's argument_spec: the action plugins validate their task's
+# arguments with it, and library/<name>.py declares the same (tests/test_collection_actions.py).
+ARG_SPECS: dict[str, dict] = {
+    "facts": {**_HOST},
+    "plan": {"facts": {"type": "dict"}, "profile": {"type": "str"}, "overrides": {"type": "dict"},
+             "force": {"type": "bool", "default": False}, "smoke_gate": {"type": "bool", "default": False},
+             "reboot": {"type": "bool", "default": False}},
+    "smoke": {**_HOST, "profile": {"type": "str"}, "options": {"type": "dict", "default": {}},
+              "gate": {"type": "bool", "default": True}},
+    "audit": {**_HOST, "profile": {"type": "str"}, "force": {"type": "bool", "default": False},
+              "strict": {"type": "bool", "default": False}},
+    "rollback": {**_HOST, "run_id": {"type": "str"}, "check": {"type": "bool", "default": False}},
+}
+
+
+def dispatch(name: str, action, args: dict, task_vars: dict) -> dict:
+    """Run module ``name`` for an action plugin (``action``: its ``ActionModule``; ``args``: the
+    task's arguments validated with :data:`ARG_SPECS`). hostkit's errors become a failed host
+    with their one line; nothing has changed on it when the error is bad input."""
+    host = task_vars.get("inventory_hostname") or "localhost"
+    hostvars = {k: v for k, v in task_vars.items() if k.startswith(("hostkit_", "ansible_"))}
+    where = {"sysroot": args.get("sysroot") or task_vars.get("hostkit_sysroot") or "/",
+             "python": str(task_vars.get("ansible_python_interpreter")
+                           or (task_vars.get("ansible_facts") or {}).get("discovered_interpreter_python")
+                           or "/usr/bin/python3")}
+    remote = ActionRemote(action)
+    try:
+        if name == "facts":
+            return facts(remote, **where)
+        if name == "plan":
+            return plan(PlanArgs(host=host, facts=args["facts"] if args.get("facts") is not None
+                                 else task_vars.get("hostkit_facts"), hostvars=hostvars, profile=args["profile"],
+                                 overrides=args["overrides"], force=args["force"], smoke_gate=args["smoke_gate"],
+                                 reboot=args["reboot"]))
+        if name == "smoke":
+            return smoke(remote, host=host, hostvars=hostvars, options=args["options"], profile=args["profile"],
+                         gate=args["gate"], **where)
+        if name == "audit":
+            return audit(remote, host=host, hostvars=hostvars, profile=args["profile"], force=args["force"],
+                         strict=args["strict"], **where)
+        if name == "rollback":
+            return rollback(remote, run_id=args["run_id"], check=args["check"], **where)
+    except HostkitError as exc:
+        return {"failed": True, "changed": False, "msg": str(exc)}
+    raise ValueError(f"no hostkit.tuning module {name!r}")

@@ -1,0 +1,78 @@
+"""``hostkit collection install``: the collection ``hostkit.tuning`` this hostkit carries, installed
+where Ansible finds it, so that ``ansible-playbook hostkit.tuning.rollout`` and
+``ansible-doc -l hostkit.tuning`` work without the ``hostkit`` command.
+
+An installed wheel carries the assembled collection (:data:`hostkit.paths.INSTALLED_COLLECTIONS`);
+a checkout has none, and the repository's one assembler (``scripts/build_collection.py``) makes it.
+Either tree is built with ``ansible-galaxy collection build`` and installed with ``ansible-galaxy
+collection install`` (its own checks: the version, the files' checksums).
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+from hostkit.errors import BadInput, HostkitError
+from hostkit.paths import COLLECTION_NAME, COLLECTION_NAMESPACE, collection_dir, layout
+
+# Where Ansible looks first when nothing else is configured (its COLLECTIONS_PATHS default).
+DEFAULT_PATH = Path("~/.ansible/collections")
+
+
+def _galaxy() -> str:
+    search = f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}"
+    found = shutil.which("ansible-galaxy", path=search)
+    if not found:
+        raise HostkitError("ansible-galaxy not found (it comes with ansible-core: pip install ansible-core)")
+    return found
+
+
+def _source(tmp: Path) -> Path:
+    """The collection tree to build: the wheel's, or a checkout's assembled into ``tmp``."""
+    lay = layout()
+    if lay.kind == "collection":
+        return lay.root
+    script = lay.root / "scripts" / "build_collection.py"
+    spec = importlib.util.spec_from_file_location("hostkit_build_collection", script)
+    builder = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(builder)
+    return builder.assemble(tmp / "tree", lay.root)
+
+
+def _run(args: list[str], what: str) -> str:
+    proc = subprocess.run(args, capture_output=True, text=True)
+    if proc.returncode != 0:
+        raise HostkitError(f"{what} failed: {(proc.stderr or proc.stdout).strip()[-400:]}")
+    return proc.stdout
+
+
+def install(path: str | None = None) -> dict:
+    """Install the collection under the collections root ``path`` (default ``~/.ansible/collections``),
+    replacing the version there. Returns ``{"collection", "version", "path", "collections_path",
+    "found_by_default"}``."""
+    dest = Path(os.path.expanduser(str(path or DEFAULT_PATH))).absolute()
+    if dest.exists() and not dest.is_dir():
+        raise BadInput(f"-p {dest}: not a directory")
+    galaxy = _galaxy()
+    with tempfile.TemporaryDirectory(prefix="hk-coll-") as tmp:
+        tree = _source(Path(tmp))
+        out = _run([galaxy, "collection", "build", "--force", "--output-path", tmp, str(tree)],
+                   "ansible-galaxy collection build")
+        tarball = re.search(r"(\S+\.tar\.gz)", out)
+        if not tarball:
+            raise HostkitError(f"ansible-galaxy collection build wrote no tarball: {out.strip()[-200:]}")
+        _run([galaxy, "collection", "install", "--force", "-p", str(dest), tarball.group(1)],
+             "ansible-galaxy collection install")
+    manifest = collection_dir(dest) / "MANIFEST.json"
+    version = json.loads(manifest.read_text())["collection_info"]["version"] if manifest.is_file() else None
+    return {"collection": f"{COLLECTION_NAMESPACE}.{COLLECTION_NAME}", "version": version,
+            "path": str(collection_dir(dest)), "collections_path": str(dest),
+            "found_by_default": dest == DEFAULT_PATH.expanduser().absolute()}

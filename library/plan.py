@@ -1,0 +1,104 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+"""Ansible module: hostkit's plan of a host from its facts.
+
+Its work is the action plugin's (plugins/action/plan.py); this file documents it."""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+DOCUMENTATION = r"""
+module: plan
+short_description: Compute hostkit's tuning plan of a host (on the controller)
+description:
+  - The planner of C(hostkit plan) on the host's facts (O(facts), else the fact C(hostkit_facts)) and
+    profile (O(profile), else the host's C(hostkit_profile), else C(bare-metal-inference)) with
+    overrides (O(overrides), else the host's C(hostkit_overrides)).
+  - A plan refused (isolation on a VM without O(force), a topology that cannot be trusted, a smoke gate
+    before the reboot the plan needs) fails the host with the reasons in one line; bad profiles and
+    overrides fail it the same way. Nothing is contacted or changed.
+  - Runs as an action plugin on the controller with hostkit's own code (the Python package
+    C(hostkit), which the execution environment or the controller's Python provides), over the
+    task's connection; the host needs nothing but C(python3).
+author: hostkit maintainers (!UNKNOWN)
+attributes:
+  action:
+    description: Runs on the controller as an action plugin.
+    support: full
+  check_mode:
+    description: Computes only; runs the same in check mode.
+    support: full
+  diff_mode:
+    description: No diff is returned.
+    support: none
+options:
+  facts:
+    description: The host's hostkit facts (default the fact C(hostkit_facts) of M(hostkit.tuning.facts)).
+    type: dict
+  profile:
+    description: A shipped profile's name or a profile file on the controller.
+    type: str
+  overrides:
+    description: Profile values and pinned plan values, as the inventory's C(hostkit_overrides).
+    type: dict
+  force:
+    description: Plan CPU isolation on a virtual machine or a topology hostkit cannot trust.
+    type: bool
+    default: false
+  smoke_gate:
+    description:
+      - A smoke gate follows the apply; refuse a plan whose kernel arguments need a boot first unless O(reboot).
+    type: bool
+    default: false
+  reboot:
+    description: The run reboots into changed kernel arguments before the smoke gate.
+    type: bool
+    default: false"""
+
+EXAMPLES = r"""
+- name: Plan the host
+  hostkit.tuning.plan:
+    profile: bare-metal-inference
+  register: hostkit_planned"""
+
+RETURN = r"""
+plan:
+  description: The plan document (C(hostkit plan --json)), the input of the apply roles (C(hostkit_plan)).
+  returned: success
+  type: dict
+profile:
+  description: The profile's name.
+  returned: success
+  type: str
+  sample: bare-metal-inference
+reboot_needed:
+  description: The plan changes kernel arguments the running kernel was not booted with.
+  returned: success
+  type: bool
+run_id:
+  description: A new hostkit run id (the journal's name of an apply of this plan).
+  returned: success
+  type: str
+  sample: 20261202T010000Z-ab12cd"""
+
+from ansible.module_utils.basic import AnsibleModule
+
+ARGUMENT_SPEC = dict(
+    facts={'type': 'dict'},
+    profile={'type': 'str'},
+    overrides={'type': 'dict'},
+    force={'type': 'bool', 'default': False},
+    smoke_gate={'type': 'bool', 'default': False},
+    reboot={'type': 'bool', 'default': False},
+)
+
+
+def main():
+    module = AnsibleModule(argument_spec=ARGUMENT_SPEC, supports_check_mode=True)
+    module.fail_json(msg="hostkit.tuning.plan runs as an action plugin on the controller; "
+                         "call it as a task of a play (the hostkit Python package must be importable there)")
+
+
+if __name__ == "__main__":
+    main()

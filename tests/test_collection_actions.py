@@ -1,0 +1,172 @@
+"""The collection's action plugins' rules (hostkit.actions), below Ansible and SSH.
+
+The agent runs for real on this machine through a local :class:`Remote` (``sh -c`` with the
+command the plugin would send over its connection) against fixture sysroots; the smoke and
+rollback verdicts are driven with the agent's documents through a scripted remote. What needs
+``ansible-playbook`` and real SSH (batches, rescue, journals) is tests/test_collection_lab.py's.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import subprocess
+from pathlib import Path
+
+import pytest
+import yaml
+
+from hostkit import actions
+from hostkit.ansible import agent_zipapp
+from hostkit.ansible.apply import ROLES
+from hostkit.errors import BadInput, HostkitError
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+class LocalRemote:
+    """This machine as the host: the plugin's command line through ``sh -c``."""
+
+    def __init__(self) -> None:
+        self.calls: list[tuple[str, bool]] = []
+
+    def run(self, command: str, stdin: bytes | None = None) -> tuple[int, str, str]:
+        self.calls.append((command, stdin is not None))
+        p = subprocess.run(["sh", "-c", command], input=stdin or b"", capture_output=True, timeout=300)
+        return p.returncode, p.stdout.decode(), p.stderr.decode()
+
+
+class ScriptedRemote:
+    """A host whose agent prints ``doc`` (exit ``rc``); records every command."""
+
+    def __init__(self, doc: dict | None, rc: int = 0, stderr: str = "") -> None:
+        self.doc, self.rc, self.stderr, self.calls = doc, rc, stderr, []
+
+    def run(self, command: str, stdin: bytes | None = None) -> tuple[int, str, str]:
+        self.calls.append(command)
+        return self.rc, json.dumps(self.doc) + "\n" if self.doc is not None else "", self.stderr
+
+
+def test_every_modules_argument_spec_is_the_action_plugins():
+    for name, spec in actions.ARG_SPECS.items():
+        loaded = importlib.util.spec_from_file_location(f"hostkit_doc_{name}", ROOT / "library" / f"{name}.py")
+        module = importlib.util.module_from_spec(loaded)
+        loaded.loader.exec_module(module)
+        assert module.ARGUMENT_SPEC == spec, name
+        assert (ROOT / "action_plugins" / f"{name}.py").is_file()
+
+
+def test_the_tune_role_applies_the_roles_of_apply_yml_in_their_order():
+    defaults = yaml.safe_load((ROOT / "roles" / "tune" / "defaults" / "main.yml").read_text())
+    assert defaults["hostkit_apply_roles"] == ROLES
+
+
+def test_facts_run_the_cached_agent_and_send_it_once(sysroots, tmp_path, monkeypatch):
+    monkeypatch.setenv("HOME", str(tmp_path))  # a non-root user's cache would be here; root's is shared
+    remote = LocalRemote()
+    first = actions.facts(remote, sysroot=str(sysroots["kvm-small"]))
+    again = actions.facts(remote, sysroot=str(sysroots["kvm-small"]))
+    assert first == again and first["ansible_facts"]["hostkit_facts"]["topology"]
+    sent = [with_stdin for _, with_stdin in remote.calls]
+    assert sent.count(True) <= 1 and sent[-1] is False  # the second call found it in the cache
+    assert remote.calls[0][0].startswith(agent_zipapp.agent_command(actions.agent_artifact()))
+
+
+def test_a_bad_sysroot_is_the_hosts_bad_input(tmp_path):
+    with pytest.raises(HostkitError, match="sysroot"):
+        actions.facts(LocalRemote(), sysroot=str(tmp_path / "nowhere"))
+
+
+def _facts(sysroots, fixture: str) -> dict:
+    return actions.facts(LocalRemote(), sysroot=str(sysroots[fixture]))["ansible_facts"]["hostkit_facts"]
+
+
+def test_plan_is_the_clis_plan_and_refusals_fail_with_one_line(sysroots):
+    from hostkit.plan import make_plan
+    from hostkit.profiles import for_host
+
+    epyc = _facts(sysroots, "epyc-9634-nps1")
+    out = actions.plan(actions.PlanArgs(host="n1", facts=epyc, hostvars={}, reboot=True, smoke_gate=True))
+    assert out["plan"] == make_plan(epyc, *for_host("n1", {}), host="n1") and out["reboot_needed"] is True
+    with pytest.raises(HostkitError, match=r"^refused: a smoke gate would measure the running kernel, booted "
+                                           r"without isolcpus=.*: set hostkit_reboot$"):
+        actions.plan(actions.PlanArgs(host="n1", facts=epyc, hostvars={}, smoke_gate=True))
+    with pytest.raises(HostkitError, match="^refused: isolation asked on a host with deceptive topology"):
+        actions.plan(actions.PlanArgs(host="g", facts=_facts(sysroots, "vmware-88vcpu"), hostvars={},
+                                      profile="bare-metal-inference"))
+
+
+@pytest.mark.parametrize("hostvars, why", [
+    ({"hostkit_profile": "nope"}, "unknown profile 'nope'"),
+    ({"hostkit_overrides": {"isolation": "sometimes"}}, "n1: n1: hostkit_overrides"),
+    ({"hostkit_overrides": ["isolation"]}, "must be a mapping"),
+])
+def test_bad_profiles_and_overrides_are_bad_input(sysroots, hostvars, why):
+    with pytest.raises(BadInput, match=why):
+        actions.plan(actions.PlanArgs(host="n1", facts=_facts(sysroots, "kvm-small"), hostvars=hostvars))
+
+
+def test_plan_without_facts_says_which_module_gives_them():
+    with pytest.raises(BadInput, match="hostkit.tuning.facts"):
+        actions.plan(actions.PlanArgs(host="n1", facts=None, hostvars={}))
+
+
+def _smoke_doc(verdict: str) -> dict:
+    return {"samples": 3000, "diagnosis": [], "slo": {"verdict": verdict, "passed": verdict == "PASSED",
+                                                      "p999_ms": 0.5, "target_p999_ms": 1.0, "basis": "b"}}
+
+
+@pytest.mark.parametrize("verdict, fails", [("PASSED", False), ("INCONCLUSIVE", False), ("MISSED", True)])
+def test_the_smoke_gate_fails_on_missed_never_on_inconclusive(verdict, fails):
+    remote = ScriptedRemote(_smoke_doc(verdict), rc=0 if verdict == "PASSED" else 1)
+    out = actions.smoke(remote, host="n1", hostvars={}, options={"duration": "2"})
+    assert out["verdict"] == verdict and bool(out.get("failed")) is fails and out["msg"].startswith(verdict)
+    assert "--duration 2.0" in remote.calls[0]
+    assert not actions.smoke(remote, host="n1", hostvars={}, options={}, gate=False).get("failed")
+
+
+def test_a_smoke_run_that_gives_no_report_fails_the_gate():
+    out = actions.smoke(ScriptedRemote(None, rc=255, stderr="Connection reset"), host="n1", hostvars={}, options={})
+    assert out["failed"] and out["verdict"] == "FAILED" and "Connection reset" in out["msg"]
+
+
+def test_smoke_settings_not_given_are_the_profiles_and_bad_options_reach_no_host():
+    remote = ScriptedRemote(_smoke_doc("PASSED"))
+    actions.smoke(remote, host="g", hostvars={"hostkit_profile": "vmware-guest"}, options={"target_p999_ms": None})
+    from hostkit.profiles import load_profile
+
+    target = load_profile("vmware-guest")["smoke"]["target_p999_ms"]
+    assert f"--target-p999-ms {float(target)!r}" in remote.calls[0] or target == 1.0
+    for bad in ({"duration": "soon"}, {"transport": "tcp"}, {"no_such": 1}, {"duration": 2, "requests": 5}):
+        quiet = ScriptedRemote(_smoke_doc("PASSED"))
+        with pytest.raises(BadInput):
+            actions.smoke(quiet, host="n1", hostvars={}, options=bad)
+        assert quiet.calls == []
+
+
+def test_rollback_fails_unless_every_path_is_restored():
+    ok = {"changed": True, "runs": ["r1"], "errors": [], "reboot_required": True,
+          "verify": {"ok": True, "mismatches": []}}
+    out = actions.rollback(ScriptedRemote(ok), run_id="r1")
+    assert not out.get("failed") and out["reboot_required"] and "r1 rolled back" in out["msg"]
+    off = dict(ok, verify={"ok": False, "mismatches": [{"path": "/etc/x", "expected": "a", "got": "b"}]})
+    out = actions.rollback(ScriptedRemote(off, rc=1), run_id="r1")
+    assert out["failed"] and "/etc/x" in out["msg"]
+    with pytest.raises(BadInput):
+        actions.rollback(ScriptedRemote(ok), run_id="r1; reboot")
+
+
+def test_audit_runs_the_clis_checks_through_the_remote(sysroots, sysroot_copy):
+    root = sysroot_copy("kvm-small")
+    out = actions.audit(LocalRemote(), host="g", hostvars={"hostkit_profile": "vmware-guest"}, sysroot=str(root))
+    assert out["status"] in ("pass", "drift") and out["audit"]["findings"]
+    assert bool(out.get("failed")) is (out["status"] == "drift")
+
+
+def test_dispatch_turns_hostkits_errors_into_a_failed_host():
+    class Action:
+        _connection = None
+
+    out = actions.dispatch("plan", Action(), {"facts": None, "profile": None, "overrides": None, "force": False,
+                                              "smoke_gate": False, "reboot": False}, {"inventory_hostname": "n1"})
+    assert out == {"failed": True, "changed": False, "msg": out["msg"]} and "hostkit.tuning.facts" in out["msg"]

@@ -1,0 +1,246 @@
+"""hostkit's whole job from plain Ansible: the collection's playbook ``hostkit.tuning.rollout`` on four
+sshd lab hosts, from a controller with no ``hostkit`` command (only ``ansible-playbook``,
+``ansible-navigator`` and the collection ``hostkit collection install`` put in its own path).
+
+Real Ansible over real SSH; every claim is read back from the hosts: their journals (which runs,
+when), their trees hashed before and after (byte-exact rollbacks, untouched hosts), and an audit
+over SSH (testinfra) of the live state. The same fleet through ``hostkit rollout`` gives the same
+journals, batch order and verdicts. The rules below the playbook (plan refusals, the smoke gate,
+the rollback verdict) are tests/test_collection_actions.py's.
+
+The hosts are the 8-CPU Debian fixture; the bare-metal profile isolates CPUs, so every apply
+changes kernel arguments and ``hostkit_reboot`` lets the lab's simulated reboot boot them. Smoke runs
+are 2 s: INCONCLUSIVE (too few samples), which does not gate.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+from hostkit.api import AuditRequest, audit
+from tests.conftest import lab_port
+from tests.labutil import cli, sysroot, trees
+
+pytestmark = pytest.mark.lab
+
+HOSTS = ["c1", "c2", "c3", "c4"]
+BIN = Path(sys.executable).parent
+ROLLOUT = ["-e", "hostkit_batch=2", "-e", "hostkit_smoke_duration=2", "-e", "hostkit_reboot=true"]
+HOOKS = """\
+- name: Record the {kind}-batch call; fail it while fail-{kind}-<host> exists (a drain that cannot finish)
+  ansible.builtin.shell: >-
+    echo "{kind} {{{{ inventory_hostname }}}}" >> {dir}/calls.log &&
+    test ! -e {dir}/fail-{kind}-{{{{ inventory_hostname }}}}
+  delegate_to: localhost
+  changed_when: false
+"""
+
+
+@pytest.fixture(scope="module")
+def lab(make_lab):
+    """The four hosts, and a VMware guest (``v1``) the inventory holds only when a test asks for it."""
+    return make_lab([(h, "boot-debian12") for h in HOSTS] + [("v1", "vmware-88vcpu")], lab_port(10))
+
+
+@pytest.fixture(scope="module")
+def controller(tmp_path_factory):
+    """An Ansible controller without the hostkit command: the collection installed by `hostkit
+    collection install -p`, a PATH of ansible-playbook and ansible-navigator (whose Python has the
+    hostkit package, as an execution environment would), a working directory of its own."""
+    root = tmp_path_factory.mktemp("controller")
+    proc = cli("collection", "install", "-p", root / "collections")
+    assert proc.returncode == 0, proc.stderr
+    bindir = root / "bin"
+    bindir.mkdir()
+    for tool in ("ansible", "ansible-playbook", "ansible-navigator", "ansible-doc"):
+        (bindir / tool).symlink_to(BIN / tool)
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("ANSIBLE_", "HOSTKIT_"))}
+    env.update(PATH=f"{bindir}:/usr/bin:/bin", HOME=str(root), ANSIBLE_COLLECTIONS_PATH=str(root / "collections"),
+               ANSIBLE_FORCE_COLOR="0", ANSIBLE_NOCOLOR="1")
+    assert shutil.which("hostkit", path=env["PATH"]) is None
+    return root, env
+
+
+@pytest.fixture
+def fleet(lab, tmp_path):
+    """The lab inventory with recording pre/post-batch tasks and per-host variables (``hostvars``);
+    after the test every host is rolled back (``hostkit rollback --all``) and byte-exact again."""
+    before = trees(lab)
+    for h in HOSTS + ["v1"]:
+        d = sysroot(lab, h) / "var/lib/hostkit/journal"
+        EARLIER[h] = {p.name.split(".")[0] for p in d.glob("*.json")} if d.is_dir() else set()
+    for kind in ("pre", "post"):
+        (tmp_path / f"{kind}.yml").write_text(HOOKS.format(kind=kind, dir=tmp_path))
+
+    def inventory(hostvars: dict[str, dict] | None = None, with_vm: bool = False) -> Path:
+        inv = yaml.safe_load(lab.inventory.read_text())
+        if not with_vm:
+            del inv["all"]["children"]["lab"]["hosts"]["v1"]
+        inv["all"]["vars"]["hostkit_pre_batch_tasks"] = str(tmp_path / "pre.yml")
+        inv["all"]["vars"]["hostkit_post_batch_tasks"] = str(tmp_path / "post.yml")
+        for h, v in inv["all"]["children"]["lab"]["hosts"].items():
+            v.update((hostvars or {}).get(h, {}))
+        path = tmp_path / "inventory.yml"
+        path.write_text(yaml.safe_dump(inv, sort_keys=False))
+        return path
+
+    inventory.before = before
+    inventory.dir = tmp_path
+    # the hooks' calls, in pairs (the two hosts of a batch run each step at once, in either order)
+    inventory.calls = lambda: [sorted(pair) for pair in zip(*[iter((tmp_path / "calls.log").read_text().splitlines()
+                                                                   if (tmp_path / "calls.log").exists() else [])] * 2)]
+    yield inventory
+    proc = cli("rollback", "-i", lab.inventory, "--all")
+    changed = [h for h, t in trees(lab).items() if t != before[h]]
+    assert not changed, f"not rolled back byte-exact: {changed}\n{proc.stdout[-2000:]}{proc.stderr[-2000:]}"
+
+
+def ansible(controller, *args, tool: str = "ansible-playbook", timeout: int = 900) -> subprocess.CompletedProcess:
+    root, env = controller
+    return subprocess.run([tool, *map(str, args)], cwd=root, env=env, capture_output=True, text=True,
+                          timeout=timeout)
+
+
+# Per host, the runs its journal held when the test began (earlier tests of the module, rolled back).
+EARLIER: dict[str, set[str]] = {}
+
+
+def journals(lab, host: str, rolled_back: bool = False) -> list[dict]:
+    """The runs of this test in the host's journal that are not rolled back (``rolled_back``: those that are)."""
+    d = sysroot(lab, host) / "var/lib/hostkit/journal"
+    runs = [p for p in sorted(d.glob("*.json")) if not p.name.endswith(".rollback.json")] if d.is_dir() else []
+    return [json.loads(p.read_text()) for p in runs if p.stem not in EARLIER.get(host, ())
+            and p.with_suffix(".rollback.json").exists() is rolled_back]
+
+
+def journal_times(lab, host: str) -> tuple[str, str]:
+    (run,) = journals(lab, host)
+    times = [e["time"] for e in run["entries"]]
+    return min(times), max(times)
+
+
+def changes(lab) -> dict[str, list[tuple[str, str, str]]]:
+    """Per host, what its one journaled run changed: (role, kind, path) in journal order."""
+    out = {}
+    for h in HOSTS:
+        (run,) = journals(lab, h)
+        out[h] = [(e["role"], e["kind"], e.get("path") or "") for e in run["entries"]]
+    return out
+
+
+def gate_lines(stdout: str) -> dict[str, str]:
+    """Per host, the tune role's "gates passed" line."""
+    return {h: msg for h, msg in re.findall(r'ok: \[(\w+)\] => \{\s*"msg": "(gates passed: [^"]*)"', stdout)}
+
+
+def assert_batches_in_order(lab, batches: list[list[str]]) -> None:
+    for earlier, later in zip(batches, batches[1:]):
+        assert max(journal_times(lab, h)[1] for h in earlier) < min(journal_times(lab, h)[0] for h in later)
+
+
+def assert_live_audit_passes(lab, inventory: Path) -> None:
+    res = audit(AuditRequest(inventory=str(inventory), strict=True))
+    assert {h: r["status"] for h, r in res.hosts.items()} == dict.fromkeys(HOSTS, "pass"), res.hosts
+
+
+def test_the_rollout_playbook_tunes_every_host_once_in_order_and_matches_hostkit_rollout(lab, controller, fleet):
+    inv = fleet()
+    proc = ansible(controller, "-i", inv, "hostkit.tuning.rollout", *ROLLOUT)
+    assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr[-2000:]
+    batches = [["c1", "c2"], ["c3", "c4"]]
+    assert_batches_in_order(lab, batches)
+    assert [len(journals(lab, h)) for h in HOSTS] == [1, 1, 1, 1]
+    assert_live_audit_passes(lab, inv)
+    gates = gate_lines(proc.stdout)
+    assert sorted(gates) == HOSTS and all("audit pass, smoke INCONCLUSIVE" in g for g in gates.values()), gates
+    assert fleet.calls() == [["pre c1", "pre c2"], ["post c1", "post c2"], ["pre c3", "pre c4"], ["post c3", "post c4"]]
+    by_playbook = changes(lab)
+
+    # The same through ansible-navigator (no execution environment here: --ee false), after a rollback
+    # by the collection's own module.
+    back = ansible(controller, "-i", inv, "all", "-m", "hostkit.tuning.rollback", tool="ansible")
+    assert back.returncode == 0, back.stdout[-3000:]
+    assert trees(lab) == fleet.before
+    nav = ansible(controller, "run", "hostkit.tuning.rollout", "-i", inv, "--ee", "false", "-m", "stdout",
+                  "--pae", "false", "--lf", controller[0] / "navigator.log", *ROLLOUT, tool="ansible-navigator")
+    assert nav.returncode == 0, nav.stdout[-4000:] + nav.stderr[-2000:]
+    assert_batches_in_order(lab, batches)
+    assert changes(lab) == by_playbook
+    assert all("smoke INCONCLUSIVE" in g for g in gate_lines(nav.stdout).values()) and len(gate_lines(nav.stdout)) == 4
+
+    # And through hostkit rollout: the same journals, batch order and verdicts.
+    back = cli("rollback", "-i", inv, "--all")
+    assert back.returncode == 0 and trees(lab) == fleet.before, back.stdout[-2000:]
+    inv_cli = yaml.safe_load(inv.read_text())
+    for var in ("hostkit_pre_batch_tasks", "hostkit_post_batch_tasks"):
+        inv_cli["all"]["vars"].pop(var)
+    (fleet.dir / "cli.yml").write_text(yaml.safe_dump(inv_cli))
+    proc = cli("rollout", "-i", fleet.dir / "cli.yml", "--batch", "2", "--reboot", "--smoke-duration", "2", "--json")
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-2000:]
+    state = json.loads(proc.stdout)
+    assert [b["hosts"] for b in state["batches"]] == batches
+    assert {h: r["after"]["verdict"] for h, r in state["hosts"].items()} == dict.fromkeys(HOSTS, "INCONCLUSIVE")
+    assert_batches_in_order(lab, batches)
+    assert changes(lab) == by_playbook
+
+
+def test_a_missed_smoke_gate_rolls_its_host_back_and_stops_the_rollout(lab, controller, fleet):
+    inv = fleet({"c2": {"hostkit_target_p999_ms": 0.0001}})
+    proc = ansible(controller, "-i", inv, "hostkit.tuning.rollout", *ROLLOUT)
+    assert proc.returncode != 0
+    assert re.search(r'fatal: \[c2\]: FAILED! => .*Smoke gate: MISSED: p999 .* vs target 0.0001 ms.* - rolled back',
+                     proc.stdout), proc.stdout[-4000:]
+    now = trees(lab)
+    assert now["c2"] == fleet.before["c2"]  # rolled back byte for byte
+    assert now["c1"] != fleet.before["c1"] and len(journals(lab, "c1")) == 1  # passed: stays tuned
+    assert [now[h] == fleet.before[h] and not journals(lab, h) for h in ("c3", "c4")] == [True, True]  # never reached
+    assert len(journals(lab, "c2", rolled_back=True)) == 1 and not journals(lab, "c2")
+    assert fleet.calls() == [["pre c1", "pre c2"], ["post c1", "post c2"]]  # the rolled-back host: back in service
+
+
+def test_a_failing_pre_batch_task_changes_nothing_on_its_batch(lab, controller, fleet):
+    inv = fleet()
+    (fleet.dir / "fail-pre-c3").touch()
+    proc = ansible(controller, "-i", inv, "hostkit.tuning.rollout", "-e", "hostkit_batch=2",
+                   "-e", "hostkit_reboot=true", "-e", "hostkit_smoke_gate=false")
+    assert proc.returncode != 0
+    now = trees(lab)
+    assert [len(journals(lab, h)) for h in HOSTS] == [1, 1, 0, 0]
+    assert now["c3"] == fleet.before["c3"] and now["c4"] == fleet.before["c4"]
+    assert fleet.calls() == [["pre c1", "pre c2"], ["post c1", "post c2"], ["pre c3", "pre c4"]]
+
+
+@pytest.mark.parametrize("bad, why", [
+    ({"hostkit_profile": "no-such-profile"}, "unknown profile 'no-such-profile'"),
+    ({"hostkit_overrides": {"isolation": "sometimes"}}, "c2: hostkit_overrides"),
+])
+def test_bad_input_fails_its_host_with_one_line_and_leaves_the_batch_untouched(lab, controller, fleet, bad, why):
+    inv = fleet({"c2": bad})
+    proc = ansible(controller, "-i", inv, "hostkit.tuning.rollout", "-e", "hostkit_batch=4",
+                   "-e", "hostkit_reboot=true")
+    assert proc.returncode != 0
+    (line,) = re.findall(r"fatal: \[c2\]: FAILED! => (.*)", proc.stdout)
+    assert why in json.loads(line)["msg"] and "\\n" not in json.loads(line)["msg"]
+    assert trees(lab) == fleet.before and not any(journals(lab, h) for h in HOSTS)
+    assert fleet.calls() == []  # stopped before the pre-batch tasks
+
+
+def test_a_plan_refused_on_a_vm_fails_that_host_alone_with_its_reason(lab, controller, fleet):
+    inv = fleet(with_vm=True)
+    proc = ansible(controller, "-i", inv, "hostkit.tuning.rollout", "-e", "hostkit_batch=5",
+                   "-e", "hostkit_reboot=true")
+    assert proc.returncode != 0
+    (line,) = re.findall(r"fatal: \[(\w+)\]: FAILED! => (.*)", proc.stdout)
+    assert line[0] == "v1" and json.loads(line[1])["msg"].startswith(
+        "refused: isolation asked on a host with deceptive topology")
+    assert trees(lab) == fleet.before and not any(journals(lab, h) for h in HOSTS + ["v1"])
+    assert fleet.calls() == []
