@@ -44,6 +44,7 @@ COLLECTION_SOURCES = {
     "roles": "roles",
     "playbooks": "playbooks",
     "inventories": "inventories",
+    "extensions": "extensions",
     "LICENSE": "LICENSE",
 }
 COLLECTION_META = "collection"

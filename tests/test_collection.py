@@ -286,3 +286,51 @@ def test_a_users_playbook_runs_a_role_of_the_collection_by_its_fqcn(collection, 
     assert "kernel.sched_rt_runtime_us = 900000" in (sysroot / "etc/sysctl.d/60-hostkit-rt.conf").read_text()
     journal = json.loads((sysroot / "var/lib/hostkit/journal/user-run-1.json").read_text())
     assert [(e["kind"], e["role"]) for e in journal["entries"]] == [("file", "rt_runtime"), ("values", "rt_runtime")]
+
+
+# ----------------------------------------------------------------------------- installed from the wheel's face
+
+def test_hostkit_collection_install_makes_ansible_doc_list_every_module_and_role(tmp_path):
+    """`hostkit collection install -p PATH` (what a user runs after `pip install hostkit`): then
+    ansible-doc lists every module of library/ and the tune role's entry points, by FQCN."""
+    proc = subprocess.run([sys.executable, "-m", "hostkit.cli", "collection", "install", "-p", str(tmp_path),
+                           "--json"], capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    doc = json.loads(proc.stdout)
+    assert doc["collection"] == "hostkit.tuning" and doc["path"] == str(paths.collection_dir(tmp_path))
+    env = {k: v for k, v in os.environ.items() if not k.startswith("ANSIBLE_")}
+    env.update(ANSIBLE_COLLECTIONS_PATH=str(tmp_path), ANSIBLE_NOCOLOR="1")
+    listed = subprocess.run([str(BIN / "ansible-doc"), "-l", "hostkit.tuning"], env=env, capture_output=True,
+                            text=True, timeout=120)
+    assert sorted(line.split()[0] for line in listed.stdout.splitlines()) == \
+        sorted(f"hostkit.tuning.{m}" for m in MODULES), listed.stdout + listed.stderr
+    role = subprocess.run([str(BIN / "ansible-doc"), "-t", "role", "hostkit.tuning.tune"], env=env,
+                          capture_output=True, text=True, timeout=120)
+    assert role.returncode == 0 and "hostkit_smoke_duration" in role.stdout and "ENTRY POINT: *rollout" not in role.stdout
+    for entry in ("main", "plan", "apply", "gate", "revert"):
+        assert f"ENTRY POINT: *{entry}*" in role.stdout, entry
+
+
+def test_hostkit_collection_install_refuses_a_file_as_the_path(tmp_path):
+    (tmp_path / "f").write_text("")
+    proc = subprocess.run([sys.executable, "-m", "hostkit.cli", "collection", "install", "-p", str(tmp_path / "f")],
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 2 and proc.stderr.strip().endswith("not a directory"), proc.stderr
+
+
+def test_the_execution_environment_build_context_names_hostkit_and_the_collection(tmp_path):
+    """`ansible-builder create` on execution-environment.yml (no container engine needed): the
+    context's Python requirements name hostkit, its Galaxy requirements the playbooks' collections,
+    and its last step installs hostkit.tuning from the hostkit package and lists its modules."""
+    builder = BIN / "ansible-builder"
+    proc = subprocess.run([str(builder), "create", "-f", str(REPO / "execution-environment.yml"), "--context",
+                           str(tmp_path / "ctx"), "--output-filename", "Containerfile"],
+                          cwd=REPO, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    build = tmp_path / "ctx" / "_build"
+    assert re.search(r"^hostkit>=", (build / "requirements.txt").read_text(), re.M)
+    assert [c["name"] for c in yaml.safe_load((build / "requirements.yml").read_text())["collections"]] == \
+        ["kubernetes.core"]
+    containerfile = (tmp_path / "ctx" / "Containerfile").read_text()
+    assert "RUN hostkit collection install -p /usr/share/ansible/collections && ansible-doc -l hostkit.tuning" \
+        in containerfile

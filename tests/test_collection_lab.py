@@ -8,6 +8,9 @@ over SSH (testinfra) of the live state. The same fleet through ``hostkit rollout
 journals, batch order and verdicts. The rules below the playbook (plan refusals, the smoke gate,
 the rollback verdict) are tests/test_collection_actions.py's.
 
+The collection's molecule scenarios (``extensions/molecule/``: converge, idempotence, verify by the
+audit module, cleanup by the rollback module) run the same way, on one of the hosts.
+
 The hosts are the 8-CPU Debian fixture; the bare-metal profile isolates CPUs, so every apply
 changes kernel arguments and ``hostkit_reboot`` lets the lab's simulated reboot boot them. Smoke runs
 are 2 s: INCONCLUSIVE (too few samples), which does not gate.
@@ -34,6 +37,7 @@ pytestmark = pytest.mark.lab
 
 HOSTS = ["c1", "c2", "c3", "c4"]
 BIN = Path(sys.executable).parent
+REPO = Path(__file__).resolve().parent.parent
 ROLLOUT = ["-e", "hostkit_batch=2", "-e", "hostkit_smoke_duration=2", "-e", "hostkit_reboot=true"]
 HOOKS = """\
 - name: Record the {kind}-batch call; fail it while fail-{kind}-<host> exists (a drain that cannot finish)
@@ -61,7 +65,7 @@ def controller(tmp_path_factory):
     assert proc.returncode == 0, proc.stderr
     bindir = root / "bin"
     bindir.mkdir()
-    for tool in ("ansible", "ansible-playbook", "ansible-navigator", "ansible-doc"):
+    for tool in [p.name for p in BIN.glob("ansible*")] + ["molecule"]:  # ansible-playbook, -navigator, -config ...
         (bindir / tool).symlink_to(BIN / tool)
     env = {k: v for k, v in os.environ.items() if not k.startswith(("ANSIBLE_", "HOSTKIT_"))}
     env.update(PATH=f"{bindir}:/usr/bin:/bin", HOME=str(root), ANSIBLE_COLLECTIONS_PATH=str(root / "collections"),
@@ -244,3 +248,34 @@ def test_a_plan_refused_on_a_vm_fails_that_host_alone_with_its_reason(lab, contr
         "refused: isolation asked on a host with deceptive topology")
     assert trees(lab) == fleet.before and not any(journals(lab, h) for h in HOSTS + ["v1"])
     assert fleet.calls() == []
+
+
+@pytest.mark.parametrize("scenario", ["isolcpus", "irq_affinity"])
+def test_the_collections_molecule_scenario_passes_on_a_lab_host(lab, controller, fleet, scenario):
+    """``molecule test`` from the collection's source tree (molecule's collection mode needs its
+    galaxy.yml, which an installed collection does not keep), on c1:
+    converge, idempotence (a second converge changes nothing), verify (the audit module: every check
+    of the role passes on the live host), cleanup (the rollback module). Its verify fails on the host
+    before a converge, so it proves something."""
+    root, env = controller
+    source = root / "source"
+    if not source.exists():
+        subprocess.run([sys.executable, REPO / "scripts" / "build_collection.py", source], check=True,
+                       capture_output=True)
+    coll = source / "ansible_collections" / "hostkit" / "tuning"
+    env = dict(env, MOLECULE_HOSTKIT_INVENTORY=str(fleet()), MOLECULE_HOSTKIT_LIMIT="c1", NO_COLOR="1",
+               ANSIBLE_COLLECTIONS_PATH=str(source))
+
+    def molecule(*args):
+        return subprocess.run(["molecule", *args, "-s", scenario], cwd=coll, env=env, capture_output=True,
+                              text=True, timeout=600)
+
+    untouched = molecule("verify")
+    assert untouched.returncode != 0 and "not as planned" in untouched.stdout + untouched.stderr
+    proc = molecule("test")
+    out = proc.stdout + proc.stderr
+    assert proc.returncode == 0, out[-4000:]
+    for step in ("syntax", "converge", "idempotence", "verify", "cleanup"):
+        assert re.search(rf"{step}\S*: Executed: Successful", out), step
+    assert trees(lab)["c1"] == fleet.before["c1"]
+    assert [r["run_id"] for r in journals(lab, "c1", rolled_back=True)] == [f"molecule-{scenario}"]
