@@ -308,8 +308,9 @@ def dispatch(name: str, action, args: dict, task_vars: dict) -> dict:
         if name == "audit":
             return audit(remote, host=host, hostvars=hostvars, profile=args["profile"], force=args["force"],
                          strict=args["strict"], **where)
-        if name == "rollback":
-            return rollback(remote, run_id=args["run_id"], check=args["check"], **where)
+        if name == "rollback":  # Ansible's --check is the rollback's own check
+            check = args["check"] or bool(getattr(getattr(action, "_task", None), "check_mode", False))
+            return rollback(remote, run_id=args["run_id"], check=check, **where)
     except HostkitError as exc:
         return {"failed": True, "changed": False, "msg": str(exc)}
     raise ValueError(f"no hostkit.tuning module {name!r}")

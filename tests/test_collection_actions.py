@@ -170,3 +170,18 @@ def test_dispatch_turns_hostkits_errors_into_a_failed_host():
     out = actions.dispatch("plan", Action(), {"facts": None, "profile": None, "overrides": None, "force": False,
                                               "smoke_gate": False, "reboot": False}, {"inventory_hostname": "n1"})
     assert out == {"failed": True, "changed": False, "msg": out["msg"]} and "hostkit.tuning.facts" in out["msg"]
+
+
+def test_ansibles_check_mode_is_the_rollbacks_check(monkeypatch):
+    seen = {}
+    monkeypatch.setattr(actions, "rollback", lambda remote, **kw: seen.update(kw) or {"changed": False})
+
+    class Task:
+        check_mode = True
+
+    class Action:
+        _connection = None
+        _task = Task()
+
+    actions.dispatch("rollback", Action(), {"run_id": "r1", "check": False, "sysroot": ""}, {"inventory_hostname": "h"})
+    assert seen["check"] is True and seen["run_id"] == "r1"
