@@ -85,9 +85,8 @@ def run_agent(remote: Remote, args: list[str], *, sysroot: str = "/", python: st
     tail = " ".join(shlex.quote(a) for a in [python, *args, "--sysroot", sysroot or "/"])
     rc, out, err = remote.run(f"{agent_zipapp.agent_command(artifact)} {tail}")
     if rc == agent_zipapp.CACHE_MISS:  # not there yet: the same command, the agent on its stdin
-        command = shlex.join(["sh", "-c", agent_zipapp.locate_script(artifact, upload=True)
-                              + 'p=$1; shift; exec "$p" "$f" "$@"', "hostkit-agent"])
-        rc, out, err = remote.run(f"{command} {tail}", stdin=artifact.read_bytes())
+        rc, out, err = remote.run(f"{agent_zipapp.agent_command(artifact, upload=True)} {tail}",
+                                  stdin=artifact.read_bytes())
     doc = parse_json_line(out)
     if doc is None:
         raise HostkitError(f"the hostkit agent printed no JSON (exit {rc}): {(err or out).strip()[-300:]}")

@@ -92,6 +92,9 @@ def fleet(lab, tmp_path):
         inv["all"]["vars"]["hostkit_pre_batch_tasks"] = str(tmp_path / "pre.yml")
         inv["all"]["vars"]["hostkit_post_batch_tasks"] = str(tmp_path / "post.yml")
         for h, v in inv["all"]["children"]["lab"]["hosts"].items():
+            # A target the 2 s runs cannot miss on this loaded machine (the profile's would), for
+            # both faces: the profile value, as hostkit rollout reads it too.
+            v["hostkit_overrides"] = {"smoke": {"target_p999_ms": 1000.0}}
             v.update((hostvars or {}).get(h, {}))
         path = tmp_path / "inventory.yml"
         path.write_text(yaml.safe_dump(inv, sort_keys=False))
@@ -99,9 +102,19 @@ def fleet(lab, tmp_path):
 
     inventory.before = before
     inventory.dir = tmp_path
-    # the hooks' calls, in pairs (the two hosts of a batch run each step at once, in either order)
-    inventory.calls = lambda: [sorted(pair) for pair in zip(*[iter((tmp_path / "calls.log").read_text().splitlines()
-                                                                   if (tmp_path / "calls.log").exists() else [])] * 2)]
+    def calls() -> list[list[str]]:
+        """The hooks' calls, grouped by step (the hosts of a batch run a step at once, in either order)."""
+        log = tmp_path / "calls.log"
+        groups: list[list[str]] = []
+        for line in log.read_text().splitlines() if log.exists() else []:
+            kind = line.split()[0]
+            if groups and groups[-1][0].split()[0] == kind and len(groups[-1]) < 2:
+                groups[-1] = sorted(groups[-1] + [line])
+            else:
+                groups.append([line])
+        return groups
+
+    inventory.calls = calls
     yield inventory
     proc = cli("rollback", "-i", lab.inventory, "--all")
     changed = [h for h, t in trees(lab).items() if t != before[h]]
@@ -220,7 +233,11 @@ def test_a_failing_pre_batch_task_changes_nothing_on_its_batch(lab, controller, 
     now = trees(lab)
     assert [len(journals(lab, h)) for h in HOSTS] == [1, 1, 0, 0]
     assert now["c3"] == fleet.before["c3"] and now["c4"] == fleet.before["c4"]
-    assert fleet.calls() == [["pre c1", "pre c2"], ["post c1", "post c2"], ["pre c3", "pre c4"]]
+    # c4 was drained before c3's failure stopped the batch: it is back in service; c3 never left it
+    assert fleet.calls() == [["pre c1", "pre c2"], ["post c1", "post c2"], ["pre c3", "pre c4"], ["post c4"]]
+    assert re.search(r"fatal: \[c3\]: FAILED! => .*Record the pre-batch call", proc.stdout)
+    assert re.search(r"fatal: \[c4\]: FAILED! => .*batch stopped: a pre-batch task failed on another host",
+                     proc.stdout), proc.stdout[-3000:]
 
 
 @pytest.mark.parametrize("bad, why", [

@@ -129,7 +129,9 @@ def locate_script(artifact: str | Path, *, upload: bool = False) -> str:
             + (store if upload else miss) + "fi; ")
 
 
-def agent_command(artifact: str | Path) -> str:
+def agent_command(artifact: str | Path, *, upload: bool = False) -> str:
     """The start of a shell command line that runs the host's cached copy of ``artifact``
-    (:func:`locate_script`); append the host's python3 and the agent's arguments, each quoted."""
-    return shlex.join(["sh", "-c", locate_script(artifact) + 'p=$1; shift; exec "$p" "$f" "$@"', "hostkit-agent"])
+    (:func:`locate_script`; with ``upload``, a host without it reads it from stdin); append the
+    host's python3 and the agent's arguments, each quoted."""
+    return shlex.join(["sh", "-c", locate_script(artifact, upload=upload) + 'p=$1; shift; exec "$p" "$f" "$@"',
+                       "hostkit-agent"])
