@@ -1,6 +1,8 @@
 # -*- coding: utf-8 -*-
-"""Action plugin of hostkit.tuning.facts: hostkit's own code (hostkit.actions) on the controller,
-over this task's connection. The module file (plugins/modules/facts.py) holds its documentation."""
+"""The action plugin of the collection's modules facts, plan, smoke, audit and rollback: this file,
+and plan.py, smoke.py, audit.py, rollback.py are links to it. Each runs as the module it is named
+after: hostkit's own code for it (hostkit.actions) on the controller, over the task's connection.
+plugins/modules/<name>.py holds each module's documentation."""
 
 from __future__ import absolute_import, division, print_function
 
@@ -15,17 +17,19 @@ except ImportError as exc:  # the collection without the hostkit Python package 
     actions = None
     IMPORT_ERROR = str(exc)
 
+# The module this plugin is: its own name (...plugins.action.<name>), whichever link loaded it.
+MODULE = __name__.rsplit(".", 1)[-1]
+
 
 class ActionModule(ActionBase):
     TRANSFERS_FILES = False
-    _VALID_ARGS = frozenset(actions.ARG_SPECS["facts"]) if actions else frozenset()
 
     def run(self, tmp=None, task_vars=None):
         result = super(ActionModule, self).run(tmp, task_vars)
         if actions is None:
-            result.update(failed=True, msg="hostkit.tuning.facts needs the hostkit Python package on the controller "
-                                           "(pip install hostkit): " + IMPORT_ERROR)
+            result.update(failed=True, msg="hostkit.tuning.%s needs the hostkit Python package on the controller "
+                                           "(pip install hostkit): %s" % (MODULE, IMPORT_ERROR))
             return result
-        dummy, args = self.validate_argument_spec(argument_spec=actions.ARG_SPECS["facts"])
-        result.update(actions.dispatch("facts", self, args, task_vars or {}))
+        dummy, args = self.validate_argument_spec(argument_spec=actions.ARG_SPECS[MODULE])
+        result.update(actions.dispatch(MODULE, self, args, task_vars or {}))
         return result

@@ -15,22 +15,14 @@ description:
   - The checks of C(hostkit audit) on the host, the live state (kernel command line, sysctls, governors,
     IRQ affinities, containerd and kubelet, boot-time units) against the plan of its facts and profile.
   - Drift fails the host; a pending reboot fails it only with O(strict).
-  - Runs as an action plugin on the controller with hostkit's own code (the Python package
-    C(hostkit), which the execution environment or the controller's Python provides), over the
-    task's connection; the host needs nothing but C(python3).
 author: hostkit maintainers (!UNKNOWN)
 attributes:
-  action:
-    description: Runs on the controller as an action plugin.
-    support: full
   check_mode:
     description: Reads only; runs the same in check mode.
     support: full
-  diff_mode:
-    description: No diff is returned.
-    support: none
 extends_documentation_fragment:
   - hostkit.tuning.host
+  - hostkit.tuning.host.action
 options:
   profile:
     description: The profile to audit against (default the host's C(hostkit_profile)).

@@ -14,22 +14,14 @@ short_description: Gather hostkit's facts of a host (topology, kernel, boot load
 description:
   - Runs hostkit's agent on the host (kept in the host's cache, copied once per agent version) and
     publishes its facts document as the Ansible fact C(hostkit_facts), the input of M(hostkit.tuning.plan).
-  - Runs as an action plugin on the controller with hostkit's own code (the Python package
-    C(hostkit), which the execution environment or the controller's Python provides), over the
-    task's connection; the host needs nothing but C(python3).
 author: hostkit maintainers (!UNKNOWN)
 attributes:
-  action:
-    description: Runs on the controller as an action plugin.
-    support: full
   check_mode:
     description: Reads only; runs the same in check mode.
     support: full
-  diff_mode:
-    description: No diff is returned.
-    support: none
 extends_documentation_fragment:
   - hostkit.tuning.host
+  - hostkit.tuning.host.action
 options:
   {}"""
 

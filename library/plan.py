@@ -18,20 +18,13 @@ description:
   - A plan refused (isolation on a VM without O(force), a topology that cannot be trusted, a smoke gate
     before the reboot the plan needs) fails the host with the reasons in one line; bad profiles and
     overrides fail it the same way. Nothing is contacted or changed.
-  - Runs as an action plugin on the controller with hostkit's own code (the Python package
-    C(hostkit), which the execution environment or the controller's Python provides), over the
-    task's connection; the host needs nothing but C(python3).
 author: hostkit maintainers (!UNKNOWN)
 attributes:
-  action:
-    description: Runs on the controller as an action plugin.
-    support: full
   check_mode:
     description: Computes only; runs the same in check mode.
     support: full
-  diff_mode:
-    description: No diff is returned.
-    support: none
+extends_documentation_fragment:
+  - hostkit.tuning.host.action
 options:
   facts:
     description: The host's hostkit facts (default the fact C(hostkit_facts) of M(hostkit.tuning.facts)).

@@ -16,22 +16,14 @@ description:
     journal, newest first, then re-checks every journaled path; the host fails unless all of them hold
     their recorded content again.
   - Kernel arguments restored take effect at the next boot (RV(reboot_required)).
-  - Runs as an action plugin on the controller with hostkit's own code (the Python package
-    C(hostkit), which the execution environment or the controller's Python provides), over the
-    task's connection; the host needs nothing but C(python3).
 author: hostkit maintainers (!UNKNOWN)
 attributes:
-  action:
-    description: Runs on the controller as an action plugin.
-    support: full
   check_mode:
     description: Reports what it would restore; changes nothing.
     support: full
-  diff_mode:
-    description: No diff is returned.
-    support: none
 extends_documentation_fragment:
   - hostkit.tuning.host
+  - hostkit.tuning.host.action
 options:
   run_id:
     description: The run to roll back (default the newest run in the host's journal).

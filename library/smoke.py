@@ -17,22 +17,14 @@ description:
     samples) or the run failed, and INCONCLUSIVE (too few samples for a credible p999) never fails it, the
     rule of the smoke gate of C(hostkit rollout).
   - An option O(options) does not give is the profile's (C(smoke.transport), C(smoke.target_p999_ms)).
-  - Runs as an action plugin on the controller with hostkit's own code (the Python package
-    C(hostkit), which the execution environment or the controller's Python provides), over the
-    task's connection; the host needs nothing but C(python3).
 author: hostkit maintainers (!UNKNOWN)
 attributes:
-  action:
-    description: Runs on the controller as an action plugin.
-    support: full
   check_mode:
     description: Measures only; runs the same in check mode.
     support: full
-  diff_mode:
-    description: No diff is returned.
-    support: none
 extends_documentation_fragment:
   - hostkit.tuning.host
+  - hostkit.tuning.host.action
 options:
   profile:
     description: The profile whose smoke settings apply (default the host's C(hostkit_profile)).

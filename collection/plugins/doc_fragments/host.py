@@ -9,7 +9,8 @@ __metaclass__ = type
 class ModuleDocFragment(object):
     """``hostkit.tuning.host``: where the host's files are; ``hostkit.tuning.host.journal``: the
     run whose journal records each change before it is made, and the check and diff modes every
-    journaling module has; ``hostkit.tuning.host.no_diff``: a module that returns no diff."""
+    journaling module has; ``hostkit.tuning.host.no_diff``: a module that returns no diff;
+    ``hostkit.tuning.host.action``: a module that is an action plugin running hostkit's code."""
 
     DOCUMENTATION = r"""
 options:
@@ -36,6 +37,21 @@ options:
     description: Role name recorded in the journal entry.
     type: str
     default: ''
+"""
+
+    ACTION = r"""
+attributes:
+  action:
+    description: Runs on the controller as an action plugin.
+    support: full
+  diff_mode:
+    description: No diff is returned.
+    support: none
+requirements:
+  - The Python package C(hostkit) where Ansible runs (the execution environment's, or beside ansible-core).
+notes:
+  - Runs as an action plugin on the controller with hostkit's own code, over the task's connection; the
+    host needs nothing but C(python3).
 """
 
     NO_DIFF = r"""
