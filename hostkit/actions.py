@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import Protocol
 
 from hostkit.ansible import agent_zipapp
-from hostkit.ansible.agent_call import parse_json_line
+from hostkit.ansible.agent_call import agent_error, parse_json_line
 from hostkit.errors import BadInput, HostkitError
 from hostkit.paths import state_dir
 
@@ -90,7 +90,7 @@ def run_agent(remote: Remote, args: list[str], *, sysroot: str = "/", python: st
     doc = parse_json_line(out)
     if doc is None:
         raise HostkitError(f"the hostkit agent printed no JSON (exit {rc}): {(err or out).strip()[-300:]}")
-    if "error" in doc and doc.get("exit_code", 2) >= 2:
+    if agent_error(doc):
         raise HostkitError(doc["error"])
     return doc
 
@@ -221,7 +221,7 @@ def audit(remote: Remote, *, host: str, hostvars: dict, profile: str | None = No
           strict: bool = False, sysroot: str = "/", python: str = "/usr/bin/python3") -> dict:
     """``hostkit.tuning.audit``: the audit of :func:`hostkit.audit.runner.audit_host` on the host;
     drift (and with ``strict`` a pending reboot) fails it, the rule of ``hostkit audit``."""
-    from hostkit.api import audit_failed
+    from hostkit.api import audit_failed, audit_failure
     from hostkit.audit.runner import audit_host
     from hostkit.profiles import for_host
     from hostkit.tunables import role_paths
@@ -231,10 +231,8 @@ def audit(remote: Remote, *, host: str, hostvars: dict, profile: str | None = No
                      python=python, paths=role_paths(hostvars))
     out = {"changed": False, "audit": doc, "status": doc["status"]}
     if audit_failed(doc["status"], strict):
-        off = [f"{f['check']} {f['status']}: expected {f['expected']}, found {f['actual']}"
-               for f in doc.get("findings") or [] if f["status"] in ("drift", "pending_reboot")]
         out["failed"] = True
-        out["msg"] = f"audit {doc['status']}: " + ("; ".join(off)[:400] or doc.get("error") or "")
+        out["msg"] = f"audit {audit_failure(doc)}"
     else:
         out["msg"] = f"audit {doc['status']}: " + ", ".join(f"{n} {s}" for s, n in doc["counts"].items() if n)
     return out

@@ -685,6 +685,16 @@ def audit_failed(status: str, strict: bool) -> bool:
     return status in AUDIT_FAILED or (strict and status == "pending_reboot")
 
 
+def audit_failure(result: dict) -> str:
+    """Why a host's audit fails, in one line: its status, then each check off the plan (drift or a
+    pending reboot, with where it was read), else the host's error. The rollout's audit gate and the
+    collection's ``hostkit.tuning.audit`` say it the same way."""
+    off = [f"{f['check']} {f['status']}: expected {f['expected']}, found {f['actual']} ({f['source']})"
+           + (f", {f['note']}" if f.get("note") else "")
+           for f in result.get("findings") or [] if f["status"] in ("drift", "pending_reboot")]
+    return f"{result['status']}: " + ("; ".join(off)[:400] or result.get("error") or "")
+
+
 @dataclass
 class AuditResult(Result):
     hosts: dict[str, dict]  # {"status", "counts", "findings", "error"?}

@@ -77,9 +77,15 @@ def host_reply(name: str, hr: HostResult | None, run: RunResult, output: str = A
     if doc is None:
         return AgentReply(name, "failed", error=summarize_error(
             hr.msg or published.get("stderr") or published.get("msg") or "the agent printed no JSON"))
-    if "error" in doc and doc.get("exit_code", 2) >= 2:
+    if agent_error(doc):
         return AgentReply(name, "failed", error=doc["error"], exit_code=doc.get("exit_code"))
     return AgentReply(name, "ok", doc=doc)
+
+
+def agent_error(doc: dict) -> bool:
+    """The agent's document is its own error (bad input on the host, exit 2 and up), not a report:
+    the one rule of the playbook route and the collection's modules (:mod:`hostkit.actions`)."""
+    return "error" in doc and doc.get("exit_code", 2) >= 2
 
 
 def parse_json_line(stdout) -> dict | None:

@@ -379,10 +379,7 @@ class Driver:
             r = au.hosts.get(h) or {"status": "failed", "error": "no audit result"}
             self.host(h)["audit"] = {"status": r["status"], "counts": r.get("counts")}
             if api.audit_failed(r["status"], strict=self.req.reboot):
-                off = [f"{f['check']} {f['status']}: expected {f['expected']}, found {f['actual']} ({f['source']})"
-                       + (f", {f['note']}" if f.get("note") else "")
-                       for f in r.get("findings") or [] if f["status"] in ("drift", "pending_reboot")]
-                self.fail(h, "audit", f"{r['status']}: " + ("; ".join(off)[:400] or r.get("error") or ""))
+                self.fail(h, "audit", api.audit_failure(r))
                 failed.append(h)
         self.event(i, live, "audit", "failed" if set(live) & set(failed) else "ok")
 
