@@ -72,7 +72,9 @@ def install(path: str | None = None) -> dict:
         _run([galaxy, "collection", "install", "--force", "-p", str(dest), tarball.group(1)],
              "ansible-galaxy collection install")
     manifest = collection_dir(dest) / "MANIFEST.json"
-    version = json.loads(manifest.read_text())["collection_info"]["version"] if manifest.is_file() else None
+    if not manifest.is_file():  # ansible-galaxy said yes, but the collection is not where Ansible looks
+        raise HostkitError(f"ansible-galaxy collection install left no {manifest}")
+    version = json.loads(manifest.read_text())["collection_info"]["version"]
     return {"collection": f"{COLLECTION_NAMESPACE}.{COLLECTION_NAME}", "version": version,
             "path": str(collection_dir(dest)), "collections_path": str(dest),
             "found_by_default": dest == DEFAULT_PATH.expanduser().absolute()}
