@@ -138,14 +138,18 @@ subprocess.check_call([sys.executable, "-m", "ensurepip", "--default-pip"], stdo
 args = [a for a in sys.argv[1:] if a not in ("--no-setuptools", "--no-wheel")]
 subprocess.check_call([sys.executable, "-m", "pip", "install", "--quiet", "--upgrade"] + args)
 """
-SANITY_HOME = ROOT / "build" / "ansible-test-home"
+# ansible-test's own virtual environments (pinned pylint, pycodestyle, yamllint, voluptuous...),
+# kept beside pip's cache rather than in the checkout: a clean clone reuses them instead of
+# installing them again (about a minute of the fast suite). ansible-test names each environment
+# by its requirements' hash, so one home serves every ansible-core version.
+SANITY_HOME = Path(os.environ.get("XDG_CACHE_HOME") or Path("~/.cache").expanduser()) / "hostkit" / "ansible-test-home"
 
 
 def sanity(coll: Path, home: Path = SANITY_HOME) -> subprocess.CompletedProcess:
     """``ansible-test sanity --local`` on an assembled tree, with this interpreter's Python version.
     ansible-test keeps its per-test virtual environments (pinned pylint, pycodestyle, yamllint,
-    voluptuous...) under ``home``: the first run installs them from the package index, later runs
-    are offline."""
+    voluptuous...) under ``home``: the first run on a machine installs them from the package index,
+    later runs (other checkouts too) are offline."""
     bindir = Path(sys.executable).parent
     test = bindir / "ansible-test"
     if not test.exists():

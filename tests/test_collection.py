@@ -248,7 +248,8 @@ def test_ansible_doc_renders_each_module(module, collection):
 def test_ansible_test_sanity_is_clean(collection):
     """Every sanity test of ansible-test (pep8, pylint, validate-modules, yamllint, import, ...);
     ignores only in collection/tests/sanity/ignore-*.txt, each with its reason. The first run
-    installs ansible-test's pinned tools into build/ansible-test-home; later runs are offline."""
+    installs ansible-test's pinned tools into ~/.cache/hostkit/ansible-test-home
+    (scripts/build_collection.py's SANITY_HOME); later runs, other checkouts too, are offline."""
     proc = build.sanity(collection)
     out = proc.stdout + proc.stderr
     assert proc.returncode == 0, "\n".join(line for line in out.splitlines() if "ERROR" in line or "FATAL" in line)
