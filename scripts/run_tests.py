@@ -1,8 +1,10 @@
 #!/usr/bin/env python3
 """`make test`: the suites in their order, each suite's time, the ten slowest tests, the guest boots.
 
-1. the fast suite, alone (it measures latency on this machine): unit, fixtures, module cases,
-   lint and sanity, smoke, live reads and writes on this machine (restored);
+1. the fast suite, alone, in two parts: first the tests that time something on this machine or
+   write its kernel state (markers ``measures`` and ``live``: smoke, gaps, live writes, restored),
+   one at a time; then the rest (unit, fixtures, module cases, lint and sanity) on both cores
+   (pytest-xdist, ``-n 2``);
 2. then side by side: the lab suite (real sshd hosts) and the real-kernel (VM) suite in two lanes
    (QEMU guests mostly wait on TCG: three processes keep the 2 cores busy); the dependency floors
    run once the lab suite is done, while the VM lanes finish.
@@ -27,6 +29,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 OUT = ROOT / ".hostkit"
+FAST = "not lab and not vm and not floors"
 # The VM modules split in two lanes of about the same length (lane B on ports of its own).
 VM_LANE_B = ["tests/test_vm_rollout.py", "tests/test_vm_tuned.py", "tests/test_vm_vmware.py"]
 
@@ -83,9 +86,13 @@ def main() -> int:
     boots.unlink(missing_ok=True)
     vm_env = {"HOSTKIT_TEST_BOOT_LOG": str(boots)}
     t0 = time.monotonic()
-    fast = suite("fast", "not lab and not vm and not floors", [], args)
-    start(fast, None)
-    wait(fast)
+    measure = suite("measure", f"{FAST} and (live or measures)", [], args)
+    # pytest-xdist, each module's tests on one worker (module fixtures set up once, as alone)
+    fast = suite("fast", f"{FAST} and not live and not measures",
+                 ["-n", str(os.cpu_count() or 2), "--dist", "loadfile"], args)
+    for s in (measure, fast):
+        start(s, None)
+        wait(s)
     lab = suite("lab", "lab", [], args)
     lane_a = suite("vm-a", "vm", [f"--ignore={m}" for m in VM_LANE_B], args, vm_env)
     lane_b = suite("vm-b", "vm", VM_LANE_B, args,
@@ -102,7 +109,7 @@ def main() -> int:
     wait_all([floors, lane_a, lane_b])
     for s in (floors, lane_a, lane_b):
         sys.stdout.write(s["log"].read_text())
-    suites = [fast, lab, lane_a, lane_b, floors]
+    suites = [measure, fast, lab, lane_a, lane_b, floors]
     total = time.monotonic() - t0
     print("\n==================== make test ====================")
     for s in suites:
@@ -111,7 +118,7 @@ def main() -> int:
     print(f"  all     {'passed' if all(s['rc'] == 0 for s in suites) else 'FAILED':16s} {minutes(total)}")
     print("the ten slowest tests:")
     for seconds, name, test in slowest(suites):
-        print(f"  {seconds:7.1f} s  {name:6s} {test}")
+        print(f"  {seconds:7.1f} s  {name:7s} {test}")
     if boots.exists():
         sys.path.insert(0, str(ROOT))
         from tests.vmutil import guest_summary

@@ -16,7 +16,11 @@ import textwrap
 import time
 import uuid
 
+import pytest
+
 from hostkit.ansible.run import stop_leftover_playbooks
+
+pytestmark = pytest.mark.measures  # bounded waits on real processes: make test runs it alone
 
 
 def _alive(pattern: str) -> str:

@@ -19,6 +19,8 @@ from hostkit.errors import BadInput
 from hostkit.smoke.gaps import GapOptions, attribute, costop_intervals, run_probe, summarise
 from hostkit.smoke.sched_trace import TRACEFS_ROOTS
 
+pytestmark = pytest.mark.measures  # the probe times real gaps on this machine: make test runs it alone
+
 MS = 1_000_000
 
 
