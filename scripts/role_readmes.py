@@ -90,11 +90,13 @@ INTRO = {
                 "thread that still runs back and removes the unit.",
     "tune": "hostkit's whole job on a host from plain Ansible: `hostkit.tuning.facts` (the agent's facts), "
             "`hostkit.tuning.plan` (the planner, on the controller: a refused plan or bad input fails the host "
-            "before anything changes), the apply roles in `playbooks/apply.yml`'s order under the host-side lock, "
+            "before anything changes), a smoke test before any change (`hostkit.tuning.smoke` with `gate: false`: "
+            "evidence, reported beside the gate's run), the apply roles in `playbooks/apply.yml`'s order under the "
+            "host-side lock, "
             "the reboot the plan needs (`hostkit_reboot`), `hostkit.tuning.audit` and the smoke gate "
             "`hostkit.tuning.smoke` (MISSED fails the host, INCONCLUSIVE does not). The playbooks "
             "`hostkit.tuning.tune` and `hostkit.tuning.rollout` run it; the rollout runs its entry points "
-            "`plan`, `apply`, `gate` per batch and `revert` (`hostkit.tuning.rollback`, then a reboot into the "
+            "`plan`, `baseline`, `apply`, `gate` per batch and `revert` (`hostkit.tuning.rollback`, then a reboot into the "
             "restored boot configuration) when a step after the apply fails.",
     "kubelet": "A KubeletConfiguration drop-in: static CPU manager (`full-pcpus-only`), `single-numa-node` "
                "topology manager, Static memory manager with `reservedMemory` per node, `reservedSystemCPUs` = "

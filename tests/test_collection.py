@@ -308,7 +308,7 @@ def test_hostkit_collection_install_makes_ansible_doc_list_every_module_and_role
     role = subprocess.run([str(BIN / "ansible-doc"), "-t", "role", "hostkit.tuning.tune"], env=env,
                           capture_output=True, text=True, timeout=120)
     assert role.returncode == 0 and "hostkit_smoke_duration" in role.stdout and "ENTRY POINT: *rollout" not in role.stdout
-    for entry in ("main", "plan", "apply", "gate", "revert"):
+    for entry in ("main", "plan", "baseline", "apply", "gate", "revert"):
         assert f"ENTRY POINT: *{entry}*" in role.stdout, entry
 
 

@@ -185,7 +185,8 @@ def test_the_rollout_playbook_tunes_every_host_once_in_order_and_matches_hostkit
     assert [len(journals(lab, h)) for h in HOSTS] == [1, 1, 1, 1]
     assert_live_audit_passes(lab, inv)
     gates = gate_lines(proc.stdout)
-    assert sorted(gates) == HOSTS and all("audit pass, smoke INCONCLUSIVE" in g for g in gates.values()), gates
+    assert sorted(gates) == HOSTS and all("audit pass, smoke INCONCLUSIVE" in g and "(before: INCONCLUSIVE" in g
+                                          for g in gates.values()), gates
     assert fleet.calls() == [["pre c1", "pre c2"], ["post c1", "post c2"], ["pre c3", "pre c4"], ["post c3", "post c4"]]
     by_playbook = changes(lab)
 
@@ -202,7 +203,8 @@ def test_the_rollout_playbook_tunes_every_host_once_in_order_and_matches_hostkit
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-2000:]
     state = json.loads(proc.stdout)
     assert [b["hosts"] for b in state["batches"]] == batches
-    assert {h: r["after"]["verdict"] for h, r in state["hosts"].items()} == dict.fromkeys(HOSTS, "INCONCLUSIVE")
+    assert {h: (r["before"]["verdict"], r["after"]["verdict"]) for h, r in state["hosts"].items()} == \
+        dict.fromkeys(HOSTS, ("INCONCLUSIVE", "INCONCLUSIVE"))
     assert_batches_in_order(lab, batches)
     assert changes(lab) == by_playbook
 
