@@ -31,7 +31,7 @@ from typing import Protocol
 from hostkit.ansible import agent_zipapp
 from hostkit.ansible.agent_call import agent_error, parse_json_line
 from hostkit.errors import BadInput, HostkitError
-from hostkit.paths import state_dir
+from hostkit.paths import state_dir, user_cache_dir
 
 
 class Remote(Protocol):
@@ -74,8 +74,7 @@ def agent_artifact() -> Path:
     environment's working directory is not the place for it)."""
     if os.environ.get("HOSTKIT_STATE_DIR"):
         return agent_zipapp.build(state_dir() / "agent")
-    cache = Path(os.environ.get("XDG_CACHE_HOME") or Path("~/.cache").expanduser())
-    return agent_zipapp.build(cache / "hostkit" / "agent")
+    return agent_zipapp.build(user_cache_dir() / "agent")
 
 
 def run_agent(remote: Remote, args: list[str], *, sysroot: str = "/", python: str = "/usr/bin/python3") -> dict:

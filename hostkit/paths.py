@@ -156,6 +156,12 @@ def state_dir() -> Path:
     return Path(os.environ.get("HOSTKIT_STATE_DIR", ".hostkit")).absolute()
 
 
+def user_cache_dir() -> Path:
+    """hostkit's directory in the user's cache (``$XDG_CACHE_HOME/hostkit``, else ``~/.cache/hostkit``):
+    what is built once per machine and kept across checkouts and runs."""
+    return Path(os.environ.get("XDG_CACHE_HOME") or Path("~/.cache").expanduser()) / "hostkit"
+
+
 def runs_dir() -> Path:
     d = state_dir() / "runs"
     d.mkdir(parents=True, exist_ok=True)

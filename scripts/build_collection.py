@@ -139,10 +139,10 @@ args = [a for a in sys.argv[1:] if a not in ("--no-setuptools", "--no-wheel")]
 subprocess.check_call([sys.executable, "-m", "pip", "install", "--quiet", "--upgrade"] + args)
 """
 # ansible-test's own virtual environments (pinned pylint, pycodestyle, yamllint, voluptuous...),
-# kept beside pip's cache rather than in the checkout: a clean clone reuses them instead of
+# kept in hostkit's user cache rather than in the checkout: a clean clone reuses them instead of
 # installing them again (about a minute of the fast suite). ansible-test names each environment
 # by its requirements' hash, so one home serves every ansible-core version.
-SANITY_HOME = Path(os.environ.get("XDG_CACHE_HOME") or Path("~/.cache").expanduser()) / "hostkit" / "ansible-test-home"
+SANITY_HOME = paths.user_cache_dir() / "ansible-test-home"
 
 
 def sanity(coll: Path, home: Path = SANITY_HOME) -> subprocess.CompletedProcess:
