@@ -60,7 +60,8 @@ def tuned_state(lab) -> dict:
             "cmdline": read(lab, HOST, "/proc/cmdline")}
 
 
-lab = vm_lab_fixture("vm-tuned", [(HOST, "small")])
+# tcg=single: one host thread for the vCPUs; nothing here is timed (docs/testing.md).
+lab = vm_lab_fixture("vm-tuned", [(HOST, "small,tcg=single")])
 
 
 @pytest.fixture(scope="module")
