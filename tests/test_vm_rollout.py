@@ -26,7 +26,7 @@ import pytest
 import yaml
 
 from hostkit.core.cpulist import parse_cpulist
-from tests.labutil import cli, cli_json
+from tests.labutil import cli
 from tests.test_rollout_lab import epoch
 from tests.vmutil import REBOOT_TIMEOUT, device_irqs, read, ssh, vm_lab_fixture
 
@@ -116,7 +116,8 @@ def test_the_reboot_gets_hostkits_irq_pins_back_from_the_boot_unit(lab, rolled_o
     where its IRQBALANCE_BANNED_CPULIST keeps nothing in place. The apply set the pins live and then
     rebooted (the reboot comes after every role): a fresh boot puts every IRQ back on the kernel's
     default affinity, so the pins of this boot come from hostkit-irq-affinity.service: it ran in this
-    boot and moved the IRQs of its rules, each of them is on its rule's CPUs, and the audit passes."""
+    boot and moved the IRQs of its rules, and each of them is on its rule's CPUs. (The audit passes:
+    the rollout's own, in this boot after the reboot, checked by the first test.)"""
     g = "g1"
     irq = rolled_out["plans"][g]["irq"]
     assert irq["owner"] == "hostkit" and irq["by_name"] and irq["irqbalance_config"], irq
@@ -134,5 +135,3 @@ def test_the_reboot_gets_hostkits_irq_pins_back_from_the_boot_unit(lab, rolled_o
         if f"IRQ {n} ({i['name']}): the kernel refuses" in log:
             continue  # managed: the kernel's own placement
         assert parse_cpulist(i["affinity"]) == parse_cpulist(irq["by_name"][i["name"]]), (n, i, log)
-    rc, doc, proc = cli_json("audit", "-i", rolled_out["inventory"], "--limit", g)
-    assert rc == 0 and doc["hosts"][g]["status"] == "pass", json.dumps(doc)[-3000:]
