@@ -35,9 +35,7 @@ HOST = "numa2"
 DROPIN = "/etc/kubernetes/kubelet.conf.d/60-hostkit.conf"  # roles/kubelet/defaults/main.yml
 
 
-# One host thread for the guest's vCPUs (tcg=single): what this module proves is booted arguments,
-# files and placements, not vCPUs running at once; it costs make test's 2 cores less (docs/testing.md).
-lab = vm_lab_fixture("vm-kubelet", [(HOST, "numa2,tcg=single")])
+lab = vm_lab_fixture("vm-kubelet", [(HOST, "numa2")])
 
 
 @pytest.fixture(scope="module")

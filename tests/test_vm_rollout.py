@@ -38,8 +38,7 @@ echo "$1 $2 batch=$HOSTKIT_BATCH" >> "$(dirname "$0")/calls.log"
 """
 
 
-# tcg=single: one host thread for the vCPUs; nothing here is timed (docs/testing.md).
-lab = vm_lab_fixture("vm-rollout", [(g, "small,tcg=single") for g in GUESTS])
+lab = vm_lab_fixture("vm-rollout", [(g, "small") for g in GUESTS])
 
 
 def btime(lab, host: str) -> int:

@@ -60,8 +60,7 @@ def tuned_state(lab) -> dict:
             "cmdline": read(lab, HOST, "/proc/cmdline")}
 
 
-# tcg=single: one host thread for the vCPUs; nothing here is timed (docs/testing.md).
-lab = vm_lab_fixture("vm-tuned", [(HOST, "small,tcg=single")])
+lab = vm_lab_fixture("vm-tuned", [(HOST, "small")])
 
 
 @pytest.fixture(scope="module")

@@ -29,9 +29,6 @@ from hostkit.lab.vm_image import Image
     ("sockets=2,cores=2,threads=1,nodes=2,nic_queues=4", "one queue pair"),
     ("sockets=2,cores=2,threads=1,nodes=2,nodes=1", "nodes given twice"),
     ("numa3", "is not KEY=VALUE"),
-    ("numa2,tcg=many", "tcg must be one of multi, single"),
-    ("small,tcg=single,tcg=multi", "tcg given twice"),
-    ("small,cores=4", "cores given twice"),
 ])
 def test_bad_specs_name_the_problem(text, needle):
     with pytest.raises(BadInput, match=None) as exc:
@@ -46,19 +43,6 @@ def test_presets(preset, shape):
     s = vm.parse_spec(preset)
     assert (s.sockets, s.cores, s.threads, s.nodes) == shape
     assert vm.parse_spec(s.to_text()) == s  # the text form stored in lab.json round-trips
-
-
-def test_tcg_single_is_the_same_machine_on_one_host_thread(tmp_path):
-    single = vm.parse_spec("numa2,tcg=single")
-    assert single.tcg == "single" and single.machine() == vm.parse_spec("numa2")
-    assert vm.preset_of(single) == "numa2"  # the preset's saved state resumes it
-    assert vm.parse_spec(single.to_text()) == single and "tcg=" not in vm.parse_spec("numa2").to_text()
-    image = Image(root=tmp_path, key="0" * 16)
-    argv = vm.Guest("g", tmp_path, single).argv(image, "127.0.0.9", 2600, TCG)
-    assert argv[1:3] == ["-accel", "tcg,thread=single"]
-    assert vm.Guest("g", tmp_path, vm.parse_spec("numa2")).argv(image, "127.0.0.9", 2600, TCG)[1:3] == TCG[:2]
-    kvm = ["-accel", "kvm", "-cpu", "host"]
-    assert vm.Guest("g", tmp_path, single).argv(image, "127.0.0.9", 2600, kvm)[1:5] == kvm
 
 
 def test_qemu_argv_carries_topology_numa_smbios_and_a_restricted_network(tmp_path):

@@ -28,9 +28,7 @@ VM = "vmw"
 BM = "bm"
 
 
-# tcg=single: one host thread for the vCPUs; the killed reboot is bounded by hostkit's timeout, not
-# by the guest's speed (docs/testing.md).
-lab = vm_lab_fixture("vm-vmware", [(VM, "vmware-like,tcg=single")], hosts=[(BM, "epyc-9634-nps1")])
+lab = vm_lab_fixture("vm-vmware", [(VM, "vmware-like")], hosts=[(BM, "epyc-9634-nps1")])
 
 
 def live_sysctls(lab) -> dict[str, str]:

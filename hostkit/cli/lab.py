@@ -26,16 +26,13 @@ def add_parser(sub) -> argparse.ArgumentParser:
     up = lsub.add_parser("up", help="start the lab",
                          formatter_class=argparse.RawDescriptionHelpFormatter,
                          epilog="VM specs (--vm NAME=SPEC): sockets=S,cores=C,threads=T,nodes=N"
-                                "[,mem=MiB][,vendor=vmware|kvm][,disk_queues=Q][,tcg=multi|single], or a preset\n"
-                                "(optionally PRESET,tcg=single: under TCG one host thread runs all the guest's vCPUs\n"
-                                "in turn, which costs less host CPU on an overcommitted machine; default multi):\n"
+                                "[,mem=MiB][,vendor=vmware|kvm][,disk_queues=Q], or a preset:\n"
                                 + "\n".join(f"  {k:12s} {v}" for k, v in _presets().items())
                                 + "\n\nexamples:\n"
                                 "  hostkit lab up --hosts 3                       three sshd sysroot hosts\n"
                                 "  hostkit lab up --vm g1=numa2                   one real-kernel guest (resumed in seconds from\n"
                                 "                                                 its preset's saved state; --boot: a boot)\n"
                                 "  hostkit lab up --host bm=epyc-9634-nps1 --vm vm=vmware-like\n"
-                                "  hostkit lab up --vm g1=numa2,tcg=single        the same guest, its vCPUs on one host thread\n"
                                 "  hostkit lab status; hostkit lab down")
     up.add_argument("--hosts", type=int, default=None, metavar="N",
                     help="N hosts built from the fixtures round-robin (default: one per fixture)")

@@ -287,8 +287,7 @@ class Lab:
         client_pub = self.client_key.with_suffix(".pub")
         spec = guest.spec
         shape = (f"{spec.cpus} vCPUs ({spec.sockets}s/{spec.cores}c/{spec.threads}t), "
-                 f"{spec.nodes} NUMA node(s), {vmlab.accel_name(accel)}"
-                 + (" (one thread for all vCPUs)" if spec.tcg == "single" and vmlab.accel_name(accel) == "tcg" else ""))
+                 f"{spec.nodes} NUMA node(s), {vmlab.accel_name(accel)}")
         preset = vmlab.preset_of(spec)
         if not resume:
             why = "--boot"

@@ -22,7 +22,7 @@ import re
 import signal
 import subprocess
 import time
-from dataclasses import asdict, dataclass, replace
+from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from hostkit.core.sysroot import excerpt
@@ -37,13 +37,7 @@ VENDORS = {
     "vmware": ("VMware, Inc.", "VMware Virtual Platform"),
     "kvm": ("QEMU", "Standard PC (i440FX + PIIX, 1996)"),
 }
-SPEC_KEYS = ("sockets", "cores", "threads", "nodes", "mem", "vendor", "nic_queues", "disk_queues", "tcg")
-# Under TCG, how the guest's vCPUs map onto host threads: "multi" (default), one thread per vCPU,
-# the vCPUs running in parallel as on a real host; "single", one thread for all of them in turn.
-# On an overcommitted host (make test: two lanes of guests beside the lab suite on 2 CPUs) a multi
-# guest's vCPUs spin on each other while one waits for a host CPU: the same work took 128 s of host
-# CPU multi and 102 s single. The guest sees the same vCPUs either way; KVM ignores it.
-TCG_THREADS = ("multi", "single")
+SPEC_KEYS = ("sockets", "cores", "threads", "nodes", "mem", "vendor", "nic_queues", "disk_queues")
 PRESETS = {
     # 2 sockets x 2 cores, one NUMA node per socket, a multi-queue virtio disk (real per-queue MSI-X IRQs)
     "numa2": "sockets=2,cores=2,threads=1,nodes=2,mem=2048,vendor=kvm,disk_queues=4",
@@ -67,7 +61,6 @@ class VmSpec:
     vendor: str = "kvm"
     nic_queues: int = 1
     disk_queues: int = 1
-    tcg: str = "multi"
 
     @property
     def cpus(self) -> int:
@@ -79,21 +72,15 @@ class VmSpec:
         return [(n * per, (n + 1) * per - 1) for n in range(self.nodes)]
 
     def to_text(self) -> str:
-        return ",".join(f"{k}={v}" for k, v in asdict(self).items() if k != "tcg" or v != "multi")
-
-    def machine(self) -> "VmSpec":
-        """The same machine as the guest sees it (TCG's threading is the host's business)."""
-        return replace(self, tcg="multi")
+        return ",".join(f"{k}={v}" for k, v in asdict(self).items())
 
 
 def parse_spec(text: str) -> VmSpec:
-    """``sockets=S,cores=C,threads=T,nodes=N[,mem=MiB][,vendor=vmware|kvm][,nic_queues=Q][,tcg=multi|single]``,
-    or a preset, optionally followed by ``,tcg=single``."""
+    """``sockets=S,cores=C,threads=T,nodes=N[,mem=MiB][,vendor=vmware|kvm][,nic_queues=Q]`` or a preset."""
     if not isinstance(text, str) or len(text) > 300:
         raise BadInput(f"VM spec {excerpt(text)}: a spec is KEY=VALUE,... (at most 300 characters) or a preset "
                        f"({', '.join(PRESETS)})")
-    head, _, rest = text.partition(",")
-    src = PRESETS[head] + (f",{rest}" if rest else "") if head in PRESETS else text
+    src = PRESETS.get(text, text)
     fields: dict[str, str] = {}
     for part in src.split(","):
         if "=" not in part:
@@ -118,10 +105,7 @@ def parse_spec(text: str) -> VmSpec:
     vendor = fields.get("vendor", "kvm")
     if vendor not in VENDORS:
         raise BadInput(f"VM spec {text!r}: vendor must be one of {', '.join(VENDORS)}, got {vendor!r}")
-    tcg = fields.get("tcg", "multi")
-    if tcg not in TCG_THREADS:
-        raise BadInput(f"VM spec {text!r}: tcg must be one of {', '.join(TCG_THREADS)}, got {tcg!r}")
-    spec = VmSpec(vendor=vendor, tcg=tcg, **ints)
+    spec = VmSpec(vendor=vendor, **ints)
     if spec.cpus > MAX_VCPUS:
         raise BadInput(f"VM spec {text!r}: {spec.cpus} vCPUs; QEMU's pc machine accepts at most {MAX_VCPUS}")
     if spec.nodes > spec.cpus or spec.nodes > MAX_NODES:
@@ -217,7 +201,7 @@ AGENT_PORT = "org.qemu.guest_agent.0"
 
 def preset_of(spec: VmSpec) -> str | None:
     """The preset this spec is (a preset's saved state can resume it), or None for a custom spec."""
-    return next((name for name, text in PRESETS.items() if parse_spec(text) == spec.machine()), None)
+    return next((name for name, text in PRESETS.items() if parse_spec(text) == spec), None)
 
 
 @dataclass
@@ -275,8 +259,6 @@ class Guest:
 
     def argv(self, image, address: str, port: int, accel: list[str], incoming: bool = False) -> list[str]:
         s = self.spec
-        if s.tcg == "single":
-            accel = [a.replace("tcg,thread=multi", "tcg,thread=single") for a in accel]
         argv = [QEMU, *accel, "-name", f"hostkit-lab-{self.name}", "-machine", "pc",
                 "-smp", f"{s.cpus},sockets={s.sockets},cores={s.cores},threads={s.threads}",
                 "-m", str(s.mem), "-display", "none", "-monitor", "none", "-pidfile", str(self.pidfile),
