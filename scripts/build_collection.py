@@ -116,16 +116,19 @@ def assemble(dest: Path, root: Path = ROOT) -> Path:
 
 
 def galaxy_build(coll: Path, out: Path) -> Path:
-    """``ansible-galaxy collection build`` of an assembled tree; the tarball's path."""
-    search = f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}"
-    galaxy = shutil.which("ansible-galaxy", path=search)
-    if not galaxy:
-        raise SystemExit("ansible-galaxy not found (pip install ansible-core)")
-    out.mkdir(parents=True, exist_ok=True)
-    subprocess.run([galaxy, "collection", "build", "--force", "--output-path", str(out), str(coll)],
-                   check=True, stdout=subprocess.DEVNULL)
-    (built,) = re.findall(r"^version: (\S+)$", (coll / "galaxy.yml").read_text(), re.M)
-    return out / f"{NAMESPACE}-{NAME}-{built}.tar.gz"
+    """``ansible-galaxy collection build`` of an assembled tree; the tarball's path. The build is
+    hostkit's own (:func:`hostkit.ansible.collection.galaxy_build`, what ``hostkit collection
+    install`` runs), imported from this tree like ``hostkit/paths.py``."""
+    sys.path.insert(0, str(ROOT))
+    try:
+        from hostkit.ansible.collection import galaxy_build as build
+        from hostkit.errors import HostkitError
+    finally:
+        sys.path.remove(str(ROOT))
+    try:
+        return build(coll, out)
+    except HostkitError as exc:
+        raise SystemExit(str(exc)) from None
 
 
 # ansible-test bootstraps pip in each of its virtual environments with a get-pip script it

@@ -27,12 +27,26 @@ from hostkit.paths import COLLECTION_NAME, COLLECTION_NAMESPACE, collection_dir,
 DEFAULT_PATH = Path("~/.ansible/collections")
 
 
-def _galaxy() -> str:
+def galaxy() -> str:
+    """The ``ansible-galaxy`` beside this Python (a venv's), else the first on ``PATH``."""
     search = f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}"
     found = shutil.which("ansible-galaxy", path=search)
     if not found:
         raise HostkitError("ansible-galaxy not found (it comes with ansible-core: pip install ansible-core)")
     return found
+
+
+def galaxy_build(tree: Path, out: Path) -> Path:
+    """``ansible-galaxy collection build`` of an assembled collection tree into ``out``; the
+    tarball's path (``scripts/build_collection.py --tar`` and :func:`install` both build this way)."""
+    out.mkdir(parents=True, exist_ok=True)
+    _run([galaxy(), "collection", "build", "--force", "--output-path", str(out), str(tree)],
+         "ansible-galaxy collection build")
+    (version,) = re.findall(r"^version: (\S+)$", (tree / "galaxy.yml").read_text(), re.M)
+    tarball = out / f"{COLLECTION_NAMESPACE}-{COLLECTION_NAME}-{version}.tar.gz"
+    if not tarball.is_file():
+        raise HostkitError(f"ansible-galaxy collection build wrote no {tarball.name} in {out}")
+    return tarball
 
 
 def _source(tmp: Path) -> Path:
@@ -61,15 +75,9 @@ def install(path: str | None = None) -> dict:
     dest = Path(os.path.expanduser(str(path or DEFAULT_PATH))).absolute()
     if dest.exists() and not dest.is_dir():
         raise BadInput(f"-p {dest}: not a directory")
-    galaxy = _galaxy()
     with tempfile.TemporaryDirectory(prefix="hk-coll-") as tmp:
-        tree = _source(Path(tmp))
-        out = _run([galaxy, "collection", "build", "--force", "--output-path", tmp, str(tree)],
-                   "ansible-galaxy collection build")
-        tarball = re.search(r"(\S+\.tar\.gz)", out)
-        if not tarball:
-            raise HostkitError(f"ansible-galaxy collection build wrote no tarball: {out.strip()[-200:]}")
-        _run([galaxy, "collection", "install", "--force", "-p", str(dest), tarball.group(1)],
+        tarball = galaxy_build(_source(Path(tmp)), Path(tmp) / "out")
+        _run([galaxy(), "collection", "install", "--force", "-p", str(dest), str(tarball)],
              "ansible-galaxy collection install")
     manifest = collection_dir(dest) / "MANIFEST.json"
     if not manifest.is_file():  # ansible-galaxy said yes, but the collection is not where Ansible looks
