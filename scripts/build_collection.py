@@ -48,18 +48,18 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 
 
-def _paths_module():
-    """``hostkit/paths.py`` of the tree being built (by file: the wheel's isolated build
-    environment has no hostkit installed; the file imports only ``hostkit.errors``)."""
+def _tree_module(name: str):
+    """A module of the hostkit tree being built, imported from it (the wheel's isolated build
+    environment has no hostkit installed; what is imported this way needs only the standard library
+    and ``hostkit.errors``)."""
     sys.path.insert(0, str(ROOT))
     try:
-        import hostkit.paths as paths
+        return importlib.import_module(name)
     finally:
         sys.path.remove(str(ROOT))
-    return paths
 
 
-paths = _paths_module()
+paths = _tree_module("hostkit.paths")
 NAMESPACE, NAME = paths.COLLECTION_NAMESPACE, paths.COLLECTION_NAME
 COLLECTION_PKG = f"ansible_collections.{NAMESPACE}.{NAME}.plugins.module_utils"
 LEGACY_IMPORT = re.compile(r"^(?P<indent>[ \t]*)from ansible\.module_utils\.(?P<name>hostkit_\w+) import "
@@ -119,15 +119,10 @@ def galaxy_build(coll: Path, out: Path) -> Path:
     """``ansible-galaxy collection build`` of an assembled tree; the tarball's path. The build is
     hostkit's own (:func:`hostkit.ansible.collection.galaxy_build`, what ``hostkit collection
     install`` runs), imported from this tree like ``hostkit/paths.py``."""
-    sys.path.insert(0, str(ROOT))
+    collection, errors = _tree_module("hostkit.ansible.collection"), _tree_module("hostkit.errors")
     try:
-        from hostkit.ansible.collection import galaxy_build as build
-        from hostkit.errors import HostkitError
-    finally:
-        sys.path.remove(str(ROOT))
-    try:
-        return build(coll, out)
-    except HostkitError as exc:
+        return collection.galaxy_build(coll, out)
+    except errors.HostkitError as exc:
         raise SystemExit(str(exc)) from None
 
 
