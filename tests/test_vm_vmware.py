@@ -20,7 +20,7 @@ import pytest
 
 from hostkit.lab.lab import _wait_port
 from tests.labutil import cli, cli_json
-from tests.vmutil import BOOT_TIMEOUT, SYSCTL_PATHS, etc_boot_hashes, read, ssh, vm_lab_fixture
+from tests.vmutil import BOOT_TIMEOUT, OWN_CONNECTION, SYSCTL_PATHS, etc_boot_hashes, read, ssh, vm_lab_fixture
 
 pytestmark = pytest.mark.vm
 
@@ -67,7 +67,7 @@ def vmware_applied(lab, original):
     rc, plan_doc, _ = cli_json("plan", "-i", lab.inventory, "--limit", VM, "--profile", "vmware-guest")
     plan = plan_doc["hosts"][VM]
     guest = next(h for h in lab.hosts() if h.name == VM)
-    ssh(lab, VM, "systemctl reboot", check=False)
+    ssh(lab, VM, "systemctl reboot", check=False, options=OWN_CONNECTION)
     deadline = time.monotonic() + 120
     while _wait_port(guest.address, guest.port, 1.0, banner_timeout=2.0) and time.monotonic() < deadline:
         time.sleep(1)  # until the old sshd is gone

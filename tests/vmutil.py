@@ -90,8 +90,13 @@ def vm_lab_fixture(name: str, vms: list[tuple[str, str]], hosts: list[tuple[str,
 
 # The tests' own commands on a guest share one SSH connection per guest (as Ansible's do): a new
 # connection costs a TCG guest about 1.3 s of CPU for its key exchange and session, a multiplexed
-# command about 0.2 s. A call with its own options (the reboot probe, which must connect afresh)
-# does not share it; stop_vm_lab closes the masters.
+# command about 0.2 s. A call with its own options does not share it, and is never run twice: the
+# reboot probe, which must connect afresh, and a command that takes the guest down (OWN_CONNECTION:
+# a retry after its connection dropped would run it again, maybe in the next boot). stop_vm_lab
+# closes the masters.
+OWN_CONNECTION = ("-oControlPath=none",)
+
+
 def _control_path(lab: Lab) -> str:
     return str(Path(tempfile.gettempdir()) / f"hk-test-{lab.dir.stat().st_ino}-%C")  # short: 108 bytes
 
@@ -119,7 +124,7 @@ def reboot(lab, host: str) -> None:
     """Reboot the guest and wait (bounded) until it answers with a new boot id; each probe gives up
     after the lab's reboot-probe timeout, as hostkit's reboot tasks do (hostkit/lab/lab.py)."""
     boot_id = read(lab, host, "/proc/sys/kernel/random/boot_id")
-    ssh(lab, host, "systemctl reboot", check=False, timeout=60)
+    ssh(lab, host, "systemctl reboot", check=False, timeout=60, options=OWN_CONNECTION)
     close_shared_ssh(lab, host)
     deadline = time.monotonic() + REBOOT_TIMEOUT
     probe = (f"-oConnectTimeout={VM_REBOOT_PROBE_TIMEOUT}",)
