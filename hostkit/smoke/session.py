@@ -384,6 +384,7 @@ def measure(opts: SmokeOptions, progress=None, facts: dict | None = None, on_sta
     try:
         if opts.probe_gaps:  # spinners start beside the worker and clients, and stop with the run
             probe = _GapProbe(opts, os.sched_getaffinity(0))
+            probe.wait_started()
         session.start(on_started)
         if opts.trace_sched:
             tracer, traced = _start_trace(session.cpu)
@@ -413,7 +414,7 @@ def _start_trace(cpu: int):
 class _GapProbe:
     """The vCPU-gap probe (hostkit.smoke.gaps) beside the run, in a thread of the orchestrator: its
     spinners are SCHED_IDLE processes on every CPU, the worker's included (they run only when the
-    worker does not)."""
+    worker does not). The run starts once they spin (:meth:`wait_started`): the probe covers it all."""
 
     def __init__(self, opts: SmokeOptions, cpus) -> None:
         from hostkit.smoke.gaps import GapOptions, run_probe
@@ -421,20 +422,36 @@ class _GapProbe:
         self.doc: dict | None = None
         self.error: str | None = None
         self.stop = threading.Event()
+        self.started = threading.Event()
+        self.start_ns: int | None = None
         # Every CPU the run may use (this process keeps to the clients' CPUs while it supervises);
         # the run's length at most, or an hour for a run of --requests.
         gap_opts = GapOptions(duration_s=min(3600.0, (opts.duration or 3600.0) + 60),
                               threshold_us=opts.gap_threshold_us)
         allowed = frozenset(cpus)
 
+        def on_started(_pids, start_ns: int) -> None:
+            self.start_ns = start_ns
+            self.started.set()
+
         def run() -> None:
             try:
-                self.doc = run_probe(gap_opts, allowed=allowed, stop=self.stop)
+                self.doc = run_probe(gap_opts, allowed=allowed, stop=self.stop, on_started=on_started)
             except Exception as exc:  # reported in the result, never a crash of the smoke run
                 self.error = f"{type(exc).__name__}: {exc}"
+            finally:
+                self.started.set()
 
         self.thread = threading.Thread(target=run, name="hostkit-gap-probe", daemon=True)
         self.thread.start()
+
+    def wait_started(self) -> None:
+        """Until the spinners spin (their common start has passed), or the probe has failed."""
+        from hostkit.smoke.gaps import SPAWN_TIMEOUT_S
+
+        self.started.wait(SPAWN_TIMEOUT_S + 10)
+        if self.start_ns is not None:
+            time.sleep(max(0.0, (self.start_ns - time.monotonic_ns()) / 1e9))
 
     def result(self) -> dict:
         self.stop.set()
