@@ -22,12 +22,14 @@ One rule, two faces:
 
 from __future__ import annotations
 
+import json
 import os
 import shlex
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
 
+from hostkit.agent.changes import change_set
 from hostkit.ansible import agent_zipapp
 from hostkit.ansible.agent_call import agent_error, parse_json_line
 from hostkit.errors import BadInput, HostkitError
@@ -77,21 +79,43 @@ def agent_artifact() -> Path:
     return agent_zipapp.build(user_cache_dir() / "agent")
 
 
-def run_agent(remote: Remote, args: list[str], *, sysroot: str = "/", python: str = "/usr/bin/python3") -> dict:
-    """The agent's JSON document for ``args`` on the host (under ``sysroot``). The host's own bad
-    input (the agent's exit 2) and a host that printed no JSON raise :class:`HostkitError`."""
+def run_agent(remote: Remote, args: list[str], *, sysroot: str = "/", python: str = "/usr/bin/python3",
+              stdin: bytes | None = None) -> dict:
+    """The agent's JSON document for ``args`` on the host (under ``sysroot``), ``stdin`` its input.
+    The host's own bad input (the agent's exit 2) and a host that printed no JSON raise
+    :class:`HostkitError`."""
     artifact = agent_artifact()
     tail = " ".join(shlex.quote(a) for a in [python, *args, "--sysroot", sysroot or "/"])
-    rc, out, err = remote.run(f"{agent_zipapp.agent_command(artifact)} {tail}")
-    if rc == agent_zipapp.CACHE_MISS:  # not there yet: the same command, the agent on its stdin
+    rc, out, err = remote.run(f"{agent_zipapp.agent_command(artifact)} {tail}", stdin=stdin)
+    if rc == agent_zipapp.CACHE_MISS and stdin is None:  # not there yet: the same command, the agent on its stdin
         rc, out, err = remote.run(f"{agent_zipapp.agent_command(artifact, upload=True)} {tail}",
                                   stdin=artifact.read_bytes())
+    elif rc == agent_zipapp.CACHE_MISS:  # the agent stored first; then the same command, its input on stdin
+        rc, out, err = remote.run(agent_zipapp.store_command(artifact), stdin=artifact.read_bytes())
+        if rc == 0:
+            rc, out, err = remote.run(f"{agent_zipapp.agent_command(artifact)} {tail}", stdin=stdin)
     doc = parse_json_line(out)
     if doc is None:
         raise HostkitError(f"the hostkit agent printed no JSON (exit {rc}): {(err or out).strip()[-300:]}")
     if agent_error(doc):
         raise HostkitError(doc["error"])
     return doc
+
+
+def changes(remote: Remote, args: dict, *, check_mode: bool, diff_mode: bool,
+            python: str = "/usr/bin/python3") -> dict:
+    """``hostkit.tuning.hostkit_changes`` in one agent call: every change checked here, on the
+    controller, with the module's own rules (:func:`change_set.parse`; bad input changes nothing and
+    never reaches the host), then made by the host's agent (``changes``, the request on its stdin),
+    which returns the module's result. The agent carries its compiled code; the module would send
+    Ansible's module_utils to be compiled on the host at every call."""
+    try:
+        parsed = change_set.parse(args["changes"])
+    except change_set.ModuleFailure as exc:
+        return dict(exc.fields, failed=True, changed=False, msg=str(exc))
+    req = change_set.request(args, parsed, check_mode, diff_mode)
+    return run_agent(remote, ["changes"], sysroot=args.get("sysroot") or "/", python=python,
+                     stdin=json.dumps(req).encode())
 
 
 def facts(remote: Remote, *, sysroot: str = "/", python: str = "/usr/bin/python3") -> dict:
@@ -279,6 +303,17 @@ ARG_SPECS: dict[str, dict] = {
 }
 
 
+def host_python(task_vars: dict, template=None) -> str:
+    """The host's python3 for the agent: the host's ``ansible_python_interpreter`` (rendered by
+    ``template``, the action's templar, when it is a template such as the local inventory's
+    ``{{ ansible_playbook_python }}``), else the one Ansible discovered there, else ``/usr/bin/python3``."""
+    python = task_vars.get("ansible_python_interpreter")
+    if template is not None and isinstance(python, str) and "{{" in python:
+        python = template(python)
+    return str(python or (task_vars.get("ansible_facts") or {}).get("discovered_interpreter_python")
+               or "/usr/bin/python3")
+
+
 def dispatch(name: str, action, args: dict, task_vars: dict) -> dict:
     """Run module ``name`` for an action plugin (``action``: its ``ActionModule``; ``args``: the
     task's arguments validated with :data:`ARG_SPECS`). hostkit's errors become a failed host
@@ -286,9 +321,7 @@ def dispatch(name: str, action, args: dict, task_vars: dict) -> dict:
     host = task_vars.get("inventory_hostname") or "localhost"
     hostvars = {k: v for k, v in task_vars.items() if k.startswith(("hostkit_", "ansible_"))}
     where = {"sysroot": args.get("sysroot") or task_vars.get("hostkit_sysroot") or "/",
-             "python": str(task_vars.get("ansible_python_interpreter")
-                           or (task_vars.get("ansible_facts") or {}).get("discovered_interpreter_python")
-                           or "/usr/bin/python3")}
+             "python": host_python(task_vars, getattr(getattr(action, "_templar", None), "template", None))}
     remote = ActionRemote(action)
     try:
         if name == "facts":

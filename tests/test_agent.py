@@ -95,26 +95,26 @@ def test_no_package_imports_one_that_imports_it_back():
     assert not cycles, cycles
 
 
-def test_module_utils_are_links_into_the_agent_or_core_or_the_modules_own_work():
-    """What the agent and the modules share is one file, linked; the kinds of change
-    (``hostkit_change_*``, the work of the modules) are the modules' own, importing nothing but the
-    standard library and module_utils."""
+def test_module_utils_are_links_into_the_agent_or_core():
+    """What the agent and the modules share is one file, linked. The kinds of change and their set
+    (``hostkit_change_*``: hostkit.agent.changes) import each other and the other module_utils as
+    Ansible ships them (``ansible.module_utils.hostkit_*``), and hostkit's modules in the agent."""
     files = sorted((REPO / "module_utils").glob("*.py"))
     assert {p.name for p in files} >= {"hostkit_journal_io.py", "hostkit_sysroot.py", "hostkit_cpulist.py",
-                                       "hostkit_kernel_args.py"}
+                                       "hostkit_kernel_args.py", "hostkit_change_set.py"}
     for path in files:
-        if path.name.startswith("hostkit_change_"):
-            assert not path.is_symlink(), path
-            for node in ast.walk(ast.parse(path.read_text())):
-                if isinstance(node, ast.ImportFrom) and node.module:
-                    top = node.module.split(".")[0]
-                    assert node.module.startswith("ansible.module_utils.") or top in sys.stdlib_module_names, \
-                        (path.name, node.module)
-            continue
         assert path.is_symlink(), path
         target = os.readlink(path)
         assert not os.path.isabs(target), target
-        assert path.resolve().parent in (REPO / "hostkit/agent", REPO / "hostkit/core"), target
+        assert path.resolve().parent in (REPO / "hostkit/agent", REPO / "hostkit/agent/changes", REPO / "hostkit/core"), \
+            target
+        if path.name.startswith("hostkit_change_"):
+            assert path.resolve().parent == REPO / "hostkit/agent/changes", target
+            for node in ast.walk(ast.parse(path.read_text())):
+                if isinstance(node, ast.ImportFrom) and node.module:
+                    top = node.module.split(".")[0]
+                    assert node.module.startswith(("ansible.module_utils.", "hostkit.")) \
+                        or top in sys.stdlib_module_names, (path.name, node.module)
 
 
 @pytest.mark.skipif(not os.path.exists(SYSTEM_PYTHON), reason="needs the system python3")

@@ -1,7 +1,7 @@
 """The collection's action plugins' rules (hostkit.actions), below Ansible and SSH.
 
 The agent runs for real on this machine through a local :class:`Remote` (``sh -c`` with the
-command the plugin would send over its connection) against fixture sysroots; the smoke and
+command the plugin would send over its connection: tests/modules/runner.py's ``LocalRemote``) against fixture sysroots; the smoke and
 rollback verdicts are driven with the agent's documents through a scripted remote. What needs
 ``ansible-playbook`` and real SSH (batches, rescue, journals) is tests/test_collection_lab.py's.
 """
@@ -10,7 +10,9 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import os
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -20,20 +22,9 @@ from hostkit import actions
 from hostkit.ansible import agent_zipapp
 from hostkit.ansible.apply import ROLES
 from hostkit.errors import BadInput, HostkitError
+from tests.modules.runner import LocalRemote
 
 ROOT = Path(__file__).resolve().parent.parent
-
-
-class LocalRemote:
-    """This machine as the host: the plugin's command line through ``sh -c``."""
-
-    def __init__(self) -> None:
-        self.calls: list[tuple[str, bool]] = []
-
-    def run(self, command: str, stdin: bytes | None = None) -> tuple[int, str, str]:
-        self.calls.append((command, stdin is not None))
-        p = subprocess.run(["sh", "-c", command], input=stdin or b"", capture_output=True, timeout=300)
-        return p.returncode, p.stdout.decode(), p.stderr.decode()
 
 
 class ScriptedRemote:
@@ -185,3 +176,59 @@ def test_ansibles_check_mode_is_the_rollbacks_check(monkeypatch):
 
     actions.dispatch("rollback", Action(), {"run_id": "r1", "check": False, "sysroot": ""}, {"inventory_hostname": "h"})
     assert seen["check"] is True and seen["run_id"] == "r1"
+
+
+def _ansible_changes(tmp_path: Path, tree: Path, changes: list, *, hostkit_on_controller: bool, check: bool) -> dict:
+    """``hostkit.tuning.hostkit_changes`` run by Ansible (ad hoc, on this machine, the checkout's
+    ansible.cfg) against the sysroot ``tree``; the task's result. Without hostkit on the controller:
+    a ``hostkit`` package that fails to import comes first on the controller's path."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("ANSIBLE_")}
+    env.update(ANSIBLE_LOCALHOST_WARNING="0", ANSIBLE_NOCOLOR="1")
+    if not hostkit_on_controller:
+        shadow = tmp_path / "no-hostkit"
+        (shadow / "hostkit").mkdir(parents=True, exist_ok=True)
+        (shadow / "hostkit" / "__init__.py").write_text("raise ImportError('no hostkit on this controller')\n")
+        env["PYTHONPATH"] = str(shadow)
+    args = json.dumps({"sysroot": str(tree), "run_id": "r1", "role": "numa_sysctl", "changes": changes})
+    proc = subprocess.run([str(Path(sys.executable).parent / "ansible"), "localhost", "-c", "local", "-i", "localhost,",
+                           "-e", "ansible_python_interpreter=/usr/bin/python3", "-m", "hostkit.tuning.hostkit_changes",
+                           "-a", args, "-vvv", *(["--check"] if check else [])],
+                          cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
+    # ad hoc's output ends with "localhost | CHANGED => {...}" (a failure has Ansible's error first)
+    _before, sep, last = proc.stdout.rpartition("localhost | ")
+    assert sep and " => " in last, (proc.stdout[-2000:], proc.stderr[-2000:])
+    status, result = last.split(" => ", 1)
+    # which way it ran on the host, from -vvv's EXEC lines (none for input refused on the controller)
+    route = {"module" for x in proc.stdout.splitlines() if "EXEC" in x and "AnsiballZ_hostkit_changes" in x}
+    route |= {"agent" for x in proc.stdout.splitlines() if "EXEC" in x and "hostkit-agent" in x}
+    return dict(json.loads(result), status=status.strip(), route=route)  # status: SUCCESS, CHANGED or FAILED!
+
+
+def test_hostkit_changes_makes_the_same_changes_as_the_module_and_through_the_agent(tmp_path):
+    """The action plugin of hostkit_changes: without hostkit on the controller, Ansible's module
+    (the payload compiled on the host); with it, the agent; the same result and the same files. Bad
+    input fails on the controller and reaches no host."""
+    changes = [{"name": "conf", "file": {"path": "/etc/sysctl.d/61-hostkit-numa.conf", "content": "kernel.numa_balancing = 0\n"}},
+               {"values": {"items": [{"path": "/proc/sys/kernel/numa_balancing", "value": 0, "kind": "int"}]}},
+               {"run": {"argv": ["sysctl", "--system"], "if_changed": ["conf"]}}]
+    seen = {}
+    for on_controller in (False, True):
+        tree = tmp_path / f"tree-{on_controller}"
+        (tree / "proc/sys/kernel").mkdir(parents=True)
+        (tree / "proc/sys/kernel/numa_balancing").write_text("1\n")
+        (tree / "etc").mkdir()
+        checked = _ansible_changes(tmp_path, tree, changes, hostkit_on_controller=on_controller, check=True)
+        assert checked["status"] == "CHANGED" and not (tree / "etc/sysctl.d").exists(), checked
+        done = _ansible_changes(tmp_path, tree, changes, hostkit_on_controller=on_controller, check=False)
+        again = _ansible_changes(tmp_path, tree, changes, hostkit_on_controller=on_controller, check=False)
+        assert (done["status"], again["status"]) == ("CHANGED", "SUCCESS"), (done, again)
+        assert checked["route"] == done["route"] == {"agent" if on_controller else "module"}
+        assert (tree / "proc/sys/kernel/numa_balancing").read_text() == "0\n"
+        assert (tree / "var/lib/hostkit/journal/r1.json").is_file()
+        seen[on_controller] = [{k: v for k, v in r.items() if k != "full_path"} for r in done["results"]]
+        bad = _ansible_changes(tmp_path, tree, [{"file": {"content": "no path"}}], hostkit_on_controller=on_controller,
+                               check=False)
+        assert bad["status"] == "FAILED!" and "change 1 (file)" in bad["msg"] and "nothing changed" in bad["msg"], bad
+        assert bad["route"] == (set() if on_controller else {"module"})  # with hostkit: refused before the host
+    assert seen[False] == seen[True]
+    assert [r["kind"] for r in seen[True]] == ["file", "values", "run"] and seen[True][2]["would_run"]

@@ -12,7 +12,7 @@ import os
 import pytest
 
 from hostkit.core.kernel_args import remove_grub_args
-from tests.modules.runner import (CASES_DIR, LIBRARY, MODES, MODULE_UTILS, load_cases, load_module, make_shim,
+from tests.modules.runner import (AGENT_MODULES, CASES_DIR, LIBRARY, MODES, MODULE_UTILS, load_cases, load_module, make_shim,
                                   run_case, run_inprocess, snapshot)
 from hostkit.actions import ARG_SPECS
 from tests.test_agent import _python3_only
@@ -29,8 +29,9 @@ def shim(tmp_path_factory):
     return make_shim(tmp_path_factory.mktemp("ansible-shim"))
 
 
-@pytest.mark.parametrize("mode", MODES)
-@pytest.mark.parametrize("module, case, journals", [pytest.param(m, c, j, id=i) for i, m, c, j in CASES])
+@pytest.mark.parametrize("module, case, journals, mode", [
+    pytest.param(m, c, j, mode, id=f"{i}-{mode}") for i, m, c, j in CASES
+    for mode in MODES + ((AGENT_MODULES[m],) if m in AGENT_MODULES else ())])
 def test_module_case(module, case, journals, mode, tmp_path, shim):
     systemd = case.get("requires", {}).get("systemd")
     if systemd is not None and os.path.isdir("/run/systemd/system") != systemd:
@@ -90,7 +91,7 @@ def test_case_names_are_unique():
 
 
 # Each kind of change: the work of one module and of one kind of hostkit_changes' changes.
-CHANGE_KINDS = sorted(p.stem for p in MODULE_UTILS.glob("hostkit_change_*.py"))
+CHANGE_KINDS = sorted(p.stem for p in MODULE_UTILS.glob("hostkit_change_*.py") if p.stem != "hostkit_change_set")
 
 
 @pytest.mark.parametrize("module", MODULES)
@@ -104,8 +105,11 @@ def test_module_keeps_python2_syntax_and_does_its_work_in_one_place(module):
     functions = {n.name for n in tree.body if isinstance(n, ast.FunctionDef)}
     shared = [n.module for n in tree.body if isinstance(n, ast.ImportFrom) and n.module
               and n.module.startswith("ansible.module_utils.hostkit_change_")]
-    if module == "hostkit_changes":
-        assert set(shared) == {f"ansible.module_utils.{k}" for k in CHANGE_KINDS}, shared  # every kind
+    if module == "hostkit_changes":  # the set of every kind, as the agent runs it too
+        assert shared == ["ansible.module_utils.hostkit_change_set"], shared
+        from ansible.module_utils.hostkit_change_set import KINDS
+
+        assert sorted(f"hostkit_change_{k}" for k in KINDS) == CHANGE_KINDS
     else:
         assert shared or {"decide", "do"} <= functions, f"{module}: no shared work, no decide() and do()"
 

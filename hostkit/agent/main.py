@@ -11,9 +11,19 @@ import argparse
 import json
 import sys
 
-from hostkit.errors import HostkitError
+from hostkit.errors import BadInput, HostkitError
 from hostkit.smoke.gaps import GapOptions, add_gap_arguments
 from hostkit.smoke.options import SmokeOptions, add_smoke_arguments
+
+
+def _stdin_json() -> dict:
+    try:
+        doc = json.load(sys.stdin)
+    except ValueError as exc:
+        raise BadInput(f"the request on stdin is not JSON: {exc}") from None
+    if not isinstance(doc, dict):
+        raise BadInput("the request on stdin is not a JSON object")
+    return doc
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -34,13 +44,19 @@ def main(argv: list[str] | None = None) -> int:
     sm = sub.add_parser("smoke")
     sm.add_argument("--sysroot", default="/")
     add_smoke_arguments(sm)
+    ch = sub.add_parser("changes")  # one role's parsed changes (hostkit.tuning.hostkit_changes), JSON on stdin
+    ch.add_argument("--sysroot", default="/")
     gp = sub.add_parser("gaps")
     gp.add_argument("--sysroot", default="/")
     add_gap_arguments(gp)
     args = parser.parse_args(argv)
     try:
         sysroot = args.sysroot or "/"
-        if args.cmd == "facts":
+        if args.cmd == "changes":
+            from hostkit.agent.changes.change_set import run_request
+
+            doc = run_request(_stdin_json(), sysroot)
+        elif args.cmd == "facts":
             from hostkit.facts import gather
 
             doc = gather(sysroot)
@@ -77,6 +93,8 @@ def main(argv: list[str] | None = None) -> int:
         return exc.exit_code
     json.dump(doc, sys.stdout)
     sys.stdout.write("\n")
+    if args.cmd == "changes":
+        return 1 if doc.get("failed") else 0
     if args.cmd == "rollback":
         from hostkit.agent.rollback import restored
 

@@ -129,6 +129,12 @@ def locate_script(artifact: str | Path, *, upload: bool = False) -> str:
             + (store if upload else miss) + "fi; ")
 
 
+def store_command(artifact: str | Path) -> str:
+    """A shell command line that stores ``artifact``, read from stdin, in the host's cache unless the
+    host holds it already (:func:`locate_script`): for an agent call whose own stdin carries its input."""
+    return shlex.join(["sh", "-c", locate_script(artifact, upload=True) + "exit 0"])
+
+
 def agent_command(artifact: str | Path, *, upload: bool = False) -> str:
     """The start of a shell command line that runs the host's cached copy of ``artifact``
     (:func:`locate_script`; with ``upload``, a host without it reads it from stdin); append the

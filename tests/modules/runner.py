@@ -32,7 +32,8 @@ files themselves and not on what the module says:
 
 The module runs in-process (``ansible.module_utils.testing.patch_module_args``) or as a
 subprocess (``python library/X.py args.json``, as Ansible runs it, with ``PYTHONPATH`` a tree
-where ``ansible.module_utils.hostkit_*`` resolve and ``hostkit`` does not import).
+where ``ansible.module_utils.hostkit_*`` resolve and ``hostkit`` does not import);
+``hostkit_changes`` also through the agent, as its action plugin runs it (:func:`run_agent_route`).
 """
 
 from __future__ import annotations
@@ -60,6 +61,9 @@ JOURNAL_DIR = "var/lib/hostkit/journal"
 WOULD_RUN_LOG = "var/lib/hostkit/would-run.jsonl"
 STATE_PREFIX = "var/lib/hostkit/"
 MODES = ("inprocess", "subprocess")
+# hostkit_changes also runs as its action plugin does with hostkit on the controller: the changes
+# parsed here, made by the agent zipapp in a python3 of its own (hostkit.actions.changes).
+AGENT_MODULES = {"hostkit_changes": "agent"}
 
 # In-process, ``ansible.module_utils.hostkit_*`` are the project's module_utils files.
 if str(MODULE_UTILS) not in ansible.module_utils.__path__:
@@ -246,6 +250,43 @@ def run_subprocess(name: str, args: dict, shim: Path, workdir: Path, library: Pa
     return json.loads(lines[-1]), proc.returncode
 
 
+class LocalRemote:
+    """:class:`hostkit.actions.Remote` on this machine: the command lines an action plugin sends over
+    its connection, through ``sh -c`` (the agent's cache under /var/cache/hostkit/agent). ``calls``:
+    each command and whether it had input; ``rc``: the last one's exit status."""
+
+    def __init__(self) -> None:
+        self.calls: list[tuple[str, bool]] = []
+        self.rc: int | None = None
+
+    def run(self, command: str, stdin: bytes | None = None) -> tuple[int, str, str]:
+        self.calls.append((command, stdin is not None))
+        proc = subprocess.run(["sh", "-c", command], input=stdin or b"", capture_output=True, timeout=300)
+        self.rc = proc.returncode
+        return proc.returncode, proc.stdout.decode(), proc.stderr.decode()
+
+
+def run_agent_route(args: dict) -> tuple[dict, int]:
+    """hostkit_changes through its action plugin's route: the module's options checked as the plugin
+    checks them, the changes parsed, the agent run. The exit code is the agent's; a task that failed
+    before reaching the host (bad input) has 1 and ran nothing there."""
+    from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
+
+    from hostkit import actions
+    from hostkit.agent.changes.change_set import ARGUMENT_SPEC
+
+    options = {k: v for k, v in args.items() if not k.startswith("_ansible_")}
+    checked = ArgumentSpecValidator(ARGUMENT_SPEC).validate(options)
+    assert not checked.error_messages, checked.error_messages
+    shell = LocalRemote()
+    result = actions.changes(shell, checked.validated_parameters, check_mode=bool(args.get("_ansible_check_mode")),
+                             diff_mode=bool(args.get("_ansible_diff")), python="/usr/bin/python3")
+    if not shell.calls:
+        assert result.get("failed"), f"the agent was never run, and the task did not fail: {result}"
+        return result, 1
+    return result, shell.rc
+
+
 # ----------------------------------------------------------------------------- one case
 
 def module_args(case: dict, tree: Path) -> dict:
@@ -386,6 +427,8 @@ def run_case(module: str, case: dict, journals_changes: bool, mode: str, workdir
     def run():
         if mode == "inprocess":
             return run_inprocess(module, args, spy, library)
+        if mode == "agent":
+            return run_agent_route(args)
         return run_subprocess(module, args, shim, workdir, library)
 
     result, rc = run()

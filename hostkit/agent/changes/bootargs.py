@@ -9,14 +9,24 @@ __metaclass__ = type
 
 import re
 
-from ansible.module_utils.hostkit_boot_loader import (BootConfigError, describe_none, describe_uki, detect, edit,
-                                                      next_boot, real_path)
-from ansible.module_utils.hostkit_change_run import decide as decide_run
-from ansible.module_utils.hostkit_change_run import do as do_run
-from ansible.module_utils.hostkit_journal_io import JournalError, ModuleFailure, change_file, file_state
-from ansible.module_utils.hostkit_kernel_args import (arg_name, cmdline_tokens, domain_isolated, format_arg,
-                                                      split_cmdline)
-from ansible.module_utils.hostkit_sysroot import is_live, sysroot_path
+try:  # as Ansible ships it (AnsiballZ), and in-process beside the project's module_utils
+    from ansible.module_utils.hostkit_boot_loader import (BootConfigError, describe_none, describe_uki, detect, edit,
+                                                          next_boot, real_path)
+    from ansible.module_utils.hostkit_change_run import decide as decide_run
+    from ansible.module_utils.hostkit_change_run import do as do_run
+    from ansible.module_utils.hostkit_journal_io import JournalError, ModuleFailure, change_file, file_state
+    from ansible.module_utils.hostkit_kernel_args import (arg_name, cmdline_tokens, domain_isolated, format_arg,
+                                                          split_cmdline)
+    from ansible.module_utils.hostkit_sysroot import is_live, sysroot_path
+except ImportError:  # in hostkit's agent on the host, which carries no Ansible
+    from hostkit.core.boot_loader import (BootConfigError, describe_none, describe_uki, detect, edit,
+                                          next_boot, real_path)
+    from hostkit.agent.changes.run import decide as decide_run
+    from hostkit.agent.changes.run import do as do_run
+    from hostkit.agent.journal_io import JournalError, ModuleFailure, change_file, file_state
+    from hostkit.core.kernel_args import (arg_name, cmdline_tokens, domain_isolated, format_arg,
+                                          split_cmdline)
+    from hostkit.core.sysroot import is_live, sysroot_path
 
 OPTIONS = dict(
     set=dict(type="dict", default={}),

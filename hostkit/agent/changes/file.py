@@ -11,8 +11,12 @@ import re
 import subprocess
 import tempfile
 
-from ansible.module_utils.hostkit_journal_io import JournalError, ModuleFailure, change_file, file_state
-from ansible.module_utils.hostkit_sysroot import sysroot_path
+try:  # as Ansible ships it (AnsiballZ), and in-process beside the project's module_utils
+    from ansible.module_utils.hostkit_journal_io import JournalError, ModuleFailure, change_file, file_state
+    from ansible.module_utils.hostkit_sysroot import sysroot_path
+except ImportError:  # in hostkit's agent on the host, which carries no Ansible
+    from hostkit.agent.journal_io import JournalError, ModuleFailure, change_file, file_state
+    from hostkit.core.sysroot import sysroot_path
 
 OPTIONS = dict(
     path=dict(type="path", required=True),

@@ -7,10 +7,16 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-from ansible.module_utils.hostkit_change_values import work as values_work
-from ansible.module_utils.hostkit_irq_affinity import read_rows, resolve
-from ansible.module_utils.hostkit_journal_io import ModuleFailure
-from ansible.module_utils.hostkit_sysroot import sysroot_path
+try:  # as Ansible ships it (AnsiballZ), and in-process beside the project's module_utils
+    from ansible.module_utils.hostkit_change_values import work as values_work
+    from ansible.module_utils.hostkit_irq_affinity import read_rows, resolve
+    from ansible.module_utils.hostkit_journal_io import ModuleFailure
+    from ansible.module_utils.hostkit_sysroot import sysroot_path
+except ImportError:  # in hostkit's agent on the host, which carries no Ansible
+    from hostkit.agent.changes.values import work as values_work
+    from hostkit.core.irq_affinity import read_rows, resolve
+    from hostkit.agent.journal_io import ModuleFailure
+    from hostkit.core.sysroot import sysroot_path
 
 OPTIONS = dict(
     by_name=dict(type="dict", default={}),

@@ -7,9 +7,14 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-from ansible.module_utils.hostkit_cpulist import parse_cpulist
-from ansible.module_utils.hostkit_journal_io import ModuleFailure, is_live
-from ansible.module_utils.hostkit_kthreads import NOT_LIVE, apply_moves, boot_id, kernel_threads, movable, plan_moves
+try:  # as Ansible ships it (AnsiballZ), and in-process beside the project's module_utils
+    from ansible.module_utils.hostkit_cpulist import parse_cpulist
+    from ansible.module_utils.hostkit_journal_io import ModuleFailure, is_live
+    from ansible.module_utils.hostkit_kthreads import NOT_LIVE, apply_moves, boot_id, kernel_threads, movable, plan_moves
+except ImportError:  # in hostkit's agent on the host, which carries no Ansible
+    from hostkit.core.cpulist import parse_cpulist
+    from hostkit.agent.journal_io import ModuleFailure, is_live
+    from hostkit.core.kthreads import NOT_LIVE, apply_moves, boot_id, kernel_threads, movable, plan_moves
 
 OPTIONS = dict(
     housekeeping=dict(type="str", required=True),

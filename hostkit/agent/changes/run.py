@@ -11,8 +11,12 @@ import os
 import subprocess
 import time
 
-from ansible.module_utils.hostkit_journal_io import ModuleFailure, record_would_run
-from ansible.module_utils.hostkit_sysroot import is_live
+try:  # as Ansible ships it (AnsiballZ), and in-process beside the project's module_utils
+    from ansible.module_utils.hostkit_journal_io import ModuleFailure, record_would_run
+    from ansible.module_utils.hostkit_sysroot import is_live
+except ImportError:  # in hostkit's agent on the host, which carries no Ansible
+    from hostkit.agent.journal_io import ModuleFailure, record_would_run
+    from hostkit.core.sysroot import is_live
 
 OPTIONS = dict(
     argv=dict(type="list", elements="str", required=True),

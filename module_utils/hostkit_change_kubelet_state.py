@@ -1,0 +1,1 @@
+../hostkit/agent/changes/kubelet_state.py

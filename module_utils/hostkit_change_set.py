@@ -1,0 +1,1 @@
+../hostkit/agent/changes/change_set.py
