@@ -1,9 +1,10 @@
 # -*- coding: utf-8 -*-
-"""The action plugin of hostkit_changes: with the hostkit Python package on the controller, the
-changes are checked there with the module's rules and made by the host's hostkit agent in one call
-(hostkit.actions.changes), which needs no Ansible module_utils compiled on the host; without it,
-the module plugins/modules/hostkit_changes.py runs as Ansible ships any module. Both run the same
-code (module_utils/hostkit_change_set.py)."""
+"""The action plugin of the modules hostkit_changes and hostkit_lock (hostkit_lock.py is a link to
+this file). With the hostkit Python package on the controller, the module's work is done by the
+host's hostkit agent in one call (hostkit.actions.AGENT_MODULES: hostkit_changes' changes are
+checked on the controller first, with the module's rules), which needs no Ansible module_utils
+compiled on the host; without it, the module in plugins/modules/ runs as Ansible ships any module.
+Both run the same code (module_utils/hostkit_change_set.py, module_utils/hostkit_host_lock.py)."""
 
 from __future__ import absolute_import, division, print_function
 
@@ -13,9 +14,11 @@ from ansible.plugins.action import ActionBase
 
 try:
     from hostkit import actions
-    from hostkit.agent.changes.change_set import ARGUMENT_SPEC
 except ImportError:  # the collection without the hostkit Python package beside Ansible
     actions = None
+
+# The module this plugin is: its own name (...plugins.action.<name>), whichever link loaded it.
+MODULE = __name__.rsplit(".", 1)[-1]
 
 
 class ActionModule(ActionBase):
@@ -28,10 +31,12 @@ class ActionModule(ActionBase):
         if actions is None:
             result.update(self._execute_module(task_vars=task_vars))
             return result
-        dummy, args = self.validate_argument_spec(argument_spec=ARGUMENT_SPEC)
+        spec, work = actions.AGENT_MODULES[MODULE]
+        dummy, args = self.validate_argument_spec(argument_spec=spec)
         try:
-            result.update(actions.changes(actions.ActionRemote(self), args, check_mode=bool(self._task.check_mode),
-                                          diff_mode=bool(self._task.diff), python=actions.host_python(task_vars, self._templar.template)))
+            python = actions.host_python(task_vars, self._templar.template)
+            result.update(work(actions.ActionRemote(self), args, check_mode=bool(self._task.check_mode),
+                               diff_mode=bool(self._task.diff), python=python))
         except actions.HostkitError as exc:
             result.update(failed=True, changed=False, msg=str(exc))
         return result

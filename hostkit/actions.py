@@ -29,6 +29,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
 
+from hostkit.agent import lock as host_lock
 from hostkit.agent.changes import change_set
 from hostkit.ansible import agent_zipapp
 from hostkit.ansible.agent_call import agent_error, parse_json_line
@@ -102,7 +103,7 @@ def run_agent(remote: Remote, args: list[str], *, sysroot: str = "/", python: st
     return doc
 
 
-def changes(remote: Remote, args: dict, *, check_mode: bool, diff_mode: bool,
+def changes(remote: Remote, args: dict, *, check_mode: bool, diff_mode: bool = False,
             python: str = "/usr/bin/python3") -> dict:
     """``hostkit.tuning.hostkit_changes`` in one agent call: every change checked here, on the
     controller, with the module's own rules (:func:`change_set.parse`; bad input changes nothing and
@@ -116,6 +117,21 @@ def changes(remote: Remote, args: dict, *, check_mode: bool, diff_mode: bool,
     req = change_set.request(args, parsed, check_mode, diff_mode)
     return run_agent(remote, ["changes"], sysroot=args.get("sysroot") or "/", python=python,
                      stdin=json.dumps(req).encode())
+
+
+def lock(remote: Remote, args: dict, *, check_mode: bool, diff_mode: bool = False,
+         python: str = "/usr/bin/python3") -> dict:
+    """``hostkit.tuning.hostkit_lock`` in one agent call: the module's options (checked by the
+    plugin) and the mode on the agent's stdin; the module's result back."""
+    req = dict({k: v for k, v in args.items() if k != "sysroot"}, check_mode=bool(check_mode))
+    return run_agent(remote, ["lock"], sysroot=args.get("sysroot") or "/", python=python,
+                     stdin=json.dumps(req).encode())
+
+
+# The modules whose action plugin (action_plugins/hostkit_changes.py, and links to it) has the host's
+# agent do their work when hostkit is on the controller: name -> (the module's argument spec, the work).
+AGENT_MODULES = {"hostkit_changes": (change_set.ARGUMENT_SPEC, changes),
+                 "hostkit_lock": (host_lock.ARGUMENT_SPEC, lock)}
 
 
 def facts(remote: Remote, *, sysroot: str = "/", python: str = "/usr/bin/python3") -> dict:

@@ -106,8 +106,8 @@ def test_module_utils_are_links_into_the_agent_or_core():
         assert path.is_symlink(), path
         target = os.readlink(path)
         assert not os.path.isabs(target), target
-        assert path.resolve().parent in (REPO / "hostkit/agent", REPO / "hostkit/agent/changes", REPO / "hostkit/core"), \
-            target
+        assert path.resolve().parent in (REPO / "hostkit/agent", REPO / "hostkit/agent/changes",
+                                         REPO / "hostkit/core"), target
         if path.name.startswith("hostkit_change_"):
             assert path.resolve().parent == REPO / "hostkit/agent/changes", target
             for node in ast.walk(ast.parse(path.read_text())):

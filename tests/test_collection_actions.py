@@ -1,9 +1,11 @@
 """The collection's action plugins' rules (hostkit.actions), below Ansible and SSH.
 
 The agent runs for real on this machine through a local :class:`Remote` (``sh -c`` with the
-command the plugin would send over its connection: tests/modules/runner.py's ``LocalRemote``) against fixture sysroots; the smoke and
-rollback verdicts are driven with the agent's documents through a scripted remote. What needs
-``ansible-playbook`` and real SSH (batches, rescue, journals) is tests/test_collection_lab.py's.
+command the plugin would send over its connection: tests/modules/runner.py's ``LocalRemote``)
+against fixture sysroots; the smoke and rollback verdicts are driven with the agent's documents
+through a scripted remote. What needs ``ansible-playbook`` and real SSH (batches, rescue, journals)
+is tests/test_collection_lab.py's; hostkit_changes' action plugin is run by real ad hoc
+Ansible on this machine here.
 """
 
 from __future__ import annotations
@@ -208,7 +210,8 @@ def test_hostkit_changes_makes_the_same_changes_as_the_module_and_through_the_ag
     """The action plugin of hostkit_changes: without hostkit on the controller, Ansible's module
     (the payload compiled on the host); with it, the agent; the same result and the same files. Bad
     input fails on the controller and reaches no host."""
-    changes = [{"name": "conf", "file": {"path": "/etc/sysctl.d/61-hostkit-numa.conf", "content": "kernel.numa_balancing = 0\n"}},
+    changes = [{"name": "conf", "file": {"path": "/etc/sysctl.d/61-hostkit-numa.conf",
+                                         "content": "kernel.numa_balancing = 0\n"}},
                {"values": {"items": [{"path": "/proc/sys/kernel/numa_balancing", "value": 0, "kind": "int"}]}},
                {"run": {"argv": ["sysctl", "--system"], "if_changed": ["conf"]}}]
     seen = {}

@@ -12,8 +12,8 @@ import os
 import pytest
 
 from hostkit.core.kernel_args import remove_grub_args
-from tests.modules.runner import (AGENT_MODULES, CASES_DIR, LIBRARY, MODES, MODULE_UTILS, load_cases, load_module, make_shim,
-                                  run_case, run_inprocess, snapshot)
+from tests.modules.runner import (AGENT_MODULES, CASES_DIR, LIBRARY, MODES, MODULE_UTILS, REPO, load_cases,
+                                  make_shim, run_case, run_inprocess, snapshot)
 from hostkit.actions import ARG_SPECS
 from tests.test_agent import _python3_only
 
@@ -96,17 +96,19 @@ CHANGE_KINDS = sorted(p.stem for p in MODULE_UTILS.glob("hostkit_change_*.py") i
 
 @pytest.mark.parametrize("module", MODULES)
 def test_module_keeps_python2_syntax_and_does_its_work_in_one_place(module):
-    """A module's source keeps Python 2 syntax; its work is a kind of change (module_utils), which the
-    module and hostkit_changes share, or the module's own decide() and do()."""
+    """A module's source keeps Python 2 syntax; its work is module_utils code the agent runs too (a
+    kind of change, the set of them, the lock: hostkit/agent/), or the module's own decide() and do()."""
     source = (LIBRARY / f"{module}.py").read_text()
     tree = ast.parse(source)
     assert not _python3_only(tree), _python3_only(tree)
     assert "from __future__ import absolute_import, division, print_function" in source
     functions = {n.name for n in tree.body if isinstance(n, ast.FunctionDef)}
-    shared = [n.module for n in tree.body if isinstance(n, ast.ImportFrom) and n.module
-              and n.module.startswith("ansible.module_utils.hostkit_change_")]
+    utils = [n.module.split(".")[-1] for n in tree.body if isinstance(n, ast.ImportFrom) and n.module
+             and n.module.startswith("ansible.module_utils.hostkit_")]
+    shared = [u for u in utils if (MODULE_UTILS / f"{u}.py").resolve().is_relative_to(REPO / "hostkit" / "agent")
+              and u != "hostkit_journal_io"]
     if module == "hostkit_changes":  # the set of every kind, as the agent runs it too
-        assert shared == ["ansible.module_utils.hostkit_change_set"], shared
+        assert shared == ["hostkit_change_set"], shared
         from ansible.module_utils.hostkit_change_set import KINDS
 
         assert sorted(f"hostkit_change_{k}" for k in KINDS) == CHANGE_KINDS
@@ -225,7 +227,8 @@ def test_values_a_refused_write_without_tolerate_refused_fails_after_the_journal
 
 def test_lock_taken_by_another_run_between_read_and_create(tmp_path, monkeypatch):
     """The O_EXCL create loses the race: the module decides again on the winner's lock."""
-    mod = load_module("hostkit_lock")
+    from ansible.module_utils import hostkit_host_lock as mod
+
     lock = tmp_path / "var/lib/hostkit/lock"
     lock.parent.mkdir(parents=True)
     lock.write_text(json.dumps({"run_id": "r1", "controller": "ctl:1", "time": 0}))

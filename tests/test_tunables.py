@@ -287,7 +287,7 @@ def test_swappiness_end_to_end_through_the_table(sysroot_copy, tmp_path):
         "ansible_connection": "local", "ansible_python_interpreter": sys.executable, "hostkit_sysroot": str(root)}}}}))
     run = run_playbook("apply.yml", str(inventory), tags="numa_sysctl", run_id="20250101T000000Z-swap",
                        extravars={"hostkit_plans": {"h": plan}, "hostkit_run_id": "20250101T000000Z-swap"})
-    assert run.status == "successful", run.error
+    assert run.status == "successful", (run.error, {h: (r.status, r.msg) for h, r in run.hosts.items()})
     assert (root / "proc/sys/vm/swappiness").read_text() == "10\n"
     assert "vm.swappiness = 10\n" in (root / "etc/sysctl.d/61-hostkit-numa.conf").read_text()
     after = gather(str(root))

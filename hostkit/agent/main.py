@@ -44,8 +44,10 @@ def main(argv: list[str] | None = None) -> int:
     sm = sub.add_parser("smoke")
     sm.add_argument("--sysroot", default="/")
     add_smoke_arguments(sm)
-    ch = sub.add_parser("changes")  # one role's parsed changes (hostkit.tuning.hostkit_changes), JSON on stdin
-    ch.add_argument("--sysroot", default="/")
+    # The work of the modules hostkit_changes (one role's parsed changes) and hostkit_lock, for their
+    # action plugins (hostkit.actions): the request as JSON on stdin, the module's result on stdout.
+    for name in ("changes", "lock"):
+        sub.add_parser(name).add_argument("--sysroot", default="/")
     gp = sub.add_parser("gaps")
     gp.add_argument("--sysroot", default="/")
     add_gap_arguments(gp)
@@ -54,6 +56,10 @@ def main(argv: list[str] | None = None) -> int:
         sysroot = args.sysroot or "/"
         if args.cmd == "changes":
             from hostkit.agent.changes.change_set import run_request
+
+            doc = run_request(_stdin_json(), sysroot)
+        elif args.cmd == "lock":
+            from hostkit.agent.lock import run_request
 
             doc = run_request(_stdin_json(), sysroot)
         elif args.cmd == "facts":
@@ -93,7 +99,7 @@ def main(argv: list[str] | None = None) -> int:
         return exc.exit_code
     json.dump(doc, sys.stdout)
     sys.stdout.write("\n")
-    if args.cmd == "changes":
+    if args.cmd in ("changes", "lock"):
         return 1 if doc.get("failed") else 0
     if args.cmd == "rollback":
         from hostkit.agent.rollback import restored

@@ -33,7 +33,8 @@ files themselves and not on what the module says:
 The module runs in-process (``ansible.module_utils.testing.patch_module_args``) or as a
 subprocess (``python library/X.py args.json``, as Ansible runs it, with ``PYTHONPATH`` a tree
 where ``ansible.module_utils.hostkit_*`` resolve and ``hostkit`` does not import);
-``hostkit_changes`` also through the agent, as its action plugin runs it (:func:`run_agent_route`).
+``hostkit_changes`` and ``hostkit_lock`` also through the agent, as their action plugin runs them
+(:func:`run_agent_route`).
 """
 
 from __future__ import annotations
@@ -61,9 +62,10 @@ JOURNAL_DIR = "var/lib/hostkit/journal"
 WOULD_RUN_LOG = "var/lib/hostkit/would-run.jsonl"
 STATE_PREFIX = "var/lib/hostkit/"
 MODES = ("inprocess", "subprocess")
-# hostkit_changes also runs as its action plugin does with hostkit on the controller: the changes
-# parsed here, made by the agent zipapp in a python3 of its own (hostkit.actions.changes).
-AGENT_MODULES = {"hostkit_changes": "agent"}
+# Modules that also run as their action plugin runs them with hostkit on the controller: the
+# options checked here, the work done by the agent zipapp in a python3 of its own
+# (hostkit.actions.AGENT_MODULES).
+AGENT_MODULES = {"hostkit_changes": "agent", "hostkit_lock": "agent"}
 
 # In-process, ``ansible.module_utils.hostkit_*`` are the project's module_utils files.
 if str(MODULE_UTILS) not in ansible.module_utils.__path__:
@@ -266,21 +268,22 @@ class LocalRemote:
         return proc.returncode, proc.stdout.decode(), proc.stderr.decode()
 
 
-def run_agent_route(args: dict) -> tuple[dict, int]:
-    """hostkit_changes through its action plugin's route: the module's options checked as the plugin
-    checks them, the changes parsed, the agent run. The exit code is the agent's; a task that failed
-    before reaching the host (bad input) has 1 and ran nothing there."""
+def run_agent_route(name: str, args: dict) -> tuple[dict, int]:
+    """Module ``name`` through its action plugin's route: the module's options checked as the plugin
+    checks them, the work done by the agent (:data:`hostkit.actions.AGENT_MODULES`). The exit code is
+    the agent's; a task that failed before reaching the host (bad input) has 1 and ran nothing there."""
     from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
 
     from hostkit import actions
-    from hostkit.agent.changes.change_set import ARGUMENT_SPEC
 
+    spec, work = actions.AGENT_MODULES[name]
     options = {k: v for k, v in args.items() if not k.startswith("_ansible_")}
-    checked = ArgumentSpecValidator(ARGUMENT_SPEC).validate(options)
-    assert not checked.error_messages, checked.error_messages
+    checked = ArgumentSpecValidator(spec).validate(options)
+    if checked.error_messages:  # the plugin fails the task before anything runs on the host
+        return {"failed": True, "msg": "; ".join(checked.error_messages)}, 1
     shell = LocalRemote()
-    result = actions.changes(shell, checked.validated_parameters, check_mode=bool(args.get("_ansible_check_mode")),
-                             diff_mode=bool(args.get("_ansible_diff")), python="/usr/bin/python3")
+    result = work(shell, checked.validated_parameters, check_mode=bool(args.get("_ansible_check_mode")),
+                  diff_mode=bool(args.get("_ansible_diff")), python="/usr/bin/python3")
     if not shell.calls:
         assert result.get("failed"), f"the agent was never run, and the task did not fail: {result}"
         return result, 1
@@ -428,7 +431,7 @@ def run_case(module: str, case: dict, journals_changes: bool, mode: str, workdir
         if mode == "inprocess":
             return run_inprocess(module, args, spy, library)
         if mode == "agent":
-            return run_agent_route(args)
+            return run_agent_route(module, args)
         return run_subprocess(module, args, shim, workdir, library)
 
     result, rc = run()

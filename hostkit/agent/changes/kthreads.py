@@ -10,7 +10,8 @@ __metaclass__ = type
 try:  # as Ansible ships it (AnsiballZ), and in-process beside the project's module_utils
     from ansible.module_utils.hostkit_cpulist import parse_cpulist
     from ansible.module_utils.hostkit_journal_io import ModuleFailure, is_live
-    from ansible.module_utils.hostkit_kthreads import NOT_LIVE, apply_moves, boot_id, kernel_threads, movable, plan_moves
+    from ansible.module_utils.hostkit_kthreads import (NOT_LIVE, apply_moves, boot_id, kernel_threads, movable,
+                                                       plan_moves)
 except ImportError:  # in hostkit's agent on the host, which carries no Ansible
     from hostkit.core.cpulist import parse_cpulist
     from hostkit.agent.journal_io import ModuleFailure, is_live

@@ -1,0 +1,1 @@
+hostkit_changes.py

@@ -1,0 +1,1 @@
+../hostkit/agent/lock.py
