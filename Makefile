@@ -74,6 +74,7 @@ fuzz: setup
 bench: setup
 	$(PY) bench/facts.py
 	$(PY) bench/apply_fleet.py
+	$(PY) bench/module_route.py
 	$(PY) bench/smoke_transport.py
 	$(PY) bench/audit_fleet.py
 	$(PY) bench/gap_probe.py
