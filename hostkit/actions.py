@@ -87,14 +87,15 @@ def run_agent(remote: Remote, args: list[str], *, sysroot: str = "/", python: st
     :class:`HostkitError`."""
     artifact = agent_artifact()
     tail = " ".join(shlex.quote(a) for a in [python, *args, "--sysroot", sysroot or "/"])
-    rc, out, err = remote.run(f"{agent_zipapp.agent_command(artifact)} {tail}", stdin=stdin)
+    command = f"{agent_zipapp.agent_command(artifact)} {tail}"
+    rc, out, err = remote.run(command, stdin=stdin)
     if rc == agent_zipapp.CACHE_MISS and stdin is None:  # not there yet: the same command, the agent on its stdin
         rc, out, err = remote.run(f"{agent_zipapp.agent_command(artifact, upload=True)} {tail}",
                                   stdin=artifact.read_bytes())
     elif rc == agent_zipapp.CACHE_MISS:  # the agent stored first; then the same command, its input on stdin
         rc, out, err = remote.run(agent_zipapp.store_command(artifact), stdin=artifact.read_bytes())
         if rc == 0:
-            rc, out, err = remote.run(f"{agent_zipapp.agent_command(artifact)} {tail}", stdin=stdin)
+            rc, out, err = remote.run(command, stdin=stdin)
     doc = parse_json_line(out)
     if doc is None:
         raise HostkitError(f"the hostkit agent printed no JSON (exit {rc}): {(err or out).strip()[-300:]}")
