@@ -46,6 +46,21 @@ def btime(lab, host: str) -> int:
                 if line.startswith("btime "))
 
 
+def test_the_image_s_guests_are_tuned_free(lab):
+    """The image carries tuned installed but disabled: a plain guest (as this one, before its
+    rollout) runs no tuned, and its command line and GRUB config carry nothing of tuned's."""
+    g = GUESTS[0]
+    state = {"enabled": ssh(lab, g, "systemctl is-enabled tuned", check=False).strip(),
+             "service": ssh(lab, g, "systemctl is-active tuned", check=False).strip(),
+             "procs": ssh(lab, g, "pgrep -x tuned", check=False).strip()}
+    assert state == {"enabled": "disabled", "service": "inactive", "procs": ""}, state
+    cmdline = read(lab, g, "/proc/cmdline")
+    assert "isolcpus" not in cmdline and "nohz" not in cmdline, cmdline
+    # Debian's /etc/grub.d/00_tuned sets an empty $tuned_params that no linux line uses.
+    grub_cfg = read(lab, g, "/boot/grub/grub.cfg")
+    assert 'set tuned_params=""' in grub_cfg and "$tuned_params" not in grub_cfg
+
+
 @pytest.fixture(scope="module")
 def rolled_out(lab, tmp_path_factory):
     d = tmp_path_factory.mktemp("vm-rollout-inv")

@@ -29,6 +29,7 @@ from hostkit.lab.vm_image import Image
     ("sockets=2,cores=2,threads=1,nodes=2,nic_queues=4", "one queue pair"),
     ("sockets=2,cores=2,threads=1,nodes=2,nodes=1", "nodes given twice"),
     ("numa3", "is not KEY=VALUE"),
+    ("sockets=1,cores=2,threads=1,nodes=1,setup=k8s", "setup must be one of tuned-cpu-partitioning, got 'k8s'"),
 ])
 def test_bad_specs_name_the_problem(text, needle):
     with pytest.raises(BadInput, match=None) as exc:
@@ -38,6 +39,7 @@ def test_bad_specs_name_the_problem(text, needle):
 
 @pytest.mark.parametrize("preset, shape", [
     ("numa2", (2, 2, 1, 2)), ("smt", (1, 2, 2, 1)), ("vmware-like", (4, 1, 1, 1)), ("small", (1, 2, 1, 1)),
+    ("small-tuned", (1, 2, 1, 1)),
 ])
 def test_presets(preset, shape):
     s = vm.parse_spec(preset)
@@ -187,6 +189,26 @@ def test_a_state_of_another_qemu_build_or_machine_shape_is_not_resumed(tmp_path,
     assert vm_state.shape(state.image, vm.parse_spec("numa2"), TCG) != vm_state.shape(state.image, state.spec, TCG)
 
 
+def test_a_setup_is_part_of_a_presets_identity_and_of_its_states_shape(tmp_path, monkeypatch):
+    """small-tuned is small's machine booted into tuned's setup: the same QEMU command line, another
+    preset, another saved state (a state of plain small is never resumed as small-tuned), and a
+    state saved before the setup's script or check changed is not resumed either."""
+    from hostkit.lab import vm_setup, vm_state
+
+    state = _fake_state(tmp_path, monkeypatch)
+    small, tuned = vm.parse_spec("small"), vm.parse_spec("small-tuned")
+    assert small.to_text() == "sockets=1,cores=2,threads=1,nodes=1,mem=1024,vendor=kvm,nic_queues=1,disk_queues=1"
+    assert (vm.preset_of(small), vm.preset_of(tuned)) == ("small", "small-tuned")
+    g = tmp_path / "g"
+    assert vm.Guest("g", g, small).argv(state.image, "A", 1, TCG) == vm.Guest("g", g, tuned).argv(state.image, "A", 1, TCG)
+    before = vm_state.shape(state.image, tuned, TCG)
+    assert before != vm_state.shape(state.image, small, TCG)
+    setup = vm_setup.SETUPS["tuned-cpu-partitioning"]
+    monkeypatch.setitem(vm_setup.SETUPS, "tuned-cpu-partitioning",
+                        vm_setup.Setup(setup.about, setup.script + " && true", setup.check))
+    assert vm_state.shape(state.image, tuned, TCG) != before
+
+
 def test_a_damaged_state_is_removed_and_not_rebuilt_in_its_place(tmp_path, monkeypatch):
     state = _fake_state(tmp_path, monkeypatch)
     state.stream.write_bytes(b"ram and devicez")
@@ -245,3 +267,27 @@ def test_the_lab_resumes_a_preset_and_boots_anything_else_saying_why(tmp_path, m
         assert (pid, _FakeGuest.calls[-2:]) == (4242, [("prepare", "base.qcow2"), ("launch", False)])
     if spec == "smt-refused":
         assert not state.dir.exists()  # a state QEMU refused is not tried again
+
+
+def test_a_guest_with_a_setup_booted_the_slow_way_runs_it_and_is_stopped_when_it_fails(tmp_path, monkeypatch):
+    from hostkit.lab import vm_setup
+
+    state = _fake_state(tmp_path, monkeypatch)
+    ran = []
+    monkeypatch.setattr(vm_setup, "run", lambda guest, name, timeout, say=None: ran.append((guest.name, name)))
+    _FakeGuest.calls = []
+    lab = Lab(tmp_path / "lab")
+    lab.client_key.parent.mkdir(parents=True)
+    guest = _FakeGuest("t", tmp_path / "t", vm.parse_spec("small-tuned"))
+    assert lab._start_guest(guest, state.image, TCG, "127.0.0.2", 2614, False, None) == (4242, "booted")
+    assert ran == [("t", "tuned-cpu-partitioning")]  # --boot: the setup, which the state would have held
+
+    def fail(guest, name, timeout, say=None):
+        raise LabError("setup tuned-cpu-partitioning: t did not boot into it")
+
+    stopped = []
+    monkeypatch.setattr(vm_setup, "run", fail)
+    monkeypatch.setattr(_FakeGuest, "stop", lambda self, pid: stopped.append(pid), raising=False)
+    with pytest.raises(LabError, match="did not boot into it"):
+        lab._start_guest(guest, state.image, TCG, "127.0.0.2", 2614, False, None)
+    assert stopped == [4242]  # no QEMU left running for a guest the lab could not set up

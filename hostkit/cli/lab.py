@@ -15,6 +15,12 @@ def _presets() -> dict[str, str]:
     return PRESETS
 
 
+def _setups() -> dict[str, str]:
+    from hostkit.lab.vm_setup import SETUPS
+
+    return {name: s.about for name, s in SETUPS.items()}
+
+
 def add_parser(sub) -> argparse.ArgumentParser:
     lab = sub.add_parser("lab", help="start/stop lab hosts on loopback: sshd sysroots and real-kernel QEMU guests",
                          description="A lab of real sshd hosts on 127.0.0.2, 127.0.0.3, ... each with its own "
@@ -26,8 +32,10 @@ def add_parser(sub) -> argparse.ArgumentParser:
     up = lsub.add_parser("up", help="start the lab",
                          formatter_class=argparse.RawDescriptionHelpFormatter,
                          epilog="VM specs (--vm NAME=SPEC): sockets=S,cores=C,threads=T,nodes=N"
-                                "[,mem=MiB][,vendor=vmware|kvm][,disk_queues=Q], or a preset:\n"
+                                "[,mem=MiB][,vendor=vmware|kvm][,disk_queues=Q][,setup=NAME], or a preset:\n"
                                 + "\n".join(f"  {k:12s} {v}" for k, v in _presets().items())
+                                + "\n\nsetups (run, and booted into, before the guest is used; held by the saved state):\n"
+                                + "\n".join(f"  {k}: {v}" for k, v in _setups().items())
                                 + "\n\nexamples:\n"
                                 "  hostkit lab up --hosts 3                       three sshd sysroot hosts\n"
                                 "  hostkit lab up --vm g1=numa2                   one real-kernel guest (resumed in seconds from\n"

@@ -282,6 +282,7 @@ class Lab:
     def _start_guest(self, guest, image, accel, address: str, port: int, resume: bool, say) -> tuple[int, str]:
         """Resume the guest from its preset's saved state, or boot it (saying why); (pid, how)."""
         from hostkit.lab import vm as vmlab
+        from hostkit.lab import vm_setup
         from hostkit.lab.vm_state import ResumeFailed, SavedState
 
         client_pub = self.client_key.with_suffix(".pub")
@@ -312,7 +313,14 @@ class Lab:
         if say:
             say(f"{guest.name}: booting, {shape} (saved state not used: {why})")
         guest.prepare(image.base, client_pub)
-        return guest.launch(image, address, port, accel), "booted"
+        pid = guest.launch(image, address, port, accel)
+        if spec.setup:  # what the saved state would have held: the setup, and a reboot into it
+            try:
+                vm_setup.run(guest, spec.setup, vmlab.BOOT_TIMEOUT, say)
+            except BaseException:
+                guest.stop(pid)
+                raise
+        return pid, "booted"
 
     @staticmethod
     def _validate_specs(specs: list[tuple[str, str]]) -> None:

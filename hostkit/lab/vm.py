@@ -27,6 +27,7 @@ from pathlib import Path
 
 from hostkit.core.sysroot import excerpt
 from hostkit.errors import BadInput, LabError
+from hostkit.lab.vm_setup import SETUPS
 
 QEMU = "qemu-system-x86_64"
 MAX_VCPUS = 255  # QEMU's pc machine without an IOMMU/x2APIC interrupt remapping
@@ -37,7 +38,7 @@ VENDORS = {
     "vmware": ("VMware, Inc.", "VMware Virtual Platform"),
     "kvm": ("QEMU", "Standard PC (i440FX + PIIX, 1996)"),
 }
-SPEC_KEYS = ("sockets", "cores", "threads", "nodes", "mem", "vendor", "nic_queues", "disk_queues")
+SPEC_KEYS = ("sockets", "cores", "threads", "nodes", "mem", "vendor", "nic_queues", "disk_queues", "setup")
 PRESETS = {
     # 2 sockets x 2 cores, one NUMA node per socket, a multi-queue virtio disk (real per-queue MSI-X IRQs)
     "numa2": "sockets=2,cores=2,threads=1,nodes=2,mem=2048,vendor=kvm,disk_queues=4",
@@ -48,6 +49,8 @@ PRESETS = {
     "vmware-like": "sockets=4,cores=1,threads=1,nodes=1,mem=1024,vendor=vmware",
     # 2 vCPUs: no overcommit on a 2-CPU machine, for quiet latency baselines
     "small": "sockets=1,cores=2,threads=1,nodes=1,mem=1024,vendor=kvm",
+    # small, with tuned's cpu-partitioning running and booted into (hostkit.lab.vm_setup)
+    "small-tuned": "sockets=1,cores=2,threads=1,nodes=1,mem=1024,vendor=kvm,setup=tuned-cpu-partitioning",
 }
 
 
@@ -61,6 +64,7 @@ class VmSpec:
     vendor: str = "kvm"
     nic_queues: int = 1
     disk_queues: int = 1
+    setup: str = ""  # a named setup run, and booted into, before the guest is used (hostkit.lab.vm_setup)
 
     @property
     def cpus(self) -> int:
@@ -72,11 +76,12 @@ class VmSpec:
         return [(n * per, (n + 1) * per - 1) for n in range(self.nodes)]
 
     def to_text(self) -> str:
-        return ",".join(f"{k}={v}" for k, v in asdict(self).items())
+        return ",".join(f"{k}={v}" for k, v in asdict(self).items() if not (k == "setup" and not v))
 
 
 def parse_spec(text: str) -> VmSpec:
-    """``sockets=S,cores=C,threads=T,nodes=N[,mem=MiB][,vendor=vmware|kvm][,nic_queues=Q]`` or a preset."""
+    """``sockets=S,cores=C,threads=T,nodes=N[,mem=MiB][,vendor=vmware|kvm][,nic_queues=Q][,disk_queues=Q]
+    [,setup=NAME]`` or a preset."""
     if not isinstance(text, str) or len(text) > 300:
         raise BadInput(f"VM spec {excerpt(text)}: a spec is KEY=VALUE,... (at most 300 characters) or a preset "
                        f"({', '.join(PRESETS)})")
@@ -105,7 +110,10 @@ def parse_spec(text: str) -> VmSpec:
     vendor = fields.get("vendor", "kvm")
     if vendor not in VENDORS:
         raise BadInput(f"VM spec {text!r}: vendor must be one of {', '.join(VENDORS)}, got {vendor!r}")
-    spec = VmSpec(vendor=vendor, **ints)
+    setup = fields.get("setup", "")
+    if setup and setup not in SETUPS:
+        raise BadInput(f"VM spec {text!r}: setup must be one of {', '.join(SETUPS)}, got {setup!r}")
+    spec = VmSpec(vendor=vendor, setup=setup, **ints)
     if spec.cpus > MAX_VCPUS:
         raise BadInput(f"VM spec {text!r}: {spec.cpus} vCPUs; QEMU's pc machine accepts at most {MAX_VCPUS}")
     if spec.nodes > spec.cpus or spec.nodes > MAX_NODES:

@@ -37,6 +37,7 @@ from pathlib import Path
 
 from hostkit.errors import LabError
 from hostkit.lab import vm as vmlab
+from hostkit.lab import vm_setup
 from hostkit.lab.vm_image import file_sha256
 
 STATE_VERSION = "1"
@@ -57,6 +58,8 @@ def shape(image, spec: vmlab.VmSpec, accel: list[str]) -> str:
     argv = canonical.argv(image, "ADDRESS", 0, accel)
     argv = [a.replace(str(image.dir), "/IMAGE") for a in argv]
     doc = {"qemu": vmlab._qemu_version(), "image": image.key, "argv": argv, "version": STATE_VERSION}
+    if spec.setup:  # booted into a setup: its script and check are part of what was saved
+        doc["setup"] = {"name": spec.setup, "fingerprint": vm_setup.SETUPS[spec.setup].fingerprint()}
     return hashlib.sha256(json.dumps(doc, sort_keys=True).encode()).hexdigest()[:16]
 
 
@@ -128,7 +131,8 @@ class SavedState:
 
     # ------------------------------------------------------------------ build
     def build(self, say=None) -> None:
-        """Boot the template guest cold, wait until its boot is over, stop its sshd, save the state."""
+        """Boot the template guest cold, wait until its boot is over (with a ``setup``: run it and
+        reboot into it, :mod:`hostkit.lab.vm_setup`), stop its sshd, save the state."""
         work = Path(tempfile.mkdtemp(prefix=f"{self.preset}.partial-", dir=self.dir.parent))
         guest = vmlab.Guest(TEMPLATE, work, self.spec)
         pid = None
@@ -136,11 +140,10 @@ class SavedState:
             t0 = time.monotonic()
             guest.prepare(self.image.base, None, hostname="hostkit-template")
             pid = guest.launch(self.image, "127.0.0.1", 0, self.accel)  # port 0: no forward anyone uses
+            if self.spec.setup:  # run it, and reboot into it, before the state is saved
+                vm_setup.run(guest, self.spec.setup, vmlab.BOOT_TIMEOUT, say)
             with guest.agent(timeout=10) as agent:
-                agent.sync(vmlab.BOOT_TIMEOUT)
-                rc, out, err = agent.exec(["/bin/systemctl", "is-system-running", "--wait"], vmlab.BOOT_TIMEOUT)
-                if out.strip() not in ("running", "degraded"):
-                    raise LabError(f"the template's boot ended {out.strip() or err.strip()!r}")
+                vm_setup.wait_booted(agent, vmlab.BOOT_TIMEOUT)
                 for argv in (["/bin/systemctl", "stop", "ssh.service"], ["/bin/sync"]):
                     rc, out, err = agent.exec(argv, 120)
                     if rc != 0:
