@@ -111,20 +111,22 @@ failed_change:
 """
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible.module_utils.hostkit_change_set import ARGUMENT_SPEC, Journal, ModuleFailure, apply_changes, parse
+from ansible.module_utils.hostkit_change_set import ARGUMENT_SPEC, ModuleFailure, outcome, parse
 
 
 def main():
     module = AnsibleModule(argument_spec=ARGUMENT_SPEC, supports_check_mode=True)
     p = module.params
-    common = dict(sysroot=p["sysroot"], run_id=p["run_id"], role=p["role"])
     try:
         parsed = parse(p["changes"])
-        result = apply_changes(common, parsed, Journal(p["sysroot"], p["run_id"]), module.check_mode, module._diff)
     except ModuleFailure as exc:
         module.fail_json(msg=str(exc), **exc.fields)
     except ValueError as exc:
         module.fail_json(msg=str(exc))
+    result = outcome(dict(sysroot=p["sysroot"], run_id=p["run_id"], role=p["role"]), parsed,
+                     module.check_mode, module._diff)
+    if result.get("failed"):
+        module.fail_json(**result)
     module.exit_json(**result)
 
 

@@ -169,6 +169,13 @@ def run_request(req, sysroot):
     except (KeyError, TypeError, ValueError) as exc:
         return dict(failed=True, changed=False, msg="hostkit agent: not a hostkit_changes request (%s); "
                                                     "nothing changed" % exc)
+    return outcome(common, parsed, check_mode, diff_mode)
+
+
+def outcome(common, parsed, check_mode, diff_mode):
+    """The module's result for ``parsed`` changes on the host, for the module and the agent alike:
+    ``failed`` with the failing change's ``msg`` and fields (the changes before it stay made and
+    journaled), or ``failed`` with nothing changed when an option is wrong for the host."""
     try:
         return apply_changes(common, parsed, Journal(common["sysroot"], common["run_id"]), check_mode, diff_mode)
     except ModuleFailure as exc:
