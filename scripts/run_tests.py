@@ -5,9 +5,10 @@
    write its kernel state (markers ``measures`` and ``live``: smoke, gaps, live writes, restored),
    one at a time; then the rest (unit, fixtures, module cases, lint and sanity) on both cores
    (pytest-xdist, ``-n 2``);
-2. then side by side: the lab suite (real sshd hosts) and the real-kernel (VM) suite in two lanes
-   (QEMU guests mostly wait on TCG: three processes keep the 2 cores busy); the dependency floors
-   run once the lab suite is done, while the VM lanes finish.
+2. then side by side: the lab suite (real sshd hosts), the real-kernel (VM) suite in two lanes
+   (QEMU guests mostly wait on TCG: three processes keep the 2 cores busy) and the dependency
+   floors (a fresh venv at the floors, then unit tests that measure nothing), which would
+   otherwise wait for the last of them.
 
 Each background suite writes its log to .hostkit/test-<suite>.log, printed after the lab suite's
 own output. Any suite failing fails the run. At the end: each suite's outcome and wall time, the ten
@@ -98,15 +99,12 @@ def main() -> int:
     lane_b = suite("vm-b", "vm", VM_LANE_B, args,
                    {**vm_env, "HOSTKIT_TEST_VM_PORT": "2600", "HOSTKIT_TEST_LAB_PORT": "2422"})
     floors = suite("floors", "floors", [], args)
-    print("the lab suite next, beside the VM suite in two lanes (.hostkit/test-vm-a.log, .hostkit/test-vm-b.log)",
-          flush=True)
-    for s in (lane_a, lane_b):
+    print("the lab suite next, beside the VM suite in two lanes and the dependency floors "
+          "(.hostkit/test-vm-a.log, .hostkit/test-vm-b.log, .hostkit/test-floors.log)", flush=True)
+    for s in (lane_a, lane_b, floors):
         start(s, OUT / f"test-{s['name']}.log")
     start(lab, None)
-    wait(lab)
-    print("the dependency floors, while the VM lanes finish (.hostkit/test-floors.log)", flush=True)
-    start(floors, OUT / "test-floors.log")
-    wait_all([floors, lane_a, lane_b])
+    wait_all([lab, lane_a, lane_b, floors])
     for s in (floors, lane_a, lane_b):
         sys.stdout.write(s["log"].read_text())
     suites = [measure, fast, lab, lane_a, lane_b, floors]
