@@ -8,6 +8,7 @@ import importlib.util
 import os
 import stat
 import subprocess
+import sys
 import zipfile
 from pathlib import Path
 
@@ -38,7 +39,26 @@ def test_every_shipped_source_has_the_controllers_bytecode_beside_it(pyz):
 def test_an_unchanged_package_names_the_same_artifact(pyz):
     assert agent_zipapp.build(pyz.parent) == pyz
     (pyz.parent / next(p.name for p in pyz.parent.glob(".sources-*"))).unlink()  # the fast path gone
-    assert agent_zipapp.build(pyz.parent) == pyz  # same sources, same key: the file is reused
+    assert agent_zipapp.build(pyz.parent) == pyz  # same sources, same content: the file is reused
+    assert pyz.name == f"hostkit-agent-{agent_zipapp.sha256(pyz)[:16]}.pyz"  # named by its content
+
+
+# A process that has interned strings the agent's sources hold as constants ("[" and "]" in
+# hostkit/core/values.py), and hashes strings with another seed: marshal wrote such constants
+# differently when the agent was compiled in the building process.
+BUSY = "import sys; [sys.intern(c) for c in '[](){}<>,.:;=+-*/ _']; "
+
+
+@pytest.mark.parametrize("prelude, seed", [("", "0"), (BUSY, "1"), (BUSY, "random")],
+                         ids=["plain", "interned", "interned-random-seed"])
+def test_the_same_sources_build_the_same_bytes_in_any_process(pyz, tmp_path, prelude, seed):
+    """One version of hostkit ships one file: hosts share one cache (one file name, one content), and
+    a file of the same name with other bytes would be swapped under an agent running from it."""
+    code = prelude + "from hostkit.ansible import agent_zipapp; print(agent_zipapp.build(sys.argv[1]))"
+    env = {**os.environ, "PYTHONHASHSEED": seed}
+    out = subprocess.run([sys.executable, "-c", "import sys; " + code, str(tmp_path)], env=env,
+                         capture_output=True, text=True, check=True).stdout.strip()
+    assert Path(out).name == pyz.name and Path(out).read_bytes() == pyz.read_bytes()
 
 
 @pytest.fixture

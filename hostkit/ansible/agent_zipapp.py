@@ -60,18 +60,48 @@ def shipped() -> list[str]:
 MAIN = "from hostkit.agent.main import main\nif __name__ == '__main__':\n    raise SystemExit(main())\n"
 
 
-def _pyc(rel: str, source: bytes) -> bytes:
-    """An unchecked hash-based .pyc (PEP 552) of ``source``: no timestamps, valid for any mtime."""
-    from importlib._bootstrap_external import _code_to_hash_pyc
+# Compiles each source of a JSON object {name: base64 source} on stdin into its unchecked hash-based
+# .pyc (PEP 552), printed as the same JSON shape.
+_COMPILE = """
+import base64, importlib.util, json, sys
+from importlib._bootstrap_external import _code_to_hash_pyc
+out = {}
+for name, text in sorted(json.load(sys.stdin).items()):
+    src = base64.b64decode(text)
+    code = compile(src, name, "exec", dont_inherit=True)
+    out[name] = base64.b64encode(bytes(_code_to_hash_pyc(code, importlib.util.source_hash(src), checked=False))).decode()
+json.dump(out, sys.stdout)
+"""
 
-    code = compile(source, f"hostkit/{rel}", "exec", dont_inherit=True)
-    return bytes(_code_to_hash_pyc(code, importlib.util.source_hash(source), checked=False))
+
+def _pycs(files: dict[str, bytes]) -> dict[str, bytes]:
+    """Each source's unchecked hash-based ``.pyc``, compiled in a fresh interpreter (``-S -s``, string
+    hashing seeded with 0) so that the bytes depend on the sources and the Python build alone.
+
+    marshal's output depends on the compiling process: a constant string the process happened to
+    have interned already is written as interned, and a set's order follows the string hash seed.
+    Compiled in-process, the same sources gave zipapps of two contents under one name (one from
+    pytest's module cases), and the hosts' shared cache swapped one for the other under a running
+    agent (zipimport: "bad local file header")."""
+    import base64
+    import json
+    import subprocess
+    import sys
+
+    request = json.dumps({name: base64.b64encode(data).decode() for name, data in files.items()})
+    proc = subprocess.run([sys.executable, "-S", "-s", "-c", _COMPILE], input=request.encode(), capture_output=True,
+                          env={"PYTHONHASHSEED": "0"}, timeout=300)
+    if proc.returncode != 0:
+        raise RuntimeError(f"compiling the agent's sources failed: {proc.stderr.decode(errors='replace')[-500:]}")
+    return {name: base64.b64decode(text) for name, text in json.loads(proc.stdout).items()}
 
 
 def build(dest_dir: str | Path) -> Path:
-    """Write ``hostkit-agent-<key>.pyz`` into ``dest_dir`` (reused if present). The key hashes the
-    sources and the controller's bytecode version, so one version of hostkit (and of Python) always
-    ships the same file and a host that holds it never receives it again."""
+    """Write ``hostkit-agent-<sha256>.pyz`` into ``dest_dir`` (reused if present), named by its own
+    content. Its bytes depend on the sources and the controller's Python build alone (:func:`_pycs`),
+    so one version of hostkit (and of Python) always ships the same file and a host that holds it
+    never receives it again; and two files of one name are always one content, so a host's cache
+    (:func:`locate_script`) never replaces the file an agent is running from."""
     # Fast path: the package's sources unchanged since the last build (by path, size and mtime)
     # name the same artifact without parsing every module again.
     stamp = hashlib.sha256(importlib.util.MAGIC_NUMBER)
@@ -82,24 +112,21 @@ def build(dest_dir: str | Path) -> Path:
     if index.is_file() and (Path(dest_dir) / index.read_text().strip()).is_file():
         return Path(dest_dir) / index.read_text().strip()
     files = {f"hostkit/{rel}": (PACKAGE_ROOT / rel).read_bytes() for rel in shipped()}
-    key = hashlib.sha256(importlib.util.MAGIC_NUMBER + MAIN.encode())
-    for name, data in files.items():
-        key.update(f"\0{name}\0{len(data)}\0".encode() + data)
-    dest = Path(dest_dir) / f"hostkit-agent-{key.hexdigest()[:16]}.pyz"
-    if dest.exists():
-        atomic_write(str(index), dest.name.encode())
-        return dest
+    pycs = _pycs(files)
     buf = io.BytesIO()
     with zipfile.ZipFile(buf, "w", zipfile.ZIP_DEFLATED) as zf:
         for name, data in files.items():
-            for arc, body in ((name, data), (name + "c", _pyc(name.removeprefix("hostkit/"), data))):
+            for arc, body in ((name, data), (name + "c", pycs[name])):
                 info = zipfile.ZipInfo(arc, date_time=(2020, 1, 1, 0, 0, 0))
                 info.compress_type = zipfile.ZIP_DEFLATED
                 zf.writestr(info, body)
         info = zipfile.ZipInfo("__main__.py", date_time=(2020, 1, 1, 0, 0, 0))
         zf.writestr(info, MAIN)
-    atomic_write(str(dest), b"#!/usr/bin/env python3\n" + buf.getvalue(), mode=0o755)  # a concurrent hostkit
-    atomic_write(str(index), dest.name.encode())  # never reads half a file
+    data = b"#!/usr/bin/env python3\n" + buf.getvalue()
+    dest = Path(dest_dir) / f"hostkit-agent-{hashlib.sha256(data).hexdigest()[:16]}.pyz"
+    if not dest.exists():
+        atomic_write(str(dest), data, mode=0o755)  # a concurrent hostkit never reads half a file
+    atomic_write(str(index), dest.name.encode())
     return dest
 
 
