@@ -49,13 +49,14 @@ def test_an_unchanged_package_names_the_same_artifact(pyz):
 BUSY = "import sys; [sys.intern(c) for c in '[](){}<>,.:;=+-*/ _']; "
 
 
-@pytest.mark.parametrize("prelude, seed", [("", "0"), (BUSY, "1"), (BUSY, "random")],
-                         ids=["plain", "interned", "interned-random-seed"])
-def test_the_same_sources_build_the_same_bytes_in_any_process(pyz, tmp_path, prelude, seed):
+@pytest.mark.parametrize("prelude, env", [("", {"PYTHONHASHSEED": "0"}), (BUSY, {"PYTHONHASHSEED": "1"}),
+                                          (BUSY, {"PYTHONHASHSEED": "random"}), ("", {"PYTHONOPTIMIZE": "2"})],
+                         ids=["plain", "interned", "interned-random-seed", "optimized"])
+def test_the_same_sources_build_the_same_bytes_in_any_process(pyz, tmp_path, prelude, env):
     """One version of hostkit ships one file: hosts share one cache (one file name, one content), and
     a file of the same name with other bytes would be swapped under an agent running from it."""
     code = prelude + "from hostkit.ansible import agent_zipapp; print(agent_zipapp.build(sys.argv[1]))"
-    env = {**os.environ, "PYTHONHASHSEED": seed}
+    env = {**os.environ, **env}
     out = subprocess.run([sys.executable, "-c", "import sys; " + code, str(tmp_path)], env=env,
                          capture_output=True, text=True, check=True).stdout.strip()
     assert Path(out).name == pyz.name and Path(out).read_bytes() == pyz.read_bytes()

@@ -85,12 +85,16 @@ def _pycs(files: dict[str, bytes]) -> dict[str, bytes]:
     agent (zipimport: "bad local file header")."""
     import base64
     import json
+    import os
     import subprocess
     import sys
 
     request = json.dumps({name: base64.b64encode(data).decode() for name, data in files.items()})
+    # The caller's environment (a Python built to need LD_LIBRARY_PATH still starts) without its
+    # PYTHON* settings: no PYTHONPATH, no other hash seed, no -O from PYTHONOPTIMIZE.
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PYTHON")}
     proc = subprocess.run([sys.executable, "-S", "-s", "-c", _COMPILE], input=request.encode(), capture_output=True,
-                          env={"PYTHONHASHSEED": "0"}, timeout=300)
+                          env={**env, "PYTHONHASHSEED": "0"}, timeout=300)
     if proc.returncode != 0:
         raise RuntimeError(f"compiling the agent's sources failed: {proc.stderr.decode(errors='replace')[-500:]}")
     return {name: base64.b64decode(text) for name, text in json.loads(proc.stdout).items()}
