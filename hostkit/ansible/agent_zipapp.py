@@ -16,10 +16,15 @@ the smoke role still copies it with Ansible's ``script`` module.
 from __future__ import annotations
 
 import ast
+import base64
 import hashlib
 import importlib.util
 import io
+import json
+import os
 import shlex
+import subprocess
+import sys
 import zipfile
 from pathlib import Path
 
@@ -83,12 +88,6 @@ def _pycs(files: dict[str, bytes]) -> dict[str, bytes]:
     Compiled in-process, the same sources gave zipapps of two contents under one name (one from
     pytest's module cases), and the hosts' shared cache swapped one for the other under a running
     agent (zipimport: "bad local file header")."""
-    import base64
-    import json
-    import os
-    import subprocess
-    import sys
-
     request = json.dumps({name: base64.b64encode(data).decode() for name, data in files.items()})
     # The caller's environment (a Python built to need LD_LIBRARY_PATH still starts) without its
     # PYTHON* settings: no PYTHONPATH, no other hash seed, no -O from PYTHONOPTIMIZE.

@@ -53,10 +53,6 @@ SETUPS = {
 }
 
 
-def names() -> list[str]:
-    return list(SETUPS)
-
-
 def wait_booted(agent, timeout: float) -> None:
     """Until the guest's boot is over (``systemctl is-system-running --wait``: every start job done)."""
     agent.sync(timeout)
