@@ -98,7 +98,8 @@ def ansible_runs(env: dict, since: set[str] | None = None) -> list[dict]:
 CONTROLLER_ACTIONS = {"ansible.builtin.debug", "ansible.builtin.assert", "ansible.builtin.set_fact",
                       "ansible.builtin.fail", "ansible.builtin.validate_argument_spec", "ansible.builtin.meta",
                       "ansible.builtin.include_role", "ansible.builtin.import_role", "ansible.builtin.include_tasks",
-                      "debug", "assert", "set_fact", "fail", "validate_argument_spec", "meta"}
+                      "debug", "assert", "set_fact", "fail", "validate_argument_spec", "meta",
+                      "hostkit.tuning.plan"}  # the plan: hostkit's planner on the controller
 
 
 def module_calls(env: dict, since: set[str] | None = None) -> dict[str, int]:

@@ -13,7 +13,7 @@ One rule, two faces:
   (:mod:`hostkit.ansible.agent_zipapp`; a host without this version gets it once, on the same
   command's stdin);
 * the plan is :func:`hostkit.plan.build_plan` with :func:`hostkit.profiles.for_host`, and the
-  smoke-before-reboot refusal is :func:`hostkit.api.unbooted_arguments`'s;
+  smoke-before-reboot refusal is :func:`hostkit.api.smoke_before_reboot`;
 * the smoke gate is :func:`hostkit.smoke.report.gate_record` (MISSED or a failed run fails the
   host, INCONCLUSIVE never does), the rollout's gate;
 * the audit is :func:`hostkit.audit.runner.audit_host` and :func:`hostkit.api.audit_failed`;
@@ -33,7 +33,7 @@ from hostkit.agent import lock as host_lock
 from hostkit.agent.changes import change_set
 from hostkit.ansible import agent_zipapp
 from hostkit.ansible.agent_call import agent_error, parse_json_line
-from hostkit.errors import BadInput, HostkitError
+from hostkit.errors import BadInput, HostkitError, Refused
 from hostkit.paths import state_dir, user_cache_dir
 
 
@@ -99,8 +99,8 @@ def run_agent(remote: Remote, args: list[str], *, sysroot: str = "/", python: st
     doc = parse_json_line(out)
     if doc is None:
         raise HostkitError(f"the hostkit agent printed no JSON (exit {rc}): {(err or out).strip()[-300:]}")
-    if agent_error(doc):
-        raise HostkitError(doc["error"])
+    if agent_error(doc):  # exit 2: the host's own input (its sysroot) is bad; nothing was changed
+        raise (BadInput if doc.get("exit_code", 2) == 2 else HostkitError)(doc["error"])
     return doc
 
 
@@ -156,17 +156,29 @@ class PlanArgs:
     force: bool = False
     smoke_gate: bool = False  # a smoke gate follows the apply
     reboot: bool = False  # the run reboots into new kernel arguments before that gate
+    writable: bool = True  # the plan will be applied (not --check): a read-only sysroot is bad input
+
+
+class PlanRefused(Refused):
+    """The plan's guards refused the host: every reason, and the one line the host fails with."""
+
+    def __init__(self, reasons: list[str]) -> None:
+        super().__init__("refused: " + "; ".join(reasons))
+        self.reasons = reasons
 
 
 def plan(args: PlanArgs) -> dict:
-    """The host's plan document, or :class:`HostkitError` with the plan's refusals in one line."""
+    """The host's plan document; :class:`PlanRefused` with the plan's refusals, :class:`BadInput`
+    for input these facts show to be bad (nothing is changed on the host either way)."""
     from hostkit.ansible.run import new_run_id
-    from hostkit.api import unbooted_arguments
+    from hostkit.api import require_writable, smoke_before_reboot
     from hostkit.plan import build_plan
     from hostkit.profiles import for_host
 
     if not isinstance(args.facts, dict) or "kernel" not in args.facts:
         raise BadInput("facts: no hostkit facts for this host (run hostkit.tuning.facts first, or pass facts)")
+    if args.writable:
+        require_writable(args.host, args.facts)
     hostvars = dict(args.hostvars)
     if args.overrides is not None:
         hostvars["hostkit_overrides"] = args.overrides
@@ -176,12 +188,11 @@ def plan(args: PlanArgs) -> dict:
     except BadInput as exc:
         raise BadInput(f"{args.host}: {exc}") from None
     refused = list(p.refused)
-    unbooted = unbooted_arguments(p, args.facts)
+    unbooted = smoke_before_reboot(p, args.facts)
     if args.smoke_gate and not args.reboot and unbooted:
-        refused.append(f"a smoke gate would measure the running kernel, booted without {unbooted}: "
-                       "set hostkit_reboot")
+        refused.append(unbooted)
     if refused:
-        raise HostkitError("refused: " + "; ".join(refused))
+        raise PlanRefused(refused)
     return {"changed": False, "plan": p.to_dict(), "profile": p.profile, "reboot_needed": bool(unbooted),
             "run_id": new_run_id()}
 
@@ -347,7 +358,7 @@ def dispatch(name: str, action, args: dict, task_vars: dict) -> dict:
             return plan(PlanArgs(host=host, facts=args["facts"] if args.get("facts") is not None
                                  else task_vars.get("hostkit_facts"), hostvars=hostvars, profile=args["profile"],
                                  overrides=args["overrides"], force=args["force"], smoke_gate=args["smoke_gate"],
-                                 reboot=args["reboot"]))
+                                 reboot=args["reboot"], writable=not _check_mode(action)))
         if name == "smoke":
             return smoke(remote, host=host, hostvars=hostvars, options=args["options"], profile=args["profile"],
                          gate=args["gate"], **where)
@@ -355,8 +366,16 @@ def dispatch(name: str, action, args: dict, task_vars: dict) -> dict:
             return audit(remote, host=host, hostvars=hostvars, profile=args["profile"], force=args["force"],
                          strict=args["strict"], **where)
         if name == "rollback":  # Ansible's --check is the rollback's own check
-            check = args["check"] or bool(getattr(getattr(action, "_task", None), "check_mode", False))
-            return rollback(remote, run_id=args["run_id"], check=check, **where)
+            return rollback(remote, run_id=args["run_id"], check=args["check"] or _check_mode(action), **where)
     except HostkitError as exc:
-        return {"failed": True, "changed": False, "msg": str(exc)}
+        # What hostkit apply tells apart: bad input (exit 2; it stops every host before any change)
+        # and a plan's refusals (exit 3; that host alone is not applied).
+        marks = {"bad_input": True} if isinstance(exc, BadInput) else \
+            {"refusals": exc.reasons} if isinstance(exc, PlanRefused) else {}
+        return {"failed": True, "changed": False, "msg": str(exc), **marks}
     raise ValueError(f"no hostkit.tuning module {name!r}")
+
+
+def _check_mode(action) -> bool:
+    """Whether the task runs under Ansible's --check."""
+    return bool(getattr(getattr(action, "_task", None), "check_mode", False))

@@ -154,11 +154,26 @@ class PlanResult(Result):
         return doc["localhost"] if self.local else fleet_document(self.run_id, doc)
 
 
+def host_profiles(hosts, profile: str | None) -> dict[str, tuple[dict, dict]]:
+    """Every inventory host's profile and pinned values (:func:`hostkit.profiles.for_host`), loaded
+    before any host is contacted: a bad profile or override anywhere is bad input, and nothing ran."""
+    from hostkit.profiles import for_host
+
+    return {h.name: for_host(h.name, h.vars, profile) for h in hosts}
+
+
+def require_writable(name: str, facts: dict) -> None:
+    """The rule of every plan that will be applied (apply, rollout, the collection's
+    ``hostkit.tuning.plan`` outside --check): a read-only sysroot is bad input."""
+    if not facts.get("sysroot_writable", True):
+        raise BadInput(f"{name}: sysroot {facts['sysroot']} is read-only: nothing can be applied there")
+
+
 def plan(req: PlanRequest, on_event: OnEvent = None) -> PlanResult:
     """Facts, then a plan per host. Profiles and overrides of every host are checked before any
     host is contacted; a host whose sysroot is bad input (the agent's exit 2) is bad input here."""
     from hostkit.plan import build_plan
-    from hostkit.profiles import for_host, load_profile
+    from hostkit.profiles import load_profile
 
     if req.inventory is None:
         from hostkit.facts import gather
@@ -166,7 +181,7 @@ def plan(req: PlanRequest, on_event: OnEvent = None) -> PlanResult:
         local = gather(req.sysroot)
         return PlanResult({"localhost": HostPlan("localhost", "ok", local, build_plan(
             local, load_profile(req.profile), force=req.force, host="localhost"))}, local=True)
-    profiles = {h.name: for_host(h.name, h.vars, req.profile) for h in load_inventory(req.inventory, req.limit)}
+    profiles = host_profiles(load_inventory(req.inventory, req.limit), req.profile)
     replies, run = call_agent(req.inventory, ["facts"], req.limit, forks=req.forks, on_event=on_event)
     out = {}
     for name, r in replies.items():
@@ -175,8 +190,8 @@ def plan(req: PlanRequest, on_event: OnEvent = None) -> PlanResult:
         if not r.ok:
             out[name] = HostPlan(name, r.status, error=r.error)
             continue
-        if req.writable and not r.doc.get("sysroot_writable", True):
-            raise BadInput(f"{name}: sysroot {r.doc['sysroot']} is read-only: nothing can be applied there")
+        if req.writable:
+            require_writable(name, r.doc)
         profile, pinned = profiles[name]
         try:
             p = build_plan(r.doc, profile, pinned, force=req.force, host=name)
@@ -262,24 +277,32 @@ class ApplyResult(Result):
 
 
 def apply(req: ApplyRequest, on_event: OnEvent = None) -> ApplyResult:
-    """Facts -> plan per host -> apply.yml for every host whose plan is not refused -> (with
-    ``verify_smoke``) a smoke test of each changed host. Refused and unreachable hosts are
-    reported, not run."""
-    plans = plan(PlanRequest(inventory=req.inventory, limit=req.limit, profile=req.profile, force=req.force,
-                             forks=req.forks, writable=not req.check))
-    if req.verify_smoke and not req.reboot and not req.check:
-        _refuse_smoke_before_reboot(plans)
-    result = _apply_plans(plans, req.inventory, check=req.check, diff=req.diff, tags=req.tags, forks=req.forks,
-                          on_event=on_event, reboot=req.reboot, reboot_timeout=req.reboot_timeout, run_id=req.run_id)
+    """Profiles checked on the controller, then one playbook run (playbooks/apply.yml): facts and
+    plan per host, then every role on each host whose plan is not refused, then (with
+    ``verify_smoke``) a smoke test of each changed host. Bad input that a host's facts reveal stops
+    every host before any change; a refused or unreachable host is reported, not applied."""
+    hosts = load_inventory(req.inventory, req.limit)
+    host_profiles(hosts, req.profile)
+    run_id = req.run_id or new_run_id()
+    ran, run = run_apply([h.name for h in hosts], req.inventory, force=req.force,
+                         profiles={h.name: req.profile or h.vars.get("hostkit_profile") for h in hosts},
+                         smoke_gate=req.verify_smoke and not req.check, check=req.check, diff=req.diff,
+                         tags=req.tags, forks=req.forks, run_id=run_id, on_event=on_event, reboot=req.reboot,
+                         reboot_timeout=req.reboot_timeout)
+    bad = [h for h in ran.values() if h.bad_input]
+    if bad:
+        raise BadInput(bad[0].msg if bad[0].msg.startswith(f"{bad[0].name}: ") else f"{bad[0].name}: {bad[0].msg}")
+    result = ApplyResult(run_id, req.check, ran, run)
     if req.verify_smoke and not req.check:
         result.smoke = _verify_smoke(req, result)
     return result
 
 
-def _apply_plans(plans: PlanResult, inventory: str, *, check: bool, diff: bool, tags: str | None = None,
-                 forks: int | None = None, on_event: OnEvent = None, reboot: bool = False,
-                 reboot_timeout: int = 900, run_id: str | None = None) -> ApplyResult:
-    run_id = run_id or new_run_id()
+def _apply_plans(plans: PlanResult, inventory: str, *, check: bool, diff: bool,
+                 on_event: OnEvent = None) -> ApplyResult:
+    """apply.yml with plans made before the run (adopt: planned before its baseline is recorded);
+    hosts not planned or refused are reported, not run."""
+    run_id = new_run_id()
     hosts: dict[str, HostApply] = {}
     runnable: dict[str, dict] = {}
     for name, p in plans.hosts.items():
@@ -291,8 +314,8 @@ def _apply_plans(plans: PlanResult, inventory: str, *, check: bool, diff: bool, 
             runnable[name] = p.plan.to_dict()
     run = None
     if runnable:
-        ran, run = run_apply(runnable, inventory, check=check, diff=diff, tags=tags, forks=forks, run_id=run_id,
-                             on_event=on_event, reboot=reboot, reboot_timeout=reboot_timeout)
+        ran, run = run_apply(list(runnable), inventory, plans=runnable, check=check, diff=diff, run_id=run_id,
+                             on_event=on_event)
         for name, h in ran.items():
             h.refused_parts = list(runnable[name]["refused_parts"])
         hosts.update(ran)
@@ -300,25 +323,19 @@ def _apply_plans(plans: PlanResult, inventory: str, *, check: bool, diff: bool, 
 
 
 def unbooted_arguments(plan: Plan, facts: dict) -> str | None:
-    """The one rule of every smoke gate (apply --verify-smoke, the rollout's, the collection's
-    ``hostkit.tuning.plan``): the kernel arguments the plan changes that the running kernel was not
-    booted with, as a short text (a smoke run before a reboot would measure the untuned kernel);
-    None when there are none."""
+    """The kernel arguments the plan changes that the running kernel was not booted with, as a
+    short text; None when there are none."""
     changes = plan.boot_changes(facts["kernel"]["cmdline_args"]["args"])
     return " ".join(changes[:3]) + (" ..." if len(changes) > 3 else "") if changes else None
 
 
-def _refuse_smoke_before_reboot(plans: PlanResult) -> None:
-    """A host whose plan changes kernel arguments would be smoke-tested on the kernel it booted, untuned:
-    refused (nothing applied there) unless ``--reboot`` boots the new arguments first."""
-    import dataclasses
-
-    for p in plans.hosts.values():
-        if p.status == "ok" and not p.refused:
-            changes = unbooted_arguments(p.plan, p.facts)
-            if changes:
-                p.plan = dataclasses.replace(p.plan, refused=(
-                    f"--verify-smoke would measure the running kernel, booted without {changes}: add --reboot",))
+def smoke_before_reboot(plan: Plan, facts: dict) -> str | None:
+    """The one rule of every smoke gate (apply --verify-smoke, hostkit rollout, the collection's
+    ``hostkit.tuning.plan``): a smoke run before the reboot the plan's kernel arguments need would
+    measure the kernel the host booted, untuned. The refusal, or None when nothing is unbooted."""
+    changes = unbooted_arguments(plan, facts)
+    return (f"a smoke gate would measure the running kernel, booted without {changes}: reboot into them "
+            "first (--reboot, hostkit_reboot)") if changes else None
 
 
 def _verify_smoke(req: ApplyRequest, result: ApplyResult) -> dict[str, SmokeVerdict]:

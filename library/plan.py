@@ -18,6 +18,8 @@ description:
   - A plan refused (isolation on a VM without O(force), a topology that cannot be trusted, a smoke gate
     before the reboot the plan needs) fails the host with the reasons in one line; bad profiles and
     overrides fail it the same way. Nothing is contacted or changed.
+  - Outside check mode the plan is for an apply, so a read-only C(hostkit_sysroot) (the facts'
+    C(sysroot_writable)) is bad input.
 author: hostkit maintainers (!UNKNOWN)
 attributes:
   check_mode:
@@ -73,7 +75,16 @@ run_id:
   description: A new hostkit run id (the journal's name of an apply of this plan).
   returned: success
   type: str
-  sample: 20261202T010000Z-ab12cd"""
+  sample: 20261202T010000Z-ab12cd
+refusals:
+  description: Every reason the plan was refused (the host fails; C(hostkit apply) reports it as refused, exit 3).
+  returned: when refused
+  type: list
+  elements: str
+bad_input:
+  description: The host failed on bad input (its profile, overrides or sysroot; C(hostkit apply) stops every host, exit 2).
+  returned: on bad input
+  type: bool"""
 
 from ansible.module_utils.basic import AnsibleModule
 

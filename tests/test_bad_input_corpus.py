@@ -13,7 +13,6 @@ import json
 import os
 import signal
 import subprocess
-import time
 
 import pytest
 
@@ -39,7 +38,7 @@ HOST_CASES = [
 @pytest.fixture(scope="module")
 def lab(make_lab):
     # Every test leaves p as it found it: any test runs alone or in any order.
-    return make_lab([("p", "epyc-9634-nps1")], lab_port(7))
+    return make_lab([("p", "epyc-9634-nps1"), ("q", "epyc-9634-nps1")], lab_port(7))
 
 
 def assert_one_line_error(proc, code, needle):
@@ -59,6 +58,15 @@ def test_bad_input_found_in_the_hosts_facts_changes_no_byte(lab, tmp_path, case)
     before = trees(lab)
     inv = inventory_with(lab, tmp_path / "inventory.yml", {"p": host_vars})
     assert_one_line_error(cli("apply", "-i", inv, "--limit", "p"), code, needle)
+    assert trees(lab) == before
+
+
+def test_bad_input_on_one_host_changes_no_host(lab, tmp_path):
+    """Facts and plans come in apply's one run (playbooks/apply.yml): every host is planned before any
+    is locked, and one host's bad input stops them all (exit 2, no byte changed on either)."""
+    before = trees(lab)
+    inv = inventory_with(lab, tmp_path / "inventory.yml", {"p": {"hostkit_overrides": {"isolated": "160-200"}}})
+    assert_one_line_error(cli("apply", "-i", inv), 2, "not online")
     assert trees(lab) == before
 
 

@@ -23,7 +23,7 @@ import yaml
 from hostkit import actions
 from hostkit.ansible import agent_zipapp
 from hostkit.ansible.apply import ROLES
-from hostkit.errors import BadInput, HostkitError
+from hostkit.errors import BadInput
 from tests.modules.runner import LocalRemote
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -66,7 +66,7 @@ def test_facts_run_the_cached_agent_and_send_it_once(sysroots, tmp_path, monkeyp
 
 
 def test_a_bad_sysroot_is_the_hosts_bad_input(tmp_path):
-    with pytest.raises(HostkitError, match="sysroot"):
+    with pytest.raises(BadInput, match="sysroot"):  # the agent's exit 2
         actions.facts(LocalRemote(), sysroot=str(tmp_path / "nowhere"))
 
 
@@ -81,12 +81,45 @@ def test_plan_is_the_clis_plan_and_refusals_fail_with_one_line(sysroots):
     epyc = _facts(sysroots, "epyc-9634-nps1")
     out = actions.plan(actions.PlanArgs(host="n1", facts=epyc, hostvars={}, reboot=True, smoke_gate=True))
     assert out["plan"] == make_plan(epyc, *for_host("n1", {}), host="n1") and out["reboot_needed"] is True
-    with pytest.raises(HostkitError, match=r"^refused: a smoke gate would measure the running kernel, booted "
-                                           r"without isolcpus=.*: set hostkit_reboot$"):
+    with pytest.raises(actions.PlanRefused, match=r"^refused: a smoke gate would measure the running kernel, "
+                       r"booted without isolcpus=.*: reboot into them first \(--reboot, hostkit_reboot\)$") as exc:
         actions.plan(actions.PlanArgs(host="n1", facts=epyc, hostvars={}, smoke_gate=True))
-    with pytest.raises(HostkitError, match="^refused: isolation asked on a host with deceptive topology"):
+    assert len(exc.value.reasons) == 1 and exc.value.exit_code == 3
+    with pytest.raises(actions.PlanRefused, match="^refused: isolation asked on a host with deceptive topology"):
         actions.plan(actions.PlanArgs(host="g", facts=_facts(sysroots, "vmware-88vcpu"), hostvars={},
                                       profile="bare-metal-inference"))
+
+
+def test_a_read_only_sysroot_is_bad_input_unless_the_plan_is_only_checked(sysroots):
+    facts = dict(_facts(sysroots, "kvm-small"), sysroot_writable=False)
+    with pytest.raises(BadInput, match="^n1: sysroot .* is read-only: nothing can be applied there$"):
+        actions.plan(actions.PlanArgs(host="n1", facts=facts, hostvars={}, profile="vmware-guest"))
+    assert actions.plan(actions.PlanArgs(host="n1", facts=facts, hostvars={}, profile="vmware-guest",
+                                         writable=False))["plan"]
+
+
+def test_dispatch_turns_hostkits_errors_into_a_failed_host_marked_for_hostkit_apply(sysroots):
+    """A failed host with the one line; hostkit apply tells a host's bad input (exit 2, every host
+    stopped) from its plan's refusals (exit 3, that host alone) by the marks on the result; --check
+    plans a read-only sysroot."""
+    from types import SimpleNamespace
+
+    def run(facts, check=False, **args):
+        action = SimpleNamespace(_task=SimpleNamespace(check_mode=check), _connection=None)
+        return actions.dispatch("plan", action, {"facts": facts, "profile": None, "overrides": None, "force": False,
+                                                 "smoke_gate": False, "reboot": False, **args},
+                                {"inventory_hostname": "n1"})
+
+    out = run(None)
+    assert out == {"failed": True, "changed": False, "bad_input": True, "msg": out["msg"]}
+    assert "hostkit.tuning.facts" in out["msg"]
+    read_only = dict(_facts(sysroots, "kvm-small"), sysroot_writable=False)
+    assert run(read_only, profile="vmware-guest") == {"failed": True, "changed": False, "bad_input": True,
+                              "msg": f"n1: sysroot {read_only['sysroot']} is read-only: nothing can be applied there"}
+    assert "plan" in run(read_only, check=True, profile="vmware-guest")
+    refused = run(_facts(sysroots, "vmware-88vcpu"), profile="bare-metal-inference")
+    assert refused["failed"] and refused["refusals"] and refused["msg"].startswith("refused: ")
+    assert "bad_input" not in refused
 
 
 @pytest.mark.parametrize("hostvars, why", [
@@ -154,15 +187,6 @@ def test_audit_runs_the_clis_checks_through_the_remote(sysroots, sysroot_copy):
     out = actions.audit(LocalRemote(), host="g", hostvars={"hostkit_profile": "vmware-guest"}, sysroot=str(root))
     assert out["status"] in ("pass", "drift") and out["audit"]["findings"]
     assert bool(out.get("failed")) is (out["status"] == "drift")
-
-
-def test_dispatch_turns_hostkits_errors_into_a_failed_host():
-    class Action:
-        _connection = None
-
-    out = actions.dispatch("plan", Action(), {"facts": None, "profile": None, "overrides": None, "force": False,
-                                              "smoke_gate": False, "reboot": False}, {"inventory_hostname": "n1"})
-    assert out == {"failed": True, "changed": False, "msg": out["msg"]} and "hostkit.tuning.facts" in out["msg"]
 
 
 def test_ansibles_check_mode_is_the_rollbacks_check(monkeypatch):

@@ -176,7 +176,7 @@ def test_the_role_through_ansible_on_this_machine_then_rollback(originals):
     stray = strays_now()
     run_id = "20260101T000000Z-kthreads-test"
     try:
-        hosts, run = run_apply({"localhost": PLAN}, str(INVENTORY), tags="kthreads", run_id=run_id)
+        hosts, run = run_apply(["localhost"], str(INVENTORY), plans={"localhost": PLAN}, tags="kthreads", run_id=run_id)
         h = hosts["localhost"]
         assert h.status == "changed", (h.msg, run.error)
         assert strays_now() == []

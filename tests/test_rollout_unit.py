@@ -236,7 +236,7 @@ def test_abort_of_an_aborted_rollout_is_bad_input(capsys):
 
 
 def test_without_reboot_a_plan_changing_kernel_arguments_refuses_the_rollout(monkeypatch, sysroots):
-    """The rollout's smoke gate and apply --verify-smoke share one rule (api.unbooted_arguments): a host
+    """The rollout's smoke gate and apply --verify-smoke share one rule (api.smoke_before_reboot): a host
     whose plan changes kernel arguments would be gated on the kernel it booted, untuned."""
     from hostkit import api
     from hostkit.rollout import driver
@@ -246,8 +246,8 @@ def test_without_reboot_a_plan_changing_kernel_arguments_refuses_the_rollout(mon
     monkeypatch.setattr(api, "plan", lambda req, on_event=None: plans)
     assert driver.refusals(driver.RolloutRequest(inventory="inv.yml", batch="1", reboot=True)) == []
     assert driver.refusals(driver.RolloutRequest(inventory="inv.yml", batch="1")) == [
-        "bm: its plan changes kernel arguments (isolcpus=managed_irq,2-83,86-167 nohz_full=2-83,86-167 "
-        "rcu_nocbs=2-83,86-167 ...), its smoke gate would measure the untuned kernel: add --reboot"]
+        "bm: a smoke gate would measure the running kernel, booted without isolcpus=managed_irq,2-83,86-167 "
+        "nohz_full=2-83,86-167 rcu_nocbs=2-83,86-167 ...: reboot into them first (--reboot, hostkit_reboot)"]
     assert api.audit_failed("pending_reboot", strict=True) and not api.audit_failed("pending_reboot", strict=False)
     assert [s for s in ("pass", "drift", "unreachable", "failed", "refused") if api.audit_failed(s, False)] == \
         ["drift", "unreachable", "failed", "refused"]

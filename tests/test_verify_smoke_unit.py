@@ -5,9 +5,12 @@ from __future__ import annotations
 
 from types import SimpleNamespace
 
+import pytest
+
 from hostkit import api
 from hostkit.ansible.agent_call import AgentReply
 from hostkit.ansible.apply import HostApply
+from hostkit.errors import BadInput
 
 
 def _slo(verdict: str) -> dict:
@@ -65,30 +68,36 @@ def test_a_rollback_whose_re_check_finds_something_off_is_a_failed_rollback(monk
     assert out["miss"].rollback.startswith("rollback failed: ") and not out["miss"].passed
 
 
-def test_verify_smoke_without_reboot_refuses_a_plan_that_changes_kernel_arguments(monkeypatch, sysroots):
-    """The host whose plan changes kernel arguments is refused before anything runs (its smoke would
-    measure the kernel it booted, untuned); the host whose plan does not is applied and measured."""
-    plans = bare_metal_and_guest_plans(sysroots)
-    monkeypatch.setattr(api, "plan", lambda req, on_event=None: plans)
-    applied = []
+def test_verify_smoke_asks_the_plan_for_its_gate_and_measures_only_changed_hosts(monkeypatch, tmp_path):
+    """apply --verify-smoke plans every host for a smoke gate (the plan refuses unbooted kernel
+    arguments without --reboot: tests/test_collection_actions.py); a refused host is never smoke-tested
+    and the command exits 3. Bad input on any host is the command's bad input."""
+    inv = tmp_path / "inv.yml"
+    inv.write_text("all:\n  hosts:\n    bm: {hostkit_profile: bare-metal-inference}\n    vm: {}\n")
+    asked = []
 
-    def fake_run_apply(runnable, inventory, **kw):
-        applied.append(sorted(runnable))
-        return {h: HostApply(h, "changed", changed=1) for h in runnable}, SimpleNamespace(run_id=kw["run_id"])
+    def fake_run_apply(hosts, inventory, **kw):
+        asked.append((sorted(hosts), kw["smoke_gate"], kw["reboot"], kw["profiles"]))
+        bm = HostApply("bm", "changed", changed=1) if kw["reboot"] else \
+            HostApply("bm", "refused", refused=["a smoke gate would measure the running kernel, ..."])
+        return {"bm": bm, "vm": HostApply("vm", "changed", changed=1)}, SimpleNamespace(private_data_dir="x")
 
     monkeypatch.setattr(api, "run_apply", fake_run_apply)
     monkeypatch.setattr(api, "smoke", lambda req: SimpleNamespace(hosts={
         h: AgentReply(h, "ok", doc=_slo("PASSED")) for h in req.limit.split(",")}))
-    result = api.apply(api.ApplyRequest(inventory="inv.yml", verify_smoke=True, smoke_duration=2))
-    assert applied == [["vm"]]  # the refused host was never run
-    bm = result.hosts["bm"]
-    assert bm.status == "refused" and len(bm.refused) == 1
-    assert bm.refused[0].startswith("--verify-smoke would measure the running kernel, booted without "
-                                    "isolcpus=managed_irq,2-83,86-167 nohz_full=2-83,86-167 "
-                                    "rcu_nocbs=2-83,86-167 ...: add --reboot"), bm.refused
+    result = api.apply(api.ApplyRequest(inventory=str(inv), verify_smoke=True, smoke_duration=2))
+    assert asked == [(["bm", "vm"], True, False, {"bm": "bare-metal-inference", "vm": None})]
     assert set(result.smoke) == {"vm"} and result.rc == 3
-    # with --reboot the new arguments are booted before the smoke: nothing refused
-    applied.clear()
-    plans.hosts["bm"] = bare_metal_and_guest_plans(sysroots).hosts["bm"]
-    result = api.apply(api.ApplyRequest(inventory="inv.yml", verify_smoke=True, smoke_duration=2, reboot=True))
-    assert applied == [["bm", "vm"]] and result.hosts["bm"].status == "changed"
+    result = api.apply(api.ApplyRequest(inventory=str(inv), verify_smoke=True, smoke_duration=2, reboot=True))
+    assert asked[-1][1:3] == (True, True) and set(result.smoke) == {"bm", "vm"} and result.rc == 0
+    # --check measures nothing, so it asks for no gate; --profile wins over the inventory's
+    api.apply(api.ApplyRequest(inventory=str(inv), check=True, profile="vmware-guest"))
+    assert asked[-1][1] is False and asked[-1][3] == {"bm": "vmware-guest", "vm": "vmware-guest"}
+
+    def bad_input_on_vm(hosts, inventory, **kw):
+        return {"bm": HostApply("bm", "ok"), "vm": HostApply("vm", "failed", msg="vm: hostkit_overrides: not online",
+                                                               bad_input=True)}, SimpleNamespace(private_data_dir="x")
+
+    monkeypatch.setattr(api, "run_apply", bad_input_on_vm)
+    with pytest.raises(BadInput, match="^vm: hostkit_overrides: not online$"):
+        api.apply(api.ApplyRequest(inventory=str(inv)))

@@ -1,5 +1,5 @@
-"""The Ansible side of an apply: plans per host -> extravars -> playbooks/apply.yml through
-ansible-runner -> one outcome per host; the host-side lock (take, release, unlock)."""
+"""The Ansible side of an apply: one run of playbooks/apply.yml through ansible-runner (each host's
+facts, plan and roles) -> one outcome per host; the host-side lock (take, release, unlock)."""
 
 from __future__ import annotations
 
@@ -7,11 +7,14 @@ import os
 import socket
 from dataclasses import dataclass, field
 
+from pathlib import Path
+
 import yaml
 
 from hostkit.ansible.run import RunResult, run_playbook
 from hostkit.errors import BadInput
 from hostkit.paths import playbook_path
+from hostkit.profiles import shipped
 
 
 def _roles_of(playbook: str) -> list[str]:
@@ -39,6 +42,8 @@ class HostApply:
     locked_by: dict | None = None  # the other run holding this host's lock
     diffs: list[dict] = field(default_factory=list)  # {"task", "before_header"?, "before", "after"} (--diff)
     refused_parts: list[str] = field(default_factory=list)  # the plan's parts this host cannot take
+    bad_input: bool = False  # its facts showed its input to be bad (the agent's exit 2, the plan's BadInput)
+    locked: bool = False  # this run took the host's lock
 
     def to_dict(self) -> dict:
         return {"status": self.status, "changed": self.changed, "roles": self.roles,
@@ -74,36 +79,52 @@ def validate_tags(tags: str | None) -> str | None:
     return ",".join(names)
 
 
-def run_apply(plans: dict[str, dict], inventory: str, *, check: bool = False, diff: bool = False,
-              tags: str | None = None, forks: int | None = None, run_id: str,
-              on_event=None, reboot: bool = False,
+def profile_ref(ref: str | None) -> str | None:
+    """A profile reference the playbook can load: a shipped name as it is, a file as an absolute path
+    (ansible-playbook runs in playbooks/, not in the caller's directory)."""
+    if ref and ref not in shipped() and Path(ref).exists():
+        return str(Path(ref).resolve())
+    return ref
+
+
+def run_apply(hosts: list[str], inventory: str, *, plans: dict[str, dict] | None = None,
+              profiles: dict[str, str | None] | None = None, force: bool = False, smoke_gate: bool = False,
+              check: bool = False, diff: bool = False, tags: str | None = None, forks: int | None = None,
+              run_id: str, on_event=None, reboot: bool = False,
               reboot_timeout: int = 900) -> tuple[dict[str, HostApply], RunResult]:
-    """Run apply.yml for the hosts of ``plans`` (host -> plan document), one outcome per host.
+    """Run apply.yml for ``hosts``, one outcome per host. Each host's facts and plan come first, in
+    the same run (``hostkit.tuning.facts`` and ``hostkit.tuning.plan``, from ``profiles``: host ->
+    profile name or file, None for the default; ``force``; ``smoke_gate``: a smoke test follows,
+    so unbooted kernel arguments are refused without ``reboot``), unless ``plans`` (host -> plan
+    document) are given.
 
     A host that failed mid-run gets this run's lock released; an unreachable one keeps it (the
     next run names it, ``hostkit unlock`` clears it). With ``reboot``, a host whose kernel
     arguments changed is rebooted by the isolcpus role (bounded by ``reboot_timeout``) and its
     ``/proc/cmdline`` re-checked; a host that does not come back fails alone.
     """
+    planning = {"hostkit_plans": plans} if plans is not None else {
+        "hostkit_apply_profiles": {h: profile_ref((profiles or {}).get(h)) for h in hosts},
+        "hostkit_force": force, "hostkit_smoke_gate": smoke_gate, "hostkit_reboot": reboot}
     run = run_playbook(
-        "apply.yml", inventory, limit=",".join(plans), forks=forks or max(5, len(plans)),
+        "apply.yml", inventory, limit=",".join(hosts), forks=forks or max(5, len(hosts)),
         check=check, diff=diff, tags=validate_tags(tags), run_id=run_id, on_event=on_event,
-        extravars={"hostkit_plans": plans, "hostkit_run_id": run_id, "hostkit_controller": controller_id(),
+        extravars={**planning, "hostkit_run_id": run_id, "hostkit_controller": controller_id(),
                    # Only when asked: extra vars win over the inventory, whose isolcpus_reboot_ok
                    # must keep working without --reboot.
                    **({"isolcpus_reboot_ok": True, "isolcpus_reboot_timeout": int(reboot_timeout)} if reboot else {})},
     )
-    hosts = {name: _host_result(name, run) for name in plans}
+    out = {name: _host_result(name, run) for name in hosts}
     if run.status in ("canceled", "timeout"):  # SIGINT or a timeout: every host may still hold our lock
-        failed = [n for n in plans if not hosts[n].locked_by]
-        for n in plans:
-            if hosts[n].status in ("ok", "changed"):
-                hosts[n].status, hosts[n].msg = "failed", f"run {run.status} before this host finished"
+        failed = [n for n in hosts if not out[n].locked_by]
+        for n in hosts:
+            if out[n].status in ("ok", "changed"):
+                out[n].status, out[n].msg = "failed", f"run {run.status} before this host finished"
     else:
-        failed = [n for n in plans if hosts[n].status == "failed" and not hosts[n].locked_by]
+        failed = [n for n in hosts if out[n].status == "failed" and out[n].locked and not out[n].locked_by]
     if failed:
         unlock(inventory, ",".join(failed), run_id=run_id)
-    return hosts, run
+    return out, run
 
 
 def _host_result(name: str, run: RunResult) -> HostApply:
@@ -112,12 +133,19 @@ def _host_result(name: str, run: RunResult) -> HostApply:
         return HostApply(name, "failed", msg=run.error or "no result from Ansible (see the run's artifacts)")
     out = HostApply(name, hr.status, changed=hr.changed, msg=hr.msg)
     for t in hr.tasks:
+        res = t.res or {}
+        if "plan" in res or "refusals" in res or res.get("bad_input"):  # the facts and plan, before any change
+            out.refused_parts = list((res.get("plan") or {}).get("refused_parts") or [])
+            out.bad_input = bool(res.get("bad_input"))
+            if res.get("refusals"):
+                out.status, out.refused = "refused", list(res["refusals"])
+            continue
+        out.locked = out.locked or bool(res.get("acquired"))
         role = t.role or "-"
         r = out.roles.setdefault(role, {"changed": 0, "failed": False, "tasks": 0})
         r["tasks"] += 1
         r["changed"] += int(t.changed)
         r["failed"] = r["failed"] or t.status in ("failed", "unreachable")
-        res = t.res or {}
         msg, head = str(res.get("msg", "")), f"{role}: not applicable ("
         if t.status == "ok" and msg.startswith(head) and msg.endswith(")"):
             # a role with nothing to do on this host says why in one debug line (no module call)

@@ -12,9 +12,10 @@ from hostkit.cli.args import command, fleet_args, plan_args, reboot_args
 
 def add_parser(sub) -> argparse.ArgumentParser:
     ap = command(sub, "apply", "plan and apply the tuning through Ansible (journaled, check/diff)",
-                 "Facts -> plan per host -> playbooks/apply.yml through ansible-runner.\n"
+                 "One Ansible run (playbooks/apply.yml): facts -> plan -> roles, per host.\n"
                  "Every change is journaled on the host first; --check changes nothing.\n"
-                 "A host refused by a guard is reported and not touched; the others proceed.",
+                 "Bad input on any host stops every host before any change (exit 2);\n"
+                 "a host refused by a guard is reported and not touched; the others proceed.",
                  f"roles (for --tags): {', '.join(ROLES[:5])},\n{', '.join(ROLES[5:])}. "
                  "Run artifacts: .hostkit/runs/<run-id>/")
     fleet_args(ap)

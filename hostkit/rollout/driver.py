@@ -177,11 +177,8 @@ def refusals(req: RolloutRequest) -> list[str]:
             raise HostkitError(f"{name}: cannot be planned before the rollout ({p.status}: {p.error}); nothing changed")
         if p.refused:
             out.append(f"{name}: " + "; ".join(p.plan.refused))
-        elif not req.reboot:
-            changes = api.unbooted_arguments(p.plan, p.facts)
-            if changes:
-                out.append(f"{name}: its plan changes kernel arguments ({changes}), its smoke gate would measure "
-                           "the untuned kernel: add --reboot")
+        elif not req.reboot and api.smoke_before_reboot(p.plan, p.facts):
+            out.append(f"{name}: {api.smoke_before_reboot(p.plan, p.facts)}")
     return out
 
 
