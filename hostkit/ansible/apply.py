@@ -104,7 +104,7 @@ def run_apply(hosts: list[str], inventory: str, *, plans: dict[str, dict] | None
     ``/proc/cmdline`` re-checked; a host that does not come back fails alone.
     """
     planning = {"hostkit_plans": plans} if plans is not None else {
-        "hostkit_apply_profiles": {h: profile_ref((profiles or {}).get(h)) for h in hosts},
+        "hostkit_profiles": {h: profile_ref((profiles or {}).get(h)) for h in hosts},
         "hostkit_force": force, "hostkit_smoke_gate": smoke_gate, "hostkit_reboot": reboot}
     run = run_playbook(
         "apply.yml", inventory, limit=",".join(hosts), forks=forks or max(5, len(hosts)),
