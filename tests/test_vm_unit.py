@@ -274,13 +274,15 @@ def test_a_guest_with_a_setup_booted_the_slow_way_runs_it_and_is_stopped_when_it
 
     state = _fake_state(tmp_path, monkeypatch)
     ran = []
-    monkeypatch.setattr(vm_setup, "run", lambda guest, name, timeout, say=None: ran.append((guest.name, name)))
+    monkeypatch.setattr(vm_setup, "run", lambda guest, name, timeout, say=None: ran.append((guest.name, name, timeout)))
     _FakeGuest.calls = []
     lab = Lab(tmp_path / "lab")
     lab.client_key.parent.mkdir(parents=True)
     guest = _FakeGuest("t", tmp_path / "t", vm.parse_spec("small-tuned"))
     assert lab._start_guest(guest, state.image, TCG, "127.0.0.2", 2614, False, None) == (4242, "booted")
-    assert ran == [("t", "tuned-cpu-partitioning")]  # --boot: the setup, which the state would have held
+    assert lab._start_guest(guest, state.image, TCG, "127.0.0.2", 2614, False, None, boot_timeout=90) == (4242, "booted")
+    # --boot: the setup, which the state would have held; each boot bounded by --boot-timeout
+    assert ran == [("t", "tuned-cpu-partitioning", vm.BOOT_TIMEOUT), ("t", "tuned-cpu-partitioning", 90)]
 
     def fail(guest, name, timeout, say=None):
         raise LabError("setup tuned-cpu-partitioning: t did not boot into it")

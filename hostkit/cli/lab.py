@@ -49,7 +49,8 @@ def add_parser(sub) -> argparse.ArgumentParser:
     up.add_argument("--vm", action="append", metavar="NAME=SPEC",
                     help="a QEMU guest with a real kernel (SPEC or a preset, see below); repeatable, mixable with --host")
     up.add_argument("--boot-timeout", type=float, default=None, metavar="S",
-                    help="seconds to wait for each guest's sshd (default 600)")
+                    help="seconds to wait for each guest's sshd, and for each boot of its setup when it "
+                         "boots (default 600)")
     up.add_argument("--boot", action="store_true",
                     help="boot every guest through GRUB instead of resuming a preset's saved state "
                          "(the state is saved once per image, at the first --vm of each preset)")

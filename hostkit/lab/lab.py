@@ -217,7 +217,8 @@ class Lab:
                 host = LabHost(name=name, address=address, port=port, sysroot="", source=spec.to_text(),
                                kind="vm", vm=spec.to_text())
                 host.pid, host.started = self._start_guest(vmlab.Guest(name, self.host_dir(name), spec), image,
-                                                           accel, address, port, resume, say)
+                                                           accel, address, port, resume, say,
+                                                           boot_timeout=boot_timeout or vmlab.BOOT_TIMEOUT)
                 hosts.append(host)
                 self._save(hosts, port)
             for h in hosts:
@@ -279,8 +280,10 @@ class Lab:
         host.pid = self._start_sshd(host, authorized)
         return host
 
-    def _start_guest(self, guest, image, accel, address: str, port: int, resume: bool, say) -> tuple[int, str]:
-        """Resume the guest from its preset's saved state, or boot it (saying why); (pid, how)."""
+    def _start_guest(self, guest, image, accel, address: str, port: int, resume: bool, say, *,
+                     boot_timeout: float | None = None) -> tuple[int, str]:
+        """Resume the guest from its preset's saved state, or boot it (saying why); (pid, how). A guest
+        that boots runs its spec's setup, each of its boots bounded by ``boot_timeout`` (``--boot-timeout``)."""
         from hostkit.lab import vm as vmlab
         from hostkit.lab import vm_setup
         from hostkit.lab.vm_state import ResumeFailed, SavedState
@@ -316,7 +319,7 @@ class Lab:
         pid = guest.launch(image, address, port, accel)
         if spec.setup:  # what the saved state would have held: the setup, and a reboot into it
             try:
-                vm_setup.run(guest, spec.setup, vmlab.BOOT_TIMEOUT, say)
+                vm_setup.run(guest, spec.setup, boot_timeout or vmlab.BOOT_TIMEOUT, say)
             except BaseException:
                 guest.stop(pid)
                 raise

@@ -140,10 +140,11 @@ class SavedState:
             t0 = time.monotonic()
             guest.prepare(self.image.base, None, hostname="hostkit-template")
             pid = guest.launch(self.image, "127.0.0.1", 0, self.accel)  # port 0: no forward anyone uses
-            if self.spec.setup:  # run it, and reboot into it, before the state is saved
+            if self.spec.setup:  # run it, and reboot into it, before the state is saved (its run waits for that boot)
                 vm_setup.run(guest, self.spec.setup, vmlab.BOOT_TIMEOUT, say)
             with guest.agent(timeout=10) as agent:
-                vm_setup.wait_booted(agent, vmlab.BOOT_TIMEOUT)
+                if not self.spec.setup:
+                    vm_setup.wait_booted(agent, vmlab.BOOT_TIMEOUT)
                 for argv in (["/bin/systemctl", "stop", "ssh.service"], ["/bin/sync"]):
                     rc, out, err = agent.exec(argv, 120)
                     if rc != 0:
