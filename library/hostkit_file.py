@@ -13,8 +13,10 @@ description:
   - Compares the wanted content and mode with the file; when they differ, records the previous
     content (or its absence), hash, mode and owner in the run's journal, validates the new content
     with an optional command, then replaces the file atomically (keeping its owner).
-  - Edit mode (O(remove_regex) and/or O(append) instead of O(content)) changes only the matching
-    lines of the current content and keeps the file's mode.
+  - Edit mode (O(substitute), O(remove_regex), O(prepend) and/or O(append) instead of O(content))
+    changes only what they name in the current content and keeps the file's mode.
+  - Rendered mode (O(source_argv) with the edit options) edits a command's output instead, on the
+    host - for example an installed program's default configuration - and writes it with O(mode).
 author: hostkit maintainers (!UNKNOWN)
 extends_documentation_fragment:
   - hostkit.tuning.host
@@ -25,7 +27,9 @@ options:
     type: path
     required: true
   content:
-    description: Wanted content (O(state=present)). Mutually exclusive with O(remove_regex) and O(append).
+    description:
+      - Wanted content (O(state=present)). Mutually exclusive with the edit options (O(substitute),
+        O(remove_regex), O(prepend), O(append)) and O(source_argv).
     type: str
   state:
     description: Whether the file is present or absent.
@@ -53,13 +57,33 @@ options:
     type: str
     default: skip
     choices: [skip, create]
+  substitute:
+    description:
+      - Edit mode - replacements made first, in order, each a mapping C(regex) (multiline) and
+        C(replace) (with C(\1) for its groups).
+    type: list
+    elements: dict
+  prepend:
+    description: Edit mode - text put before the result (a header; a newline is added when it lacks one).
+    type: str
+  source_argv:
+    description:
+      - Rendered mode - a command (an argv list, no shell) run on the host, also in check mode; its
+        standard output is the text the edit options change, instead of the file's content. The
+        result is written with O(mode) whether the file exists or not. A command that fails fails
+        the module and nothing is changed.
+    type: list
+    elements: str
 """
 
 EXAMPLES = r"""
-- name: Install containerd's config once containerd itself accepts it
+- name: Install containerd's config, rendered from its own defaults, once containerd accepts it
   hostkit.tuning.hostkit_file:
     path: /etc/containerd/config.toml
-    content: "{{ lookup('ansible.builtin.template', 'config.toml.j2') }}"
+    source_argv: [containerd, config, default]
+    substitute:
+      - {regex: 'SystemdCgroup = false', replace: 'SystemdCgroup = true'}
+    prepend: "# Managed by hostkit"
     validate: [containerd, --config, "%s", config, dump]
     run_id: "{{ hostkit_run_id }}"
     role: containerd
@@ -99,6 +123,11 @@ missing:
 validate_rc:
   description: Exit status of the O(validate) command when it rejected the new content.
   returned: failure of the validate command
+  type: int
+  sample: 1
+source_rc:
+  description: Exit status of the O(source_argv) command when it failed.
+  returned: failure of the source command
   type: int
   sample: 1
 """
