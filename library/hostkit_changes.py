@@ -45,6 +45,19 @@ options:
     type: list
     elements: dict
     required: true
+  lock:
+    description:
+      - Hold the run's host-side lock (M(hostkit.tuning.hostkit_lock), O(hostkit.tuning.hostkit_lock#module:state=acquired))
+        before the first change - taken when free, kept when this run (O(run_id)) holds it; when another run
+        holds it the module fails with nothing changed, naming that run. The lock is hostkit's own
+        state, so it is taken in check mode too. Release it with M(hostkit.tuning.hostkit_lock).
+      - An apply sets it on every role's call (C(module_defaults)), which saves the lock's own call.
+    type: bool
+    default: false
+  controller:
+    description: With O(lock) - who takes the lock (recorded in it, shown to a run it refuses).
+    type: str
+    default: ""
 """
 
 EXAMPLES = r"""
@@ -103,6 +116,16 @@ refused:
   type: list
   elements: dict
   sample: []
+acquired:
+  description: O(lock) - this call took the lock (it was free).
+  returned: when it did
+  type: bool
+  sample: true
+holder:
+  description: O(lock) - the lock's content when another run holds it.
+  returned: failure, when another run holds the lock
+  type: dict
+  sample: {run_id: 20261204T101500Z-1a2b3c, controller: "ctl:4242", time: 1796378100.0}
 failed_change:
   description: The position (from 1) of the change that failed.
   returned: failure
@@ -124,7 +147,7 @@ def main():
     except ValueError as exc:
         module.fail_json(msg=str(exc))
     result = outcome(dict(sysroot=p["sysroot"], run_id=p["run_id"], role=p["role"]), parsed,
-                     module.check_mode, module._diff)
+                     module.check_mode, module._diff, {"controller": p["controller"]} if p["lock"] else None)
     if result.get("failed"):
         module.fail_json(**result)
     module.exit_json(**result)

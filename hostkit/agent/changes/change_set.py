@@ -19,6 +19,7 @@ try:  # as Ansible ships it (AnsiballZ), and in-process beside the project's mod
     from ansible.module_utils.hostkit_change_kubelet_state import OPTIONS as KUBELET_STATE, work as kubelet_state_work
     from ansible.module_utils.hostkit_change_run import OPTIONS as RUN, work as run_work
     from ansible.module_utils.hostkit_change_values import OPTIONS as VALUES, work as values_work
+    from ansible.module_utils.hostkit_host_lock import ARGUMENT_SPEC as LOCK_SPEC, hold as hold_lock
     from ansible.module_utils.hostkit_journal_io import Journal, ModuleFailure, journaled_module_options
 except ImportError:  # in hostkit's agent on the host, which carries no Ansible
     from hostkit.agent.changes.bootargs import OPTIONS as BOOTARGS, work as bootargs_work
@@ -29,6 +30,7 @@ except ImportError:  # in hostkit's agent on the host, which carries no Ansible
     from hostkit.agent.changes.run import OPTIONS as RUN, work as run_work
     from hostkit.agent.changes.values import OPTIONS as VALUES, work as values_work
     from hostkit.agent.journal_io import Journal, ModuleFailure, journaled_module_options
+    from hostkit.agent.lock import ARGUMENT_SPEC as LOCK_SPEC, hold as hold_lock
 
 # kind -> (its options, their rules, its work)
 KINDS = {
@@ -41,8 +43,11 @@ KINDS = {
     "run": (dict(RUN, if_changed=dict(type="raw", default=True)), {}, run_work),
 }
 HOISTED = ("reboot_required", "pending_args", "booted_cmdline", "next_boot_cmdline", "bootloader")
-# The module's own options (hostkit_changes; its action plugin checks the same).
-ARGUMENT_SPEC = journaled_module_options(changes=dict(type="list", elements="dict", required=True))
+# The module's own options (hostkit_changes; its action plugin checks the same). ``lock``: hold the
+# run's host-side lock first (hostkit_lock's state=acquired), so an apply needs no call of its own for it.
+ARGUMENT_SPEC = journaled_module_options(changes=dict(type="list", elements="dict", required=True),
+                                         lock=dict(type="bool", default=False),
+                                         controller=dict(type="str", default=""))
 
 
 def ansible_validate(spec, rules, given):
@@ -152,8 +157,9 @@ def summary(results, **extra):
 
 def request(params, parsed, check_mode, diff_mode):
     """What the controller sends the agent (JSON on its stdin; the sysroot is the agent's
-    ``--sysroot``): the run and role of the module's options, the parsed changes, the modes."""
+    ``--sysroot``): the run, role and lock of the module's options, the parsed changes, the modes."""
     return dict(run_id=params["run_id"], role=params.get("role") or "", changes=[list(p) for p in parsed],
+                lock=bool(params.get("lock")), controller=params.get("controller") or "",
                 check_mode=bool(check_mode), diff_mode=bool(diff_mode))
 
 
@@ -166,19 +172,32 @@ def run_request(req, sysroot):
             raise ValueError("unknown kind or options")
         common = dict(sysroot=sysroot, run_id=req["run_id"], role=req["role"])
         check_mode, diff_mode = bool(req["check_mode"]), bool(req["diff_mode"])
+        lock = {"controller": req.get("controller") or ""} if req.get("lock") else None
     except (KeyError, TypeError, ValueError) as exc:
         return dict(failed=True, changed=False, msg="hostkit agent: not a hostkit_changes request (%s); "
                                                     "nothing changed" % exc)
-    return outcome(common, parsed, check_mode, diff_mode)
+    return outcome(common, parsed, check_mode, diff_mode, lock)
 
 
-def outcome(common, parsed, check_mode, diff_mode):
+def outcome(common, parsed, check_mode, diff_mode, lock=None):
     """The module's result for ``parsed`` changes on the host, for the module and the agent alike:
     ``failed`` with the failing change's ``msg`` and fields (the changes before it stay made and
-    journaled), or ``failed`` with nothing changed when an option is wrong for the host."""
+    journaled), or ``failed`` with nothing changed when an option is wrong for the host.
+
+    ``lock`` (``{"controller": ...}``): first hold the run's host-side lock - taken when free
+    (``acquired`` in the result), kept when this run holds it, refused with nothing changed when
+    another run does (``locked``, ``holder``), as hostkit_lock does."""
+    acquired = {}
     try:
-        return apply_changes(common, parsed, Journal(common["sysroot"], common["run_id"]), check_mode, diff_mode)
+        if lock is not None:
+            params = dict((k, spec.get("default")) for k, spec in LOCK_SPEC.items())
+            params.update(sysroot=common["sysroot"], run_id=common["run_id"], state="acquired",
+                          controller=lock.get("controller") or "")
+            held = hold_lock(params, check_mode)
+            acquired = {"acquired": True} if held.get("acquired") else {}
+        result = apply_changes(common, parsed, Journal(common["sysroot"], common["run_id"]), check_mode, diff_mode)
+        return dict(result, **acquired)
     except ModuleFailure as exc:
-        return dict(exc.fields, failed=True, msg=str(exc))
+        return dict(exc.fields, failed=True, msg=str(exc), **acquired)
     except ValueError as exc:
-        return dict(failed=True, changed=False, msg=str(exc))
+        return dict(failed=True, changed=False, msg=str(exc), **acquired)
