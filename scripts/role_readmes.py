@@ -30,8 +30,8 @@ INTRO = {
                 "`/etc/kernel/cmdline`); each argument ends up exactly once, another tool's value replaced, never "
                 "duplicated; no supported boot configuration fails the host. Sets `isolcpus_reboot_required` when "
                 "`/proc/cmdline` differs; reboots only with `isolcpus_reboot_ok`, after every other role of the play "
-                "(`tasks/reboot.yml`, which `playbooks/apply.yml` imports last; in the lab, the reboot rewrites the "
-                "sysroot's `proc/cmdline`). `update-grub` runs in the same call, after the files, for Debian GRUB "
+                "(`tasks/reboot.yml`, which the tune role's apply step, `playbooks/apply.yml`'s too, includes "
+                "last; in the lab, the reboot rewrites the sysroot's `proc/cmdline`). `update-grub` runs in the same call, after the files, for Debian GRUB "
                 "only (recorded as *would run* under a lab sysroot).",
     "irq_affinity": "IRQs have one owner (the plan's `irq.owner`). Where irqbalance runs and the plan bans it, "
                     "it places them: the role bans it from every CPU that is not an IRQ CPU and pins no IRQ itself "

@@ -80,7 +80,8 @@ class Fleet:
     def applied(self) -> dict:
         if self.apply_doc is None:
             rc, doc, proc = cli_json("apply", "-i", self.inventory)
-            assert rc == 0, proc.stderr[-3000:]
+            assert rc == 0, (rc, {h: (r.get("status"), r.get("msg")) for h, r in (doc or {}).get("hosts", {}).items()},
+                             proc.stderr[-3000:])
             self.apply_doc = doc
         return self.apply_doc
 

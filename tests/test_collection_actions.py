@@ -49,9 +49,17 @@ def test_every_modules_argument_spec_is_the_action_plugins():
         assert (ROOT / "action_plugins" / f"{name}.py").is_file()
 
 
-def test_the_tune_role_applies_the_roles_of_apply_yml_in_their_order():
-    defaults = yaml.safe_load((ROOT / "roles" / "tune" / "defaults" / "main.yml").read_text())
-    assert defaults["hostkit_apply_roles"] == ROLES
+def test_the_apply_roles_are_every_tuning_role_once_and_apply_yml_runs_them_through_tune():
+    # One list (the tune role's hostkit_apply_roles, ROLES): every role directory but the tune role
+    # itself and the smoke role (a step of its own, not an apply role), each once.
+    dirs = {d.name for d in (ROOT / "roles").iterdir() if (d / "tasks" / "main.yml").is_file()}
+    assert sorted(ROLES) == sorted(dirs - {"tune", "smoke"}) and len(set(ROLES)) == len(ROLES)
+    assert ROLES.index("tuned") < ROLES.index("isolcpus")  # tuned's boot files before isolcpus checks them
+    # apply.yml has no role list of its own: its apply is the tune role's step
+    play = yaml.safe_load((ROOT / "playbooks" / "apply.yml").read_text())[0]
+    assert "roles" not in play
+    assert {"name": "hostkit.tuning.tune", "tasks_from": "apply"} in [
+        t.get("ansible.builtin.import_role") for t in play["tasks"]]
 
 
 def test_facts_run_the_cached_agent_and_send_it_once(sysroots, tmp_path, monkeypatch):

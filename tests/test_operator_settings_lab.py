@@ -297,9 +297,9 @@ def test_verbosity_passes_through_with_the_artifacts_path_and_a_log(local_host, 
     run_dir = Path(doc["artifacts"])
     assert run_dir.name == doc["run_id"]
     assert f"ansible run {doc['run_id']} (apply.yml): artifacts {run_dir}" in proc.stderr
-    assert "TASK [isolcpus : " in proc.stderr  # Ansible's own task log, on stderr
+    assert "TASK [hostkit.tuning.isolcpus : " in proc.stderr  # Ansible's own task log (the role by its FQCN), on stderr
     assert "ansible-playbook [core " in proc.stderr  # printed from -v on: the verbosity reached ansible-playbook
-    assert "TASK [isolcpus : " in log.read_text()
+    assert "TASK [hostkit.tuning.isolcpus : " in log.read_text()
     assert not (run_dir / "ansible.log").exists()  # --log replaces the run directory's log
 
 
@@ -309,7 +309,7 @@ def test_without_log_each_run_logs_in_its_run_directory(local_host):
     work, _ = local_host
     proc = hostkit("apply", "-i", "inventory.yml", "--check", "--json", cwd=work)
     assert proc.returncode == 0, proc.stderr[-3000:]
-    assert "TASK [isolcpus : " in (Path(json.loads(proc.stdout)["artifacts"]) / "ansible.log").read_text()
+    assert "TASK [hostkit.tuning.isolcpus : " in (Path(json.loads(proc.stdout)["artifacts"]) / "ansible.log").read_text()
     assert "TASK [" not in proc.stderr  # without -v: no task log on the screen
 
 

@@ -290,6 +290,11 @@ def test_swappiness_end_to_end_through_the_table(sysroot_copy, tmp_path):
     assert run.status == "successful", (run.error, {h: (r.status, r.msg) for h, r in run.hosts.items()})
     assert (root / "proc/sys/vm/swappiness").read_text() == "10\n"
     assert "vm.swappiness = 10\n" in (root / "etc/sysctl.d/61-hostkit-numa.conf").read_text()
+    # --tags numa_sysctl ran that role alone: the plan's kernel arguments (isolcpus) were not written
+    assert plan["cmdline_set"] and not (root / "etc/default/grub.d/hostkit.cfg").exists()
+    ran = {(t.role, t.task) for t in run.hosts["h"].tasks if t.status != "skipped"}
+    # every included role validates its arguments (Ansible tags that task always); nothing else of theirs ran
+    assert {r for r, task in ran if not task.startswith("Validating arguments")} <= {"tune", "numa_sysctl", ""}, ran
     after = gather(str(root))
     assert {f["check"]: f["status"] for f in check_sysctls(after, plan)}["sysctl vm.swappiness"] == "pass"
 

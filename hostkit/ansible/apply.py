@@ -13,17 +13,18 @@ import yaml
 
 from hostkit.ansible.run import RunResult, run_playbook
 from hostkit.errors import BadInput
-from hostkit.paths import playbook_path
+from hostkit.paths import project_root
 from hostkit.profiles import shipped
 
 
-def _roles_of(playbook: str) -> list[str]:
-    """The roles a playbook runs, in its order: the one list of hostkit's roles (``--tags`` names them)."""
-    plays = yaml.safe_load(playbook_path(playbook).read_text())
-    return [r["role"] if isinstance(r, dict) else r for play in plays for r in play.get("roles", [])]
+def _apply_roles() -> list[str]:
+    """The apply roles in their order: the tune role's ``hostkit_apply_roles``, the one list of hostkit's
+    roles (apply.yml runs them through the tune role; ``--tags`` names some of them)."""
+    defaults = yaml.safe_load((project_root() / "roles" / "tune" / "defaults" / "main.yml").read_text())
+    return list(defaults["hostkit_apply_roles"])
 
 
-ROLES = _roles_of("apply.yml")
+ROLES = _apply_roles()
 
 
 @dataclass
@@ -70,6 +71,8 @@ def unlock(inventory: str, limit: str | None, *, run_id: str | None = None, forc
 
 
 def validate_tags(tags: str | None) -> str | None:
+    """``--tags``: Ansible's tags, each the name of a role to run (the tune role's apply step tags each
+    role's tasks with its name); an unknown name is bad input."""
     if not tags:
         return None
     names = [t.strip() for t in tags.split(",") if t.strip()]
