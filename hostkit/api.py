@@ -22,6 +22,7 @@ from hostkit.ansible.agent_call import SMOKE_OUTPUT, AgentReply, call_agent
 from hostkit.ansible.apply import HostApply, run_apply, validate_tags
 from hostkit.ansible.apply import unlock as unlock_hosts
 from hostkit.ansible.inventory import load_inventory
+from hostkit.ansible.reboot import DEFAULT_TIMEOUT as REBOOT_TIMEOUT
 from hostkit.ansible.reboot import Rebooted, reboot_hosts
 from hostkit.ansible.run import RunResult, new_run_id
 from hostkit.errors import EXIT_FAILED, EXIT_OK, EXIT_REFUSED, BadInput
@@ -224,7 +225,7 @@ class ApplyRequest(FleetPlanRequest):
     smoke_duration: float | None = None  # None: the smoke test's default run (a credible p999)
     revert_on_fail: bool = False  # with verify_smoke: roll back a host that misses its SLO
     reboot: bool = False  # reboot hosts whose kernel arguments changed, wait, re-check /proc/cmdline
-    reboot_timeout: int = 900  # seconds a host may take to come back
+    reboot_timeout: int = REBOOT_TIMEOUT  # seconds a host may take to come back
     run_id: str | None = None  # default: a new one; a caller that records it before the run starts (rollout)
 
     def __post_init__(self) -> None:
@@ -451,7 +452,7 @@ class RollbackRequest:
     check: bool = False
     diff: bool = False
     reboot: bool = False  # reboot hosts whose boot configuration was restored, wait, report /proc/cmdline
-    reboot_timeout: int = 900
+    reboot_timeout: int = REBOOT_TIMEOUT
 
     def __post_init__(self) -> None:
         if self.run_id and self.all:

@@ -20,6 +20,7 @@ import yaml
 from hostkit import paths
 from hostkit.ansible import settings as st
 from hostkit.actions import ARG_SPECS
+from hostkit.ansible.reboot import DEFAULT_TIMEOUT as REBOOT_TIMEOUT
 from tests.modules.runner import load_module
 
 REPO = Path(__file__).resolve().parent.parent
@@ -223,6 +224,18 @@ def test_examples_return_and_author(module, docs):
     for t in tasks:
         assert set(t[f"hostkit.tuning.{module}"] or {}) <= set(argument_spec(module)["argument_spec"]), t
     assert doc["return"], module
+
+
+def test_the_reboot_timeout_has_one_default_in_the_cli_and_the_roles():
+    """hostkit.ansible.reboot.DEFAULT_TIMEOUT is the CLI's and the api's; the roles keep it in YAML."""
+    tune = yaml.safe_load((REPO / "roles/tune/defaults/main.yml").read_text())
+    assert tune["hostkit_reboot_timeout"] == REBOOT_TIMEOUT
+    specs = yaml.safe_load((REPO / "roles/tune/meta/argument_specs.yml").read_text())["argument_specs"]
+    defaults = {name: ep["options"]["hostkit_reboot_timeout"].get("default") for name, ep in specs.items()
+                if "hostkit_reboot_timeout" in ep.get("options", {})}
+    assert defaults and set(defaults.values()) == {REBOOT_TIMEOUT}, defaults
+    isolcpus = yaml.safe_load((REPO / "roles/isolcpus/defaults/main.yml").read_text())
+    assert isolcpus["isolcpus_reboot_timeout"] == f"{{{{ hostkit_reboot_timeout | default({REBOOT_TIMEOUT}) | int }}}}"
 
 
 def test_tolerate_refused_renders_as_one_sentence(collection):

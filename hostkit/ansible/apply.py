@@ -11,6 +11,7 @@ from pathlib import Path
 
 import yaml
 
+from hostkit.ansible.reboot import DEFAULT_TIMEOUT as REBOOT_TIMEOUT
 from hostkit.ansible.run import RunResult, run_playbook
 from hostkit.errors import BadInput
 from hostkit.paths import project_root
@@ -94,7 +95,7 @@ def run_apply(hosts: list[str], inventory: str, *, plans: dict[str, dict] | None
               profiles: dict[str, str | None] | None = None, force: bool = False, smoke_gate: bool = False,
               check: bool = False, diff: bool = False, tags: str | None = None, forks: int | None = None,
               run_id: str, on_event=None, reboot: bool = False,
-              reboot_timeout: int = 900) -> tuple[dict[str, HostApply], RunResult]:
+              reboot_timeout: int = REBOOT_TIMEOUT) -> tuple[dict[str, HostApply], RunResult]:
     """Run apply.yml for ``hosts``, one outcome per host. Each host's facts and plan come first, in
     the same run (``hostkit.tuning.facts`` and ``hostkit.tuning.plan``, from ``profiles``: host ->
     profile name or file, None for the default; ``force``; ``smoke_gate``: a smoke test follows,

@@ -12,7 +12,9 @@ from dataclasses import dataclass
 
 from hostkit.ansible.run import new_run_id, run_playbook
 
-DEFAULT_TIMEOUT = 900  # seconds; the role default isolcpus_reboot_timeout is the same
+# Seconds a rebooting host may take to answer again: the one default of the CLI, the api and the roles
+# (roles/tune/defaults: hostkit_reboot_timeout, which isolcpus_reboot_timeout follows; tested equal).
+DEFAULT_TIMEOUT = 900
 
 
 @dataclass

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 
+from hostkit.ansible.reboot import DEFAULT_TIMEOUT as REBOOT_TIMEOUT
 from hostkit.errors import EXIT_BAD_INPUT
 
 
@@ -24,14 +25,14 @@ def command(sub, name: str, help: str, description: str | None = None, epilog: s
 
 
 def reboot_args(p: argparse.ArgumentParser, what: str, *, pending: str = "without it a pending reboot is reported",
-                timeout_default: int | None = 900,
+                timeout_default: int | None = REBOOT_TIMEOUT,
                 lost: str = "a host that does not come back is failed, the others go on") -> None:
     """--reboot/--reboot-timeout, the same on apply, rollback and rollout (whose default timeout is
-    None, so that a value given with --resume can be told apart; it means 900 there too)."""
+    None, so that a value given with --resume can be told apart; it means REBOOT_TIMEOUT there too)."""
     p.add_argument("--reboot", action="store_true",
                    help=f"reboot hosts whose {what}, wait for SSH (bounded), re-check /proc/cmdline; {pending}")
     p.add_argument("--reboot-timeout", type=int, default=timeout_default, metavar="S",
-                   help=f"seconds a rebooting host may take to answer again (default 900); {lost}")
+                   help=f"seconds a rebooting host may take to answer again (default {REBOOT_TIMEOUT}); {lost}")
 
 
 def plan_args(p: argparse.ArgumentParser, profile_help: str | None = None,

@@ -41,6 +41,7 @@ from dataclasses import asdict, dataclass, fields
 from hostkit import api
 from hostkit.agent.rollback import restored
 from hostkit.ansible.inventory import load_inventory
+from hostkit.ansible.reboot import DEFAULT_TIMEOUT as REBOOT_TIMEOUT
 from hostkit.ansible.run import new_run_id
 from hostkit.errors import EXIT_FAILED, EXIT_OK, EXIT_REFUSED, BadInput, HostkitError, Refused
 from hostkit.rollout import hooks as rollout_hooks
@@ -61,7 +62,7 @@ class RolloutRequest:
     max_failures: int = 0
     max_unavailable: int | None = None  # hosts out of service at once; None: a whole batch
     reboot: bool = False
-    reboot_timeout: int = 900
+    reboot_timeout: int = REBOOT_TIMEOUT
     target_p999_ms: float | None = None  # None: each host's profile
     smoke_duration: float | None = None  # None: the smoke test's default run (a credible p999)
     profile: str | None = None
