@@ -146,8 +146,8 @@ def journals(lab, host: str, rolled_back: bool = False) -> list[dict]:
             and p.with_suffix(".rollback.json").exists() is rolled_back]
 
 
-def journal_times(lab, host: str) -> tuple[str, str]:
-    (run,) = journals(lab, host)
+def journal_times(lab, host: str, rolled_back: bool = False) -> tuple[str, str]:
+    (run,) = journals(lab, host, rolled_back)
     times = [e["time"] for e in run["entries"]]
     return min(times), max(times)
 
@@ -209,24 +209,36 @@ def test_the_rollout_playbook_tunes_every_host_once_in_order_and_matches_hostkit
     assert changes(lab) == by_playbook
 
 
-def test_a_missed_smoke_gate_rolls_its_host_back_and_stops_the_rollout_through_navigator(lab, controller, fleet):
+def test_missed_smoke_gates_within_and_past_max_failures_through_navigator(lab, controller, fleet):
     """Through ansible-navigator (no execution environment here: ``--ee false``), which runs the
-    same playbook as ansible-playbook: the first batch's c1 passes and stays tuned, c2 misses its
-    gate and is rolled back in the playbook's ``rescue:``, the second batch is never reached."""
-    inv = fleet({"c2": {"hostkit_target_p999_ms": 0.0001}})
+    same playbook as ansible-playbook, with hostkit rollout's rule for failed hosts
+    (``hostkit_max_failures`` 1): in the first batch c2 misses its gate and is rolled back alone in
+    the playbook's ``rescue:`` (tolerated: c1 stays tuned, the rollout goes on); in the second c4
+    misses too, one failure past the limit: the rollout stops and its batch is rolled back, c3
+    (which passed) included. Every host back in service ran its post-batch tasks."""
+    miss = {"hostkit_target_p999_ms": 0.0001}
+    inv = fleet({"c2": miss, "c4": miss})
     proc = ansible(controller, "run", "hostkit.tuning.rollout", "-i", inv, "--ee", "false", "-m", "stdout",
-                   "--pae", "false", "--lf", controller[0] / "navigator.log", *ROLLOUT, tool="ansible-navigator")
+                   "--pae", "false", "--lf", controller[0] / "navigator.log", *ROLLOUT,
+                   "-e", "hostkit_max_failures=1", tool="ansible-navigator")
     assert proc.returncode != 0
-    assert re.search(r'fatal: \[c2\]: FAILED! => .*Smoke gate: MISSED: p999 .* vs target 0.0001 ms.* - rolled back',
-                     proc.stdout), proc.stdout[-4000:]
+    out = proc.stdout
+    assert re.search(r'ok: \[c2\] => \{\s*"msg": "Smoke gate: MISSED: p999 .* vs target 0.0001 ms.* - rolled back; '
+                     r'failed hosts 1, tolerated up to hostkit_max_failures 1: the rollout goes on', out), out[-4000:]
+    assert re.search(r'fatal: \[c4\]: FAILED! => .*Smoke gate: MISSED: p999 .* vs target 0.0001 ms.* - rolled back"',
+                     out), out[-4000:]
+    assert re.search(r'fatal: \[c3\]: FAILED! => .*rolled back: the rollout stopped after 2 failed host\(s\) '
+                     r'\(c2, c4; hostkit_max_failures 1\)', out), out[-4000:]
+    assert "tolerated: hostkit_max_failures" not in out  # a stopped rollout ends before the closing play
     now = trees(lab)
-    assert now["c2"] == fleet.before["c2"]  # rolled back byte for byte
-    assert now["c1"] != fleet.before["c1"] and len(journals(lab, "c1")) == 1  # passed: stays tuned
-    assert [now[h] == fleet.before[h] and not journals(lab, h) for h in ("c3", "c4")] == [True, True]  # never reached
-    assert len(journals(lab, "c2", rolled_back=True)) == 1 and not journals(lab, "c2")
-    assert fleet.calls() == [["pre c1", "pre c2"], ["post c1", "post c2"]]  # the rolled-back host: back in service
-    gates = gate_lines(proc.stdout)
-    assert list(gates) == ["c1"] and "smoke INCONCLUSIVE" in gates["c1"], gates
+    assert now["c1"] != fleet.before["c1"] and len(journals(lab, "c1")) == 1  # passed within the limit: stays tuned
+    for h in ("c2", "c3", "c4"):  # rolled back byte for byte
+        assert now[h] == fleet.before[h], h
+        assert len(journals(lab, h, rolled_back=True)) == 1 and not journals(lab, h), h
+    assert journal_times(lab, "c1")[1] < journal_times(lab, "c3", rolled_back=True)[0]  # the batches in order
+    assert fleet.calls() == [["pre c1", "pre c2"], ["post c1", "post c2"], ["pre c3", "pre c4"], ["post c3", "post c4"]]
+    gates = gate_lines(out)
+    assert sorted(gates) == ["c1", "c3"] and "smoke INCONCLUSIVE" in gates["c1"], gates
 
 
 def test_a_failing_pre_batch_task_changes_nothing_on_its_batch(lab, controller, fleet):
