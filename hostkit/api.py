@@ -227,14 +227,25 @@ class ApplyRequest(FleetPlanRequest):
     reboot: bool = False  # reboot hosts whose kernel arguments changed, wait, re-check /proc/cmdline
     reboot_timeout: int = REBOOT_TIMEOUT  # seconds a host may take to come back
     run_id: str | None = None  # default: a new one; a caller that records it before the run starts (rollout)
+    # The tune role's gates in the same run (hostkit rollout): a smoke test before the apply, then the
+    # audit (strict with reboot) and the smoke gate, with smoke_duration and target_p999_ms (None:
+    # the profile's). A failed gate fails its host; nothing is rolled back here.
+    gates: bool = False
+    target_p999_ms: float | None = None
 
     def __post_init__(self) -> None:
         if self.revert_on_fail and not self.verify_smoke:
             raise BadInput("--revert-on-fail needs --verify-smoke")
         check_reboot_timeout(self.reboot_timeout)
         validate_tags(self.tags)
-        if self.verify_smoke:
-            SmokeOptions(duration=self.smoke_duration)  # its bounds, checked before anything runs
+        if self.verify_smoke or self.gates:  # the bounds, checked before anything runs
+            SmokeOptions(**self.gate_options())
+
+    def gate_options(self) -> dict:
+        """The smoke options the gates give (the tune role's hostkit_smoke_duration and
+        hostkit_target_p999_ms); an option not given is the profile's."""
+        return {k: v for k, v in (("duration", self.smoke_duration), ("target_p999_ms", self.target_p999_ms))
+                if v is not None}
 
 
 @dataclass
@@ -289,7 +300,7 @@ def apply(req: ApplyRequest, on_event: OnEvent = None) -> ApplyResult:
                          profiles={h.name: req.profile or h.vars.get("hostkit_profile") for h in hosts},
                          smoke_gate=req.verify_smoke and not req.check, check=req.check, diff=req.diff,
                          tags=req.tags, forks=req.forks, run_id=run_id, on_event=on_event, reboot=req.reboot,
-                         reboot_timeout=req.reboot_timeout)
+                         reboot_timeout=req.reboot_timeout, gates=req.gate_options() if req.gates else None)
     bad = [h for h in ran.values() if h.bad_input]
     if bad:
         raise BadInput(bad[0].msg if bad[0].msg.startswith(f"{bad[0].name}: ") else f"{bad[0].name}: {bad[0].msg}")

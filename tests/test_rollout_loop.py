@@ -24,7 +24,7 @@ from hostkit.errors import BadInput
 from hostkit.rollout import driver
 from hostkit.rollout import state as rollout_state
 from hostkit.smoke import metrics
-from hostkit.smoke.report import HISTOGRAMS
+from hostkit.smoke.report import HISTOGRAMS, gate_record
 
 HOSTS = ["n1", "n2", "n3", "n4", "n5", "n6"]
 BATCHES = [["n1"], ["n2", "n3", "n4"], ["n5", "n6"]]
@@ -50,8 +50,10 @@ class FakeFleet:
         self.locks: dict[str, str | None] = {h: None for h in HOSTS}
         self.calls: list[tuple] = []
         self.miss = set(miss)  # hosts whose smoke gate says MISSED
+        self.drift: set[str] = set()  # hosts whose audit finds drift
         self.kill_in_apply_of: str | None = None  # the controller dies once this host's run is journaled
         self.clock = itertools.count(1)
+        # audit and smoke too: the rollout must not call them (its wave's apply run holds the gates)
         for op in ("plan", "apply", "audit", "smoke", "history", "rollback", "unlock"):
             monkeypatch.setattr(api, op, getattr(self, op))
 
@@ -66,6 +68,9 @@ class FakeFleet:
                                       for h in self._hosts(req.limit)})
 
     def apply(self, req):
+        """playbooks/apply.yml with the tune role's gates: per host the "before" smoke, the apply
+        (journaled, under the lock), the audit and the smoke gate, as HostApply reports them."""
+        assert req.gates and req.smoke_duration == 2, "a rollout's wave runs the tune role's gates"
         hosts = self._hosts(req.limit)
         self.calls.append(("apply", hosts, req.run_id))
         for h in hosts:
@@ -75,29 +80,43 @@ class FakeFleet:
             if h == self.kill_in_apply_of:
                 self.kill_in_apply_of = None
                 raise Killed
+        out = {}
         for h in hosts:
             self.locks[h] = None
-        return SimpleNamespace(run_id=req.run_id, hosts={h: HostApply(h, "changed", changed=3) for h in hosts})
+            ha = out[h] = HostApply(h, "changed", changed=3)
+            ha.smoke["before"] = self.smoke_result(h, gate=False)
+            drift = h in self.drift
+            ha.audit = {"status": "drift" if drift else "pass", "failed": drift, "audit": {
+                "status": "drift" if drift else "pass", "counts": {"pass": 8, "drift": 1} if drift else {"pass": 9},
+                "findings": [{"check": "sysctl kernel.sched_rt_runtime_us", "status": "drift", "expected": "-1",
+                              "actual": "950000", "source": "/proc/sys"}] if drift else []}}
+            if drift:
+                ha.failed_gate = "audit"
+                continue
+            ha.smoke["after"] = self.smoke_result(h, gate=True)
+            if ha.smoke["after"].get("failed"):
+                ha.failed_gate = "smoke"
+        return SimpleNamespace(run_id=req.run_id, hosts=out)
+
+    def smoke_result(self, h: str, gate: bool) -> dict:
+        """``hostkit.tuning.smoke``'s result: the report and the gate's record (MISSED fails the gate)."""
+        samples = [0.01 * (i % 50) for i in range(900)] + [2.5]
+        missed = h in self.miss
+        slo = {"verdict": "MISSED" if missed else "INCONCLUSIVE", "passed": False, "p999_ms": 2.5,
+               "target_p999_ms": 0.001 if missed else 1000.0}
+        doc = {"slo": slo, "samples": len(samples), "diagnosis": [],
+               "histograms": {k: metrics.histogram(samples) for k in HISTOGRAMS},
+               **{f"{k}_ms": metrics.summary(samples) for k in HISTOGRAMS}}
+        rec = gate_record(doc)
+        return {"changed": False, "smoke": doc, **rec, **({"failed": True} if gate and missed else {})}
 
     def audit(self, req):
-        hosts = self._hosts(req.limit)
-        self.calls.append(("audit", hosts, None))
-        return SimpleNamespace(hosts={h: {"status": "pass", "counts": {"pass": 9}, "findings": []} for h in hosts})
+        self.calls.append(("audit", self._hosts(req.limit), None))
+        raise AssertionError("the rollout audits in its apply run (the tune role's gate), not with api.audit")
 
     def smoke(self, req):
-        hosts = self._hosts(req.limit)
-        self.calls.append(("smoke", hosts, None))
-        replies = {}
-        samples = [0.01 * (i % 50) for i in range(900)] + [2.5]
-        for h in hosts:
-            missed = h in self.miss
-            slo = {"verdict": "MISSED" if missed else "INCONCLUSIVE", "passed": False, "p999_ms": 2.5,
-                   "target_p999_ms": 0.001 if missed else 1000.0}
-            doc = {"slo": slo, "samples": len(samples), "diagnosis": [],
-                   "histograms": {k: metrics.histogram(samples) for k in HISTOGRAMS},
-                   **{f"{k}_ms": metrics.summary(samples) for k in HISTOGRAMS}}
-            replies[h] = AgentReply(h, "ok", doc=doc)
-        return SimpleNamespace(hosts=replies, run=SimpleNamespace(run_id=f"smoke-{next(self.clock)}"))
+        self.calls.append(("smoke", self._hosts(req.limit), None))
+        raise AssertionError("the rollout smoke-tests in its apply run (the tune role's gate), not with api.smoke")
 
     def history(self, req):
         return SimpleNamespace(hosts={h: AgentReply(h, "ok", doc={"runs": [
@@ -162,8 +181,14 @@ def test_batches_go_out_in_waves_each_gated_by_audit_and_smoke(fleet):
     assert res.rc == 0 and res.state["status"] == "completed"
     assert [b["hosts"] for b in res.state["batches"]] == BATCHES
     assert waves(fleet) == WAVES
-    # each wave: apply, audit, the "after" smoke (the "before" one precedes the apply)
-    assert [op for op, hosts, _ in fleet.calls if hosts == ["n2", "n3"]] == ["smoke", "apply", "audit", "smoke"]
+    # each wave: one apply run holding the "before" smoke, the apply, the audit and the smoke gate
+    assert [op for op, hosts, _ in fleet.calls if hosts == ["n2", "n3"]] == ["apply"]
+    assert not fleet.ops("audit") and not fleet.ops("smoke")
+    assert {h: r["before"]["verdict"] for h, r in res.state["hosts"].items()} == {h: "INCONCLUSIVE" for h in HOSTS}
+    assert {h: r["audit"]["status"] for h, r in res.state["hosts"].items()} == {h: "pass" for h in HOSTS}
+    smoke_dir = rollout_state.run_dir(res.state["rollout_id"]) / "smoke"
+    assert sorted(p.name for p in smoke_dir.iterdir()) == sorted(f"{ph}-{h}.json" for h in HOSTS
+                                                                 for ph in ("before", "after"))
     assert fleet.in_force() == {h: [r["run_id"] for r in fleet.journal[h]] for h in HOSTS}
     assert all(len(runs) == 1 for runs in fleet.in_force().values())
     assert {h: (r["status"], r["after"]["verdict"]) for h, r in res.state["hosts"].items()} == \
@@ -259,3 +284,15 @@ def test_abort_of_a_rollout_killed_in_the_canary_s_apply_leaves_every_host_as_be
     assert fleet.calls == [("unlock", ["n1"], cut), ("rollback", ["n1"], cut)]
     assert fleet.in_force() == {h: [] for h in HOSTS} and fleet.locks == {h: None for h in HOSTS}
     assert fleet.hook_calls() == ["pre n1"]  # abort runs no hooks
+
+
+def test_a_host_whose_audit_drifts_fails_the_audit_gate_and_gets_no_smoke_gate(fleet):
+    fleet.drift = {"n1"}
+    res = driver.start(request(fleet))
+    f = res.state["failure"]
+    assert res.rc == 1 and (f["batch"], f["host"], f["gate"]) == (0, "n1", "audit")
+    assert f["why"] == ("drift: sysctl kernel.sched_rt_runtime_us drift: expected -1, found 950000 (/proc/sys)")
+    n1 = res.state["hosts"]["n1"]
+    assert (n1["status"], n1["audit"]["status"], n1["after"]) == ("rolled_back", "drift", None)
+    assert n1["before"]["verdict"] == "INCONCLUSIVE"  # the "before" run is evidence, taken before the apply
+    assert fleet.ops("rollback") == [["n1"]] and fleet.in_force()["n1"] == []

@@ -46,6 +46,12 @@ class HostApply:
     refused_parts: list[str] = field(default_factory=list)  # the plan's parts this host cannot take
     bad_input: bool = False  # its facts showed its input to be bad (the agent's exit 2, the plan's BadInput)
     locked: bool = False  # this run took the host's lock
+    # With the tune role's gates (run_apply's ``gates``): the audit module's result, each smoke run's
+    # ("before", "after": the gate) module result, and the gate the host failed ("audit", "smoke"),
+    # None when it failed in the apply itself or passed.
+    audit: dict | None = None
+    smoke: dict[str, dict] = field(default_factory=dict)
+    failed_gate: str | None = None
 
     def to_dict(self) -> dict:
         return {"status": self.status, "changed": self.changed, "roles": self.roles,
@@ -94,8 +100,8 @@ def profile_ref(ref: str | None) -> str | None:
 def run_apply(hosts: list[str], inventory: str, *, plans: dict[str, dict] | None = None,
               profiles: dict[str, str | None] | None = None, force: bool = False, smoke_gate: bool = False,
               check: bool = False, diff: bool = False, tags: str | None = None, forks: int | None = None,
-              run_id: str, on_event=None, reboot: bool = False,
-              reboot_timeout: int = REBOOT_TIMEOUT) -> tuple[dict[str, HostApply], RunResult]:
+              run_id: str, on_event=None, reboot: bool = False, reboot_timeout: int = REBOOT_TIMEOUT,
+              gates: dict | None = None) -> tuple[dict[str, HostApply], RunResult]:
     """Run apply.yml for ``hosts``, one outcome per host. Each host's facts and plan come first, in
     the same run (``hostkit.tuning.facts`` and ``hostkit.tuning.plan``, from ``profiles``: host ->
     profile name or file, None for the default; ``force``; ``smoke_gate``: a smoke test follows,
@@ -106,14 +112,21 @@ def run_apply(hosts: list[str], inventory: str, *, plans: dict[str, dict] | None
     next run names it, ``hostkit unlock`` clears it). With ``reboot``, a host whose kernel
     arguments changed is rebooted by the isolcpus role (bounded by ``reboot_timeout``) and its
     ``/proc/cmdline`` re-checked; a host that does not come back fails alone.
+
+    ``gates`` (the smoke options: ``duration``, ``target_p999_ms``; None for the profile's) runs the
+    tune role's gates in the same run, as playbooks/rollout.yml does: a smoke test before the apply
+    (evidence), then the audit (strict with ``reboot``) and the smoke gate. A host that fails a gate
+    keeps its apply's status; the gate is in :attr:`HostApply.failed_gate`.
     """
     planning = {"hostkit_plans": plans} if plans is not None else {
         "hostkit_profiles": {h: profile_ref((profiles or {}).get(h)) for h in hosts},
-        "hostkit_force": force, "hostkit_smoke_gate": smoke_gate, "hostkit_reboot": reboot}
+        "hostkit_force": force, "hostkit_smoke_gate": smoke_gate or gates is not None, "hostkit_reboot": reboot}
+    gating = {} if gates is None else {"hostkit_gates": True, "hostkit_smoke_duration": gates.get("duration"),
+                                       "hostkit_target_p999_ms": gates.get("target_p999_ms")}
     run = run_playbook(
         "apply.yml", inventory, limit=",".join(hosts), forks=forks or max(5, len(hosts)),
         check=check, diff=diff, tags=validate_tags(tags), run_id=run_id, on_event=on_event,
-        extravars={**planning, "hostkit_run_id": run_id, "hostkit_controller": controller_id(),
+        extravars={**planning, **gating, "hostkit_run_id": run_id, "hostkit_controller": controller_id(),
                    # Only when asked: extra vars win over the inventory, whose isolcpus_reboot_ok
                    # must keep working without --reboot.
                    **({"isolcpus_reboot_ok": True, "isolcpus_reboot_timeout": int(reboot_timeout)} if reboot else {})},
@@ -138,6 +151,9 @@ def _host_result(name: str, run: RunResult) -> HostApply:
     out = HostApply(name, hr.status, changed=hr.changed, msg=hr.msg)
     for t in hr.tasks:
         res = t.res or {}
+        if t.action in GATE_ACTIONS:  # the tune role's gates (hostkit_gates), after the apply's tasks
+            _gate_result(out, t)
+            continue
         if "plan" in res or "refusals" in res or res.get("bad_input"):  # the facts and plan, before any change
             out.refused_parts = list((res.get("plan") or {}).get("refused_parts") or [])
             out.bad_input = bool(res.get("bad_input"))
@@ -168,9 +184,35 @@ def _host_result(name: str, run: RunResult) -> HostApply:
         if res.get("locked"):
             out.locked_by = res.get("holder")
             out.msg = f"{res.get('msg')} [{stale_note(res.get('holder') or {})}]"
+    if out.failed_gate:  # the apply itself passed: its status is its changes'
+        out.status = "ok"
     if out.status == "ok" and out.changed:
         out.status = "changed"
     return out
+
+
+GATE_ACTIONS = ("hostkit.tuning.audit", "hostkit.tuning.smoke")
+
+
+def _gate_result(out: HostApply, t) -> None:
+    """One task of the tune role's gates: the audit, or a smoke run ("before" until the audit ran,
+    then "after", the gate). A run that could not give its result (unreachable) keeps Ansible's
+    message as its ``msg``. A host lost in the "before" run failed before its apply: no gate."""
+    if t.status == "skipped":
+        return
+    res = dict(t.res or {})
+    failed = t.status in ("failed", "unreachable")
+    if failed:
+        res.setdefault("msg", out.msg or t.status)
+        res["failed"] = True
+    if t.action.endswith(".audit"):
+        out.audit, gate = res, "audit"
+    elif out.audit is None:
+        out.smoke["before"], gate = res, None
+    else:
+        out.smoke["after"], gate = res, "smoke"
+    if failed and gate:
+        out.failed_gate = out.failed_gate or gate
 
 
 def result_leaves(res: dict):

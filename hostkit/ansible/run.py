@@ -85,6 +85,7 @@ class TaskResult:
     changed: bool
     res: dict
     role: str = ""
+    action: str = ""  # the module, as the task names it (hostkit.tuning.audit, ansible.builtin.debug, ...)
 
 
 @dataclass
@@ -220,7 +221,8 @@ class EventCollector:
         task = data.get("task", "")
         hr = self.hosts.setdefault(host, HostResult(name=host))
         changed = bool(res.get("changed"))
-        hr.tasks.append(TaskResult(task=task, status=status, changed=changed, res=res, role=data.get("role") or ""))
+        hr.tasks.append(TaskResult(task=task, status=status, changed=changed, res=res, role=data.get("role") or "",
+                                   action=data.get("resolved_action") or data.get("task_action") or ""))
         hr.changed += int(changed)
         facts = res.get("ansible_facts")
         if isinstance(facts, dict):

@@ -2,8 +2,11 @@
 per step with ``limit``), every step through :mod:`hostkit.api`.
 
 Per batch, in waves of at most ``max_unavailable`` hosts (default: the whole batch), each wave back
-in service before the next starts: pre-batch hooks -> smoke "before" -> apply (``reboot``: the
-plan's reboot, bounded) -> audit -> smoke "after" against the SLO -> post-batch hooks. A host is
+in service before the next starts: pre-batch hooks -> one Ansible run of the tune role's steps, the
+tasks of the collection's rollout.yml (playbooks/apply.yml with ``gates``: smoke "before" -> apply
+(``reboot``: the plan's reboot, bounded) -> audit -> smoke "after" against the SLO, each gate the
+module's rule) -> post-batch hooks. Rollbacks, resume and abort stay here: they need the state
+file and the hosts' journals, which a playbook does not keep. A host is
 out of service from its pre-batch hooks until its post-batch hooks pass; hosts left out (a failed
 rollback or post-batch hook) count against ``max_unavailable``. The gates:
 
@@ -48,7 +51,6 @@ from hostkit.rollout import hooks as rollout_hooks
 from hostkit.rollout import state as rollout_state
 from hostkit.rollout.batches import check_max_unavailable, next_wave, plan_batches
 from hostkit.smoke import report as smoke_report
-from hostkit.smoke.options import SmokeOptions
 
 OnStep = Callable[[str], None] | None
 
@@ -75,13 +77,13 @@ class RolloutRequest:
         if self.max_failures < 0:
             raise BadInput(f"--max-failures must be 0 or more, got {self.max_failures}")
         check_max_unavailable(self.max_unavailable)
-        self.smoke_request("-")  # the smoke options' bounds, checked before anything runs
+        self.apply_request("-")  # the smoke options' bounds, checked before anything runs
 
-    def smoke_request(self, limit: str) -> api.SmokeRequest:
-        opts, given = SmokeOptions(duration=self.smoke_duration), {"duration"} if self.smoke_duration else set()
-        if self.target_p999_ms is not None:
-            opts, given = opts.replace(target_p999_ms=self.target_p999_ms), given | {"target_p999_ms"}
-        return api.SmokeRequest(inventory=self.inventory, limit=limit, profile=self.profile, options=opts, given=frozenset(given))
+    def apply_request(self, limit: str, run_id: str | None = None) -> api.ApplyRequest:
+        """A wave's apply: the tune role's steps with its gates (smoke before, audit, smoke gate)."""
+        return api.ApplyRequest(inventory=self.inventory, limit=limit, profile=self.profile, force=self.force,
+                                reboot=self.reboot, reboot_timeout=self.reboot_timeout, run_id=run_id, gates=True,
+                                smoke_duration=self.smoke_duration, target_p999_ms=self.target_p999_ms)
 
     @classmethod
     def from_dict(cls, d: dict) -> "RolloutRequest":
@@ -294,19 +296,16 @@ class Driver:
         return True
 
     def run_wave(self, b: dict, todo: list[str], passed: list[str]) -> bool:
-        """One wave: pre-batch hooks, the "before" smoke, apply, audit, the "after" smoke; then the
-        gates' outcome (:meth:`settle_wave`). False: the rollout stops."""
+        """One wave: pre-batch hooks, then one Ansible run of the tune role's steps (the "before"
+        smoke, apply, audit, the "after" smoke: :meth:`apply_wave`); then the gates' outcome
+        (:meth:`settle_wave`). False: the rollout stops."""
         i = b["index"]
         self.event(i, todo, "wave", "started")
         if not self.drain(b, todo):
             return False
-        self.set_step(todo, "smoke_before")
-        self.smoke(todo, "before", i)  # evidence, not a gate
         failed = self.apply_wave(b, todo)
         if failed is None:
             return False
-        self.audit_gate(i, [h for h in todo if h not in failed], failed)
-        self.smoke_gate(i, [h for h in todo if h not in failed], failed)
         return self.settle_wave(b, todo, failed, passed)
 
     def drain(self, b: dict, todo: list[str]) -> bool:
@@ -333,8 +332,11 @@ class Driver:
         return True
 
     def apply_wave(self, b: dict, todo: list[str]) -> list[str] | None:
-        """The apply, its run id in the state before it starts (resume and abort find a cut-off run):
-        the hosts whose apply failed; None when the apply could not start (the rollout stops)."""
+        """The tune role's steps in one run (playbooks/apply.yml with its gates, the tasks of the
+        collection's rollout.yml): the "before" smoke (evidence), the apply, the audit (strict with
+        ``reboot``) and the smoke gate, each gate the module's own rule. The run id is in the state
+        before the run starts (resume and abort find a cut-off run). The hosts that failed their
+        apply or a gate; None when the run could not start (the rollout stops)."""
         i = b["index"]
         run_id = new_run_id()
         b["apply_runs"].append(run_id)
@@ -343,9 +345,7 @@ class Driver:
             self.host(h)["runs"].append(run_id)
         self.set_step(todo, "apply")
         try:
-            res = api.apply(api.ApplyRequest(inventory=self.req.inventory, limit=",".join(todo),
-                                             profile=self.req.profile, force=self.req.force, reboot=self.req.reboot,
-                                             reboot_timeout=self.req.reboot_timeout, run_id=run_id))
+            res = api.apply(self.req.apply_request(",".join(todo), run_id))
         except BadInput as exc:  # a host's facts or plan: raised before the apply changed anything
             for h in todo:
                 self.fail(h, "apply", f"bad input: {exc}")
@@ -353,6 +353,7 @@ class Driver:
             self.post_hooks(todo, i, after="an apply that could not start")
             self.stop(b, todo[0], "apply", f"bad input: {exc}")
             return None
+        self.record_smoke(i, todo, "before", res)
         failed: list[str] = []
         for h in todo:
             ha = res.hosts.get(h)
@@ -364,32 +365,36 @@ class Driver:
                 self.fail(h, "apply", why, refused=bool(ha and ha.status == "refused"))
                 failed.append(h)
         self.event(i, todo, "apply", "failed" if failed else "ok", f"run {res.run_id}")
+        applied = [h for h in todo if h not in failed]
+        self.audit_gate(i, applied, res, failed)
+        self.smoke_gate(i, [h for h in applied if h not in failed], res, failed)
         return failed
 
-    def audit_gate(self, i: int, live: list[str], failed: list[str]) -> None:
-        """The audit of the hosts the apply left standing; a host that fails it joins ``failed``."""
+    def audit_gate(self, i: int, live: list[str], res, failed: list[str]) -> None:
+        """The audit of the hosts the apply left standing (the run's ``hostkit.tuning.audit``: drift,
+        and a pending reboot with ``reboot``, fail it); a host that fails it joins ``failed``."""
         if not live:
             return
-        self.set_step(live, "audit")
-        au = api.audit(api.AuditRequest(inventory=self.req.inventory, limit=",".join(live), profile=self.req.profile,
-                                        force=self.req.force, strict=self.req.reboot))
         for h in live:
-            r = au.hosts.get(h) or {"status": "failed", "error": "no audit result"}
-            self.host(h)["audit"] = {"status": r["status"], "counts": r.get("counts")}
-            if api.audit_failed(r["status"], strict=self.req.reboot):
-                self.fail(h, "audit", api.audit_failure(r))
+            ha = res.hosts[h]
+            r = ha.audit or {"status": "failed", "msg": "no audit result"}
+            doc = r.get("audit") or {"status": r.get("status") or "failed", "error": r.get("msg")}
+            self.host(h)["audit"] = {"status": doc["status"], "counts": doc.get("counts")}
+            if ha.failed_gate == "audit" or ha.audit is None:
+                self.fail(h, "audit", api.audit_failure(doc))
                 failed.append(h)
         self.event(i, live, "audit", "failed" if set(live) & set(failed) else "ok")
 
-    def smoke_gate(self, i: int, live: list[str], failed: list[str]) -> None:
-        """The "after" smoke against the SLO; a host that misses it joins ``failed``."""
+    def smoke_gate(self, i: int, live: list[str], res, failed: list[str]) -> None:
+        """The "after" smoke against the SLO (the run's ``hostkit.tuning.smoke``); a host that misses
+        it joins ``failed``."""
         if not live:
             return
-        self.set_step(live, "smoke_after")
-        verdicts = self.smoke(live, "after", i)
+        verdicts = self.record_smoke(i, live, "after", res)
         for h in live:
-            v = verdicts[h]
-            if v["verdict"] in smoke_report.GATE_FAILS:
+            v = verdicts.get(h) or smoke_report.gate_record(None, "no result from the smoke gate")
+            self.host(h)["after"] = v
+            if res.hosts[h].failed_gate == "smoke" or v["verdict"] in smoke_report.GATE_FAILS:
                 self.fail(h, "smoke", v["why"])
                 failed.append(h)
         self.event(i, live, "smoke_after", "failed" if set(live) & set(failed) else "ok")
@@ -491,23 +496,25 @@ class Driver:
                 self.event(batch, [h], "post_hook", "ok", after)
         return bad
 
-    def smoke(self, hosts: list[str], phase: str, batch: int) -> dict[str, dict]:
-        """One smoke run on ``hosts``; per host a short record (the full report goes to the run dir)."""
-        res = api.smoke(self.req.smoke_request(",".join(hosts)))
+    def record_smoke(self, batch: int, hosts: list[str], phase: str, res) -> dict[str, dict]:
+        """Each host's smoke run of ``phase`` in the apply run ``res``: a short record in the state,
+        the full report in the run dir (the fleet report's plots)."""
         out = {}
         d = rollout_state.run_dir(self.state["rollout_id"]) / "smoke"
         d.mkdir(parents=True, exist_ok=True)
         for h in hosts:
-            r = res.hosts.get(h)
-            if r is None or not r.ok:
-                rec = smoke_report.gate_record(None, f"{r.status}: {r.error}" if r else "no smoke result")
-            else:
-                rec = smoke_report.gate_record(r.doc)
-                (d / f"{phase}-{h}.json").write_text(json.dumps(r.doc))
-            rec["run_id"] = res.run.run_id
+            r = res.hosts[h].smoke.get(phase) if h in res.hosts else None
+            if r is None:
+                continue  # the host did not get that far (its apply's record says why)
+            doc = r.get("smoke")
+            rec = smoke_report.gate_record(doc, None if doc else r.get("msg") or "no smoke result")
+            if doc:
+                (d / f"{phase}-{h}.json").write_text(json.dumps(doc))
+            rec["run_id"] = res.run_id
             self.host(h)[phase] = rec
             out[h] = rec
-        self.event(batch, hosts, f"smoke_{phase}", ", ".join(f"{h} {out[h]['verdict']}" for h in hosts))
+        if out:
+            self.event(batch, list(out), f"smoke_{phase}", ", ".join(f"{h} {out[h]['verdict']}" for h in out))
         return out
 
     def journaled(self, hosts: list[str]) -> dict[str, dict[str, object]]:

@@ -16,8 +16,10 @@ from hostkit.paths import runs_dir
 
 STATE_FILE = "rollout.json"
 VERSION = 1
-# Per host, the steps of its batch in order; "done" closes it, as do "failed", "rolled_back" and "aborted".
-STEPS = ("pending", "pre_hook", "smoke_before", "apply", "audit", "smoke_after", "post_hook", "done")
+# Per host, the steps of its batch in order ("apply": one run of the smoke "before", the apply and
+# its gates); "rollback" when a gate failed; "done" closes it, as do "failed", "rolled_back" and
+# "aborted".
+STEPS = ("pending", "pre_hook", "apply", "rollback", "post_hook", "done")
 
 
 def now() -> str:
