@@ -134,7 +134,7 @@ failed_change:
 """
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible.module_utils.hostkit_change_set import ARGUMENT_SPEC, ModuleFailure, outcome, parse
+from ansible.module_utils.hostkit_change_set import ARGUMENT_SPEC, ModuleFailure, parse, request, run_request
 
 
 def main():
@@ -146,8 +146,8 @@ def main():
         module.fail_json(msg=str(exc), **exc.fields)
     except ValueError as exc:
         module.fail_json(msg=str(exc))
-    result = outcome(dict(sysroot=p["sysroot"], run_id=p["run_id"], role=p["role"]), parsed,
-                     module.check_mode, module._diff, {"controller": p["controller"]} if p["lock"] else None)
+    # The agent's path (the action plugin's): the module's options as the request it sends, run here.
+    result = run_request(request(p, parsed, module.check_mode, module._diff), p["sysroot"])
     if result.get("failed"):
         module.fail_json(**result)
     module.exit_json(**result)
