@@ -77,6 +77,7 @@ bench: setup
 	$(PY) bench/module_route.py
 	$(PY) bench/smoke_transport.py
 	$(PY) bench/audit_fleet.py
+	$(PY) bench/rollout_fleet.py
 	$(PY) bench/gap_probe.py
 	$(PY) bench/lab_up.py
 
