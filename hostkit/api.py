@@ -362,13 +362,11 @@ def _verify_smoke(req: ApplyRequest, result: ApplyResult) -> dict[str, SmokeVerd
 
     out = {}
     for host, r in fleet.hosts.items():
-        passed = r.ok and r.doc["slo"]["passed"]
-        said = smoke_report.verdict(r.doc["slo"]) if r.ok else None
-        verdict = (f"{said} p999 {r.doc['slo']['p999_ms']} ms vs {r.doc['slo']['target_p999_ms']} ms"
-                   if r.ok else f"{r.status}: {r.error}")
-        out[host] = SmokeVerdict(passed, verdict)
-        # Revert only on evidence of a miss: too few samples (INCONCLUSIVE) is not a failed host.
-        if req.revert_on_fail and (not r.ok or said == "MISSED"):
+        # The smoke gate's one rule (the rollout's, hostkit.tuning.smoke's): MISSED or a run that
+        # failed fails; too few samples (INCONCLUSIVE) is not a failed host.
+        rec = smoke_report.gate_record(r.doc if r.ok else None, None if r.ok else f"{r.status}: {r.error}")
+        out[host] = SmokeVerdict(rec["verdict"] == "PASSED", rec["why"])
+        if req.revert_on_fail and rec["verdict"] in smoke_report.GATE_FAILS:
             rb = rollback(RollbackRequest(inventory=req.inventory, limit=host, run_id=result.run_id)).hosts[host]
             out[host].rollback = (f"run {result.run_id} rolled back" if rb.ok and restored(rb.doc)
                                   else f"rollback failed: {rb.to_dict()}")

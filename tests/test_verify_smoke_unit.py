@@ -14,7 +14,8 @@ from hostkit.errors import BadInput
 
 
 def _slo(verdict: str) -> dict:
-    return {"slo": {"passed": verdict == "PASSED", "verdict": verdict, "p999_ms": 0.5, "target_p999_ms": 1.0}}
+    return {"slo": {"passed": verdict == "PASSED", "verdict": verdict, "p999_ms": 0.5, "target_p999_ms": 1.0},
+            "samples": 20000}
 
 
 def bare_metal_and_guest_plans(sysroots) -> api.PlanResult:
@@ -53,6 +54,9 @@ def test_only_missed_or_failed_smoke_reverts(monkeypatch):
     assert out["miss"].rollback == "run run-1 rolled back"
     assert out["few"].verdict.startswith("INCONCLUSIVE") and out["few"].rollback is None
     assert out["pass"].passed and out["pass"].rollback is None
+    # the verdicts in the gate's words (smoke.report.gate_record), as hostkit rollout reports them
+    assert out["miss"].verdict == "MISSED: p999 0.5 ms vs target 1.0 ms (20000 samples)" and not out["miss"].passed
+    assert out["down"].verdict == "smoke run failed: unreachable: gone" and not out["down"].passed
 
 
 def test_a_rollback_whose_re_check_finds_something_off_is_a_failed_rollback(monkeypatch):
