@@ -61,6 +61,9 @@ def main() -> int:
         inventory.write_text(yaml.safe_dump(inv, sort_keys=False))
         collections = str(Path(env["HOSTKIT_STATE_DIR"]).parent / "collections")
         _, rc, _ = hostkit(env, "collection", "install", "-p", collections)
+        if rc:
+            print(f"hostkit collection install -p {collections}: exit {rc}; the playbook face cannot run")
+            return 1
         hostkit(env, "facts", "-i", str(inventory))
         for r in range(args.runs):
             # hostkit rollout, then its abort (every host back as it was)

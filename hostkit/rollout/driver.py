@@ -392,11 +392,12 @@ class Driver:
             return
         verdicts = self.record_smoke(i, live, "after", res)
         for h in live:
-            v = verdicts.get(h) or smoke_report.gate_record(None, "no result from the smoke gate")
-            self.host(h)["after"] = v
-            if res.hosts[h].failed_gate == "smoke" or v["verdict"] in smoke_report.GATE_FAILS:
-                self.fail(h, "smoke", v["why"])
-                failed.append(h)
+            if h not in verdicts:  # the run ended before this host's smoke gate: a run that gave nothing
+                verdicts[h] = self.host(h)["after"] = smoke_report.gate_record(None, "no result from the smoke gate")
+            elif res.hosts[h].failed_gate != "smoke":  # the module's verdict (smoke.report.GATE_FAILS)
+                continue
+            self.fail(h, "smoke", verdicts[h]["why"])
+            failed.append(h)
         self.event(i, live, "smoke_after", "failed" if set(live) & set(failed) else "ok")
 
     def settle_wave(self, b: dict, todo: list[str], failed: list[str], passed: list[str]) -> bool:
