@@ -76,13 +76,16 @@ class JumpTopology:
             pytest.fail("nsenter/unshare (util-linux) are needed for the jump-host topology")
         self.lab.stop_host("t")
         self.lab.stop_host("j")
-        self.holder = subprocess.Popen(["unshare", "-n", "sh", "-c", "ip link set lo up && exec sleep 3600"])
+        # Until unshare(2) has run, /proc/PID/ns/net is still the controller's namespace (where lo is
+        # up too): a loaded machine once started the target's sshd there. The holder says "ready"
+        # from inside its own namespace, after its loopback is up, and the namespace is checked.
+        self.holder = subprocess.Popen(
+            ["unshare", "-n", "sh", "-c", "ip link set lo up && echo ready && exec sleep 3600"],
+            stdout=subprocess.PIPE, text=True)
         ns = f"/proc/{self.holder.pid}/ns/net"
-        deadline = time.monotonic() + 10
-        while subprocess.run(["nsenter", f"--net={ns}", "ip", "-o", "link", "show", "lo", "up"],
-                             capture_output=True, text=True).stdout.count("UP") == 0:
-            assert time.monotonic() < deadline, "the namespace's loopback never came up"
-            time.sleep(0.05)
+        ready = self.holder.stdout.readline().strip()
+        assert ready == "ready", f"the network namespace was not set up (unshare exited {self.holder.poll()})"
+        assert os.readlink(ns) != os.readlink("/proc/self/ns/net"), "the holder is in the controller's namespace"
         passwd = self.tmp / "passwd"
         shadow = self.tmp / "shadow"
         passwd.write_text(Path("/etc/passwd").read_text() + f"{REMOTE_USER}:x:0:0:hostkit operator:/root:/bin/sh\n")
@@ -126,6 +129,7 @@ class JumpTopology:
         if self.holder:
             self.holder.kill()
             self.holder.wait()
+            self.holder.stdout.close()
 
 
 @pytest.fixture(scope="module")
