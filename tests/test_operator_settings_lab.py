@@ -14,6 +14,7 @@ another name, with root's rights, without touching this machine's accounts or ne
 from __future__ import annotations
 
 import os
+import select
 import shutil
 import signal
 import socket
@@ -83,8 +84,12 @@ class JumpTopology:
             ["unshare", "-n", "sh", "-c", "ip link set lo up && echo ready && exec sleep 3600"],
             stdout=subprocess.PIPE, text=True)
         ns = f"/proc/{self.holder.pid}/ns/net"
+        # Bounded, as any wait of this fixture: 10 s for the holder to answer.
+        if not select.select([self.holder.stdout], [], [], 10)[0]:
+            pytest.fail("the network namespace's holder did not answer within 10 s")
         ready = self.holder.stdout.readline().strip()
-        assert ready == "ready", f"the network namespace was not set up (unshare exited {self.holder.poll()})"
+        if ready != "ready":
+            pytest.fail(f"the network namespace was not set up (unshare exited {self.holder.wait(timeout=5)})")
         assert os.readlink(ns) != os.readlink("/proc/self/ns/net"), "the holder is in the controller's namespace"
         passwd = self.tmp / "passwd"
         shadow = self.tmp / "shadow"
@@ -137,7 +142,11 @@ def jumped(make_lab, tmp_path_factory):
     lab = make_lab([("t", "epyc-9634-nps1"), ("j", "kvm-small")], lab_port(12))
     work = tmp_path_factory.mktemp("operator")
     topo = JumpTopology(lab, work)
-    topo.up()
+    try:
+        topo.up()
+    except BaseException:
+        topo.down()  # a half-built topology leaves no namespace holder or sshd behind
+        raise
     # The operator's ansible.cfg, in the directory hostkit is started from.
     (work / "ansible.cfg").write_text(
         f"[defaults]\nremote_user = {REMOTE_USER}\n\n"
