@@ -55,7 +55,7 @@ test-vm: setup
 	$(PY) -m pytest -m vm $(PYTEST_ARGS)
 
 # The Ansible collection hostkit.tuning (also inside the wheel): build/collection/hostkit-tuning-<version>.tar.gz,
-# and ansible-test sanity on it (tests/test_collection.py runs the same).
+# and ansible-test sanity on it (tests/unit/test_collection.py runs the same).
 .PHONY: collection sanity test-floors
 collection: setup
 	$(PY) scripts/build_collection.py build/collection --tar
@@ -63,13 +63,13 @@ collection: setup
 sanity: setup
 	$(PY) scripts/build_collection.py build/collection --sanity
 
-# Every dependency at its pyproject floor in a fresh venv, then the lint and unit suites (tests/test_floors.py).
+# Every dependency at its pyproject floor in a fresh venv, then the lint and unit suites (tests/floors/test_floors.py).
 test-floors: setup
 	$(PY) -m pytest -m floors $(PYTEST_ARGS)
 
-# The generated-input properties of tests/test_fuzz.py with a large budget (make test runs 40 each).
+# The generated-input properties of tests/unit/test_fuzz.py with a large budget (make test runs 40 each).
 fuzz: setup
-	HOSTKIT_FUZZ_EXAMPLES=$${HOSTKIT_FUZZ_EXAMPLES:-2000} $(PY) -m pytest tests/test_fuzz.py -q $(PYTEST_ARGS)
+	HOSTKIT_FUZZ_EXAMPLES=$${HOSTKIT_FUZZ_EXAMPLES:-2000} $(PY) -m pytest tests/unit/test_fuzz.py -q $(PYTEST_ARGS)
 
 bench: setup
 	$(PY) bench/facts.py

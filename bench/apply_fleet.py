@@ -20,8 +20,18 @@ import argparse
 import os
 import sys
 
-from fleet_lab import (ansible_runs, fleets, hostkit, load, machine_cpu_seconds, median, module_calls, print_ratio,
-                       round_trip, run_names)
+from fleet_lab import (
+    ansible_runs,
+    fleets,
+    hostkit,
+    load,
+    machine_cpu_seconds,
+    median,
+    module_calls,
+    print_ratio,
+    round_trip,
+    run_names,
+)
 
 
 def main() -> int:

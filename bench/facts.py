@@ -21,8 +21,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from hostkit.facts import gather  # noqa: E402
-from hostkit.lab import fixtures  # noqa: E402
+from hostkit.facts import gather
+from hostkit.lab import fixtures
 
 
 def timed(cmd: list[str]) -> float:

@@ -17,7 +17,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from hostkit.lab.lab import Lab  # noqa: E402
+from hostkit.lab.lab import Lab
 
 
 def machine_cpu_seconds() -> float:

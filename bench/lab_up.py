@@ -23,9 +23,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from hostkit.lab import vm  # noqa: E402
-from hostkit.lab.vm_image import ensure_image  # noqa: E402
-from hostkit.lab.vm_state import SavedState  # noqa: E402
+from hostkit.lab import vm
+from hostkit.lab.vm_image import ensure_image
+from hostkit.lab.vm_state import SavedState
 
 HOSTKIT = str(Path(sys.executable).parent / "hostkit")
 

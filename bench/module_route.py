@@ -28,10 +28,10 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from hostkit.ansible.run import close_masters  # noqa: E402
-from hostkit.ansible.settings import runner_env  # noqa: E402
-from hostkit.lab import vm  # noqa: E402
-from hostkit.paths import project_root  # noqa: E402
+from hostkit.ansible.run import close_masters
+from hostkit.ansible.settings import runner_env
+from hostkit.lab import vm
+from hostkit.paths import project_root
 
 BIN = Path(sys.executable).parent
 CHANGES = [{"name": "conf", "file": {"path": "/etc/sysctl.d/61-hostkit-bench.conf",

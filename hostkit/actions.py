@@ -5,7 +5,7 @@ An action plugin (``action_plugins/<name>.py``, ``plugins/action/`` in the colle
 shell: it wraps its connection as a :class:`Remote` (:class:`ActionRemote`), calls one function
 here and returns its dict. Each function takes plain values and returns what the module returns,
 or raises :class:`HostkitError` with the one-line reason the host fails with. Nothing here knows
-Ansible's classes, so tests/test_collection_actions.py drives every rule against a fake remote.
+Ansible's classes, so tests/unit/test_collection_actions.py drives every rule against a fake remote.
 
 One rule, two faces:
 
@@ -245,7 +245,7 @@ class _Ran:
 
 
 class _File:
-    def __init__(self, host: "RemoteHost", path: str) -> None:
+    def __init__(self, host: RemoteHost, path: str) -> None:
         ran = host.run("cat -- %s", path)
         self.exists, self.content_string = ran.rc == 0, ran.stdout if ran.rc == 0 else ""
 
@@ -317,7 +317,7 @@ def rollback(remote: Remote, *, run_id: str | None = None, check: bool = False, 
 
 _HOST = {"sysroot": {"type": "str", "default": ""}}
 # Each module's options, as ansible's argument_spec: the action plugins validate their task's
-# arguments with it, and library/<name>.py declares the same (tests/test_collection_actions.py).
+# arguments with it, and library/<name>.py declares the same (tests/unit/test_collection_actions.py).
 ARG_SPECS: dict[str, dict] = {
     "facts": {**_HOST},
     "plan": {"facts": {"type": "dict"}, "profile": {"type": "str"}, "overrides": {"type": "dict"},

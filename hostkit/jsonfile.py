@@ -95,7 +95,7 @@ class _BoundedLoader(yaml.SafeLoader):
 def parse_yaml(text: str, source: str):
     """A YAML document from a file a user named (``source`` names it in the error)."""
     try:
-        return yaml.load(text, Loader=_BoundedLoader)  # noqa: S506 - a SafeLoader subclass
+        return yaml.load(text, Loader=_BoundedLoader)
     except yaml.YAMLError as exc:
         first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
         raise BadInput(f"{source} is not valid YAML: {first[:200]}") from None

@@ -9,7 +9,7 @@ Everything else reads this table instead of keeping its own list:
   sysroot into ``facts["kernel"][<fact>]``; ``hostkit facts capture`` takes the same files;
 * the planner puts a profile's non-null sysctls into ``plan["sysctl"]``;
 * the roles: ``scripts/role_tunables.py`` writes each writing role's ``__<role>_sysctls`` (path and
-  bounds) into ``roles/<role>/vars/main.yml``; ``tests/test_tunables.py`` checks that it is fresh
+  bounds) into ``roles/<role>/vars/main.yml``; ``tests/unit/test_tunables.py`` checks that it is fresh
   and that the roles' path defaults are the :class:`ManagedFile` defaults;
 * the audit compares ``plan["sysctl"]`` with the facts by each tunable's ``kind``
   (:func:`hostkit.core.values.normalise`) and reads the files of :func:`role_paths` (an

@@ -16,6 +16,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from generated import sync  # noqa: E402  (scripts/generated.py)
+
 from hostkit.tunables import tuned_sysctls  # noqa: E402
 
 INTRO = {

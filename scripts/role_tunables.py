@@ -17,6 +17,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from generated import sync  # noqa: E402  (scripts/generated.py)
+
 from hostkit.tunables import tuned_sysctls  # noqa: E402
 
 BEGIN = "# BEGIN hostkit.tunables: written by scripts/role_tunables.py from hostkit/tunables.py; edit the table"

@@ -32,7 +32,7 @@ ROOT = Path(__file__).resolve().parent.parent
 OUT = ROOT / ".hostkit"
 FAST = "not lab and not vm and not floors"
 # The VM modules split in two lanes of about the same length (lane B on ports of its own).
-VM_LANE_B = ["tests/test_vm_rollout.py", "tests/test_vm_tuned.py", "tests/test_vm_vmware.py"]
+VM_LANE_B = ["tests/vm/test_rollout.py", "tests/vm/test_tuned.py", "tests/vm/test_vmware.py"]
 
 
 def suite(name: str, marker: str, extra: list[str], args: list[str], env: dict | None = None) -> dict:

@@ -28,6 +28,25 @@ def lab_port(offset: int) -> int:
     return TEST_LAB_PORT + offset
 
 
+# A test's tier is its directory: tests/unit (no lab host, no guest: seconds), tests/lab (real sshd
+# hosts on loopback), tests/vm (real kernels in QEMU guests), tests/floors (every dependency at its
+# floor). The marker of the tier is added here, never written in a test file, so `-m lab` selects
+# exactly tests/lab/. `live` and `measures` (tests/unit only) stay marks of the test itself.
+TIERS = {"unit": "unit", "lab": "lab", "vm": "vm", "floors": "floors"}
+
+
+def tier_of(path: Path) -> str:
+    rel = Path(path).resolve().relative_to(REPO / "tests")
+    if len(rel.parts) < 2 or rel.parts[0] not in TIERS:
+        raise pytest.UsageError(f"{path}: a test file lives in tests/<tier>/ (one of {', '.join(TIERS)})")
+    return TIERS[rel.parts[0]]
+
+
+def pytest_collection_modifyitems(items):
+    for item in items:
+        item.add_marker(getattr(pytest.mark, tier_of(item.path)))
+
+
 @pytest.fixture(scope="session")
 def sysroots(tmp_path_factory) -> dict[str, Path]:
     """Every fixture materialized once per session (read-only use!)."""

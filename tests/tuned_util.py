@@ -5,7 +5,7 @@ README) under /usr/lib/tuned/<name>/tuned.conf (LOAD_DIRECTORIES of that version
 
 ``install_debian_tuned``: Debian bookworm's package (tuned 2.20.0-1, tests/tuned_debian_2.20, see
 its README) with ``cpu-partitioning`` applied on a Debian GRUB host, its files as tuned 2.20 leaves
-them there (checked against a real guest by tests/test_vm_tuned.py)."""
+them there (checked against a real guest by tests/vm/test_tuned.py)."""
 
 from __future__ import annotations
 

@@ -16,8 +16,7 @@ import secrets
 import time
 
 from hostkit.agent.journal_io import Journal, file_state
-from hostkit.core.sysroot import atomic_write
-from hostkit.core.sysroot import sysroot_path
+from hostkit.core.sysroot import atomic_write, sysroot_path
 from hostkit.tunables import adopted_patterns, adopted_values
 
 

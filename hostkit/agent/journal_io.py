@@ -21,7 +21,7 @@ import json
 import os
 
 try:  # in the hostkit package (the agent zipapp, the controller)
-    from hostkit.core.sysroot import atomic_write, is_live, sysroot_path  # noqa: F401 (is_live: for the modules)
+    from hostkit.core.sysroot import atomic_write, is_live, sysroot_path
 except ImportError:  # inside an Ansible module: the same file as module_utils/hostkit_sysroot.py
     from ansible.module_utils.hostkit_sysroot import atomic_write, is_live, sysroot_path  # noqa: F401
 

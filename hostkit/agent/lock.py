@@ -127,7 +127,7 @@ def run_request(req, sysroot):
     """The agent's side: ``req`` holds the module's options (checked on the controller) and
     ``check_mode``; the module's result, ``failed`` with ``msg`` when the lock cannot be had."""
     try:
-        params = dict((k, req[k]) for k in ARGUMENT_SPEC if k != "sysroot")
+        params = {k: req[k] for k in ARGUMENT_SPEC if k != "sysroot"}
         params["sysroot"] = sysroot
         check_mode = bool(req["check_mode"])
     except (KeyError, TypeError) as exc:

@@ -19,9 +19,9 @@ import re
 import subprocess
 from dataclasses import dataclass, field
 
-from hostkit.core import kthreads
 from hostkit.agent.journal import ROLLBACK_SUFFIX, journal_dir, load_runs
 from hostkit.agent.journal_io import file_state, now, record_would_run, state_bytes
+from hostkit.core import kthreads
 from hostkit.core.sysroot import atomic_write, is_live, sysroot_path
 from hostkit.core.values import normalise, same
 from hostkit.errors import BadInput

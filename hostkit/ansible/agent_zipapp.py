@@ -38,7 +38,7 @@ ENTRY = "agent/main.py"
 def shipped() -> list[str]:
     """The agent's entry point and every hostkit module it imports, transitively (each package's
     ``__init__.py`` included), as paths relative to the package. Each of them must import nothing
-    outside the standard library and this set (tests/test_agent.py checks it with python3 -I -S)."""
+    outside the standard library and this set (tests/unit/test_agent.py checks it with python3 -I -S)."""
     todo, seen = [ENTRY], set()
     while todo:
         rel = todo.pop()

@@ -6,7 +6,6 @@ from __future__ import annotations
 import os
 import socket
 from dataclasses import dataclass, field
-
 from pathlib import Path
 
 import yaml

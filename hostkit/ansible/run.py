@@ -61,7 +61,7 @@ class RunOptions:
         return None if operator.is_set("DEFAULT_LOG_PATH") else str(run_dir / "ansible.log")
 
 
-_OPTIONS: contextvars.ContextVar[RunOptions] = contextvars.ContextVar("hostkit_run_options", default=RunOptions())
+_OPTIONS: contextvars.ContextVar[RunOptions] = contextvars.ContextVar("hostkit_run_options", default=RunOptions())  # noqa: B039 (frozen)
 
 
 def current_options() -> RunOptions:

@@ -12,7 +12,7 @@ from hostkit.errors import EXIT_BAD_INPUT
 class Parser(argparse.ArgumentParser):
     """argparse that exits 2 with a one-line error (its own convention, and hostkit's bad input)."""
 
-    def error(self, message: str):  # noqa: D401
+    def error(self, message: str):
         self.print_usage(sys.stderr)
         self.exit(EXIT_BAD_INPUT, f"hostkit: error: {message}\n")
 

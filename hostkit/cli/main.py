@@ -11,10 +11,24 @@ from __future__ import annotations
 import argparse
 import sys
 
-from hostkit.cli import apply, audit, collection, facts, fixtures, gaps, history, lab, migrate, plan, rollback, smoke, unlock
 from hostkit.ansible.run import run_options as ansible_run_options
-from hostkit.cli import output
-from hostkit.cli import rollout
+from hostkit.cli import (
+    apply,
+    audit,
+    collection,
+    facts,
+    fixtures,
+    gaps,
+    history,
+    lab,
+    migrate,
+    output,
+    plan,
+    rollback,
+    rollout,
+    smoke,
+    unlock,
+)
 from hostkit.cli.args import Parser, run_options
 from hostkit.errors import EXIT_OK, HostkitError
 

@@ -11,7 +11,6 @@ from hostkit.cli import output
 from hostkit.cli.args import command, fleet_args, plan_args, reboot_args
 from hostkit.errors import BadInput
 
-
 HEADER = ["host", "status", "runs", "restored", "unchanged", "re-check", "reboot required", "errors"]
 SUMMARY = "restore exactly what hostkit changed, newest change first"
 DESCRIPTION = """\

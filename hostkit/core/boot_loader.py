@@ -42,12 +42,24 @@ import os
 import re
 
 try:  # in the hostkit package (the agent zipapp, the controller)
-    from hostkit.core.kernel_args import (arg_name, cmdline_words, edit_words, format_arg, remove_grub_args,
-                                          split_cmdline)
+    from hostkit.core.kernel_args import (
+        arg_name,
+        cmdline_words,
+        edit_words,
+        format_arg,
+        remove_grub_args,
+        split_cmdline,
+    )
     from hostkit.core.sysroot import HostFileError, read_bytes, sysroot_path
 except ImportError:  # inside an Ansible module
-    from ansible.module_utils.hostkit_kernel_args import (arg_name, cmdline_words, edit_words, format_arg,
-                                                          remove_grub_args, split_cmdline)
+    from ansible.module_utils.hostkit_kernel_args import (
+        arg_name,
+        cmdline_words,
+        edit_words,
+        format_arg,
+        remove_grub_args,
+        split_cmdline,
+    )
     from ansible.module_utils.hostkit_sysroot import HostFileError, read_bytes, sysroot_path
 
 BACKENDS = ("grub-debian", "bls", "systemd-boot")
@@ -275,7 +287,7 @@ def shell_word(raw, env):
 def grub_effective(texts):
     """``GRUB_CMDLINE_LINUX`` and ``GRUB_CMDLINE_LINUX_DEFAULT`` after sourcing ``texts`` (a list
     of file texts, in the order ``update-grub`` sources them), as the shell would assign them."""
-    env = dict((v, "") for v in GRUB_VARS)
+    env = dict.fromkeys(GRUB_VARS, "")
     for text in texts:
         for line in text.splitlines():
             m = _ASSIGN.match(line)
@@ -285,7 +297,7 @@ def grub_effective(texts):
                 env[m.group(1)] = shell_word(m.group(2), env)
             except ValueError:  # the shell would refuse the file; take the value as written
                 env[m.group(1)] = m.group(2).strip().strip("\"'")
-    return dict((v, env[v]) for v in GRUB_VARS)
+    return {v: env[v] for v in GRUB_VARS}
 
 
 def grub_order(paths):
@@ -542,11 +554,11 @@ def every_boot_cmdline(cfg, booted=None):
         return {GRUB: _grub_next_boot(texts, booted)}
     if cfg["backend"] == "bls":
         env = dict(parse_grubenv(texts.get(GRUBENV)))
-        return dict((p, expand_options(parse_entry(texts[p]).get("options", ""), env))
-                    for p in _entries(texts, BLS_ENTRIES))
+        return {p: expand_options(parse_entry(texts[p]).get("options", ""), env)
+                    for p in _entries(texts, BLS_ENTRIES)}
     if cfg["backend"] == "systemd-boot":
-        return dict((p, " ".join(parse_entry(texts[p]).get("options", "").split()))
-                    for p in _entries(texts, cfg["esp"].rstrip("/") + "/loader/entries"))
+        return {p: " ".join(parse_entry(texts[p]).get("options", "").split())
+                    for p in _entries(texts, cfg["esp"].rstrip("/") + "/loader/entries")}
     return {}
 
 

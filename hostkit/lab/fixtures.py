@@ -111,7 +111,7 @@ class _Layout:
     l3_groups: dict[tuple[int, int], set[int]] = field(default_factory=dict)
 
     @classmethod
-    def of(cls, spec: dict) -> "_Layout":
+    def of(cls, spec: dict) -> _Layout:
         lay = cls(spec["sockets"], spec["cores_per_socket"], spec["threads_per_core"], spec["numa_per_socket"],
                   spec.get("single_node", False), spec["cores_per_l3"])
         for s, c, th in lay.positions():
@@ -455,7 +455,7 @@ def _build_irqs_and_nics(t: Tree, spec: dict, ncpus: int, nodes: dict[int, set[i
             t.put(f"proc/irq/{nxt}/.managed", "1")  # hostkit-lab marker: the kernel refuses writes (EIO)
             nxt += 1
 
-    header = " " * 4 + "".join(f"{'CPU%d' % c:>11}" for c in range(ncpus))
+    header = " " * 4 + "".join(f"{f'CPU{c}':>11}" for c in range(ncpus))
     rows = [header]
     for irq, chip, hw, name, aff, eff, node in irqs:
         counts = "".join(f"{(1000 + irq if c in eff else 0):>11}" for c in range(ncpus))

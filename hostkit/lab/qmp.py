@@ -61,7 +61,7 @@ class _JsonSocket:
             self.sock.settimeout(left)
             try:
                 chunk = self.sock.recv(65536)
-            except socket.timeout:
+            except TimeoutError:
                 raise LabError(f"{self.what}: no answer in time") from None
             except OSError as exc:
                 raise LabError(f"{self.what}: {exc.strerror or exc}") from None

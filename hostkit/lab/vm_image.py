@@ -42,7 +42,7 @@ PACKAGES = (
     "grub-pc-bin", "grub2-common", "irqbalance", "iproute2", "procps", "rt-tests", "numactl",
     "util-linux", "e2fsprogs", "dbus", "tuned", "qemu-guest-agent",
 )
-# Installed for the tuned coexistence test (tests/test_vm_tuned.py) but disabled: a guest runs tuned
+# Installed for the tuned coexistence test (tests/vm/test_tuned.py) but disabled: a guest runs tuned
 # only when a test enables it (`systemctl enable --now tuned`), so every other guest is tuned-free.
 DISABLED_UNITS = ("tuned.service",)
 DISK_SIZE = "3G"
@@ -219,7 +219,7 @@ class Image:
             return "base.qcow2 does not match its recorded sha256"
         return None
 
-    def ensure(self, progress=None) -> "Image":
+    def ensure(self, progress=None) -> Image:
         """The verified image, built first when missing, partial or corrupt. One build at a time
         per cache (a lock file); a second caller waits and then finds it ready."""
         import fcntl

@@ -36,7 +36,7 @@ def cpulist2hex(cpus) -> str:
     m = 0
     for c in cpus:
         m |= 1 << c
-    s = "%x" % m
+    s = f"{m:x}"
     s = s.zfill(-(-len(s) // 8) * 8)
     return ",".join(s[i:i + 8] for i in range(0, len(s), 8))
 
@@ -81,7 +81,7 @@ def bootcmdline_text(values: dict[str, str]) -> str:
     """The ``NAME="value"`` lines of ``/etc/tuned/bootcmdline`` as commands.add_modify_option_in_file
     writes them. The tuned role replaces the file's lines of these names with them and keeps the
     rest (the package's comment header): tuned's own in-place edit, its lines being the last."""
-    return "".join('%s="%s"\n' % (name, value.replace("\\", "\\\\")) for name, value in values.items())
+    return "".join('{}="{}"\n'.format(name, value.replace("\\", "\\\\")) for name, value in values.items())
 
 
 def _mode(asked: str | None, tuned: dict) -> tuple[str, str]:

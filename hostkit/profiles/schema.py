@@ -10,8 +10,15 @@ from __future__ import annotations
 from hostkit.core.cpulist import parse_cpulist
 from hostkit.core.sysroot import excerpt
 from hostkit.errors import BadInput, CpulistError
-from hostkit.tunables import (TUNED_MODES, KernelArg, KthreadPlacement, PmQos, SysfsValue, profile_sections,
-                              tuned_sysctls)
+from hostkit.tunables import (
+    TUNED_MODES,
+    KernelArg,
+    KthreadPlacement,
+    PmQos,
+    SysfsValue,
+    profile_sections,
+    tuned_sysctls,
+)
 
 ISOLCPUS_FLAGS = ("domain", "managed_irq", "nohz")
 GOVERNORS = ("performance", "powersave", "schedutil", "ondemand", "conservative", "userspace")

@@ -86,7 +86,7 @@ class RolloutRequest:
                                 smoke_duration=self.smoke_duration, target_p999_ms=self.target_p999_ms)
 
     @classmethod
-    def from_dict(cls, d: dict) -> "RolloutRequest":
+    def from_dict(cls, d: dict) -> RolloutRequest:
         return cls(**{f.name: d[f.name] for f in fields(cls) if f.name in d})
 
 

@@ -20,8 +20,20 @@ import struct
 import time
 from array import array
 
-from hostkit.smoke.queue import (DONE, ERROR, FREE, NEVER, READY, SLOT_META, FlockAllocator, PartitionAllocator,
-                                 SharedInferenceQueue, TOKEN_MASK, announcements_matter, doorbell_token)
+from hostkit.smoke.queue import (
+    DONE,
+    ERROR,
+    FREE,
+    NEVER,
+    READY,
+    SLOT_META,
+    TOKEN_MASK,
+    FlockAllocator,
+    PartitionAllocator,
+    SharedInferenceQueue,
+    announcements_matter,
+    doorbell_token,
+)
 
 # done_s: when the inference ended (monotonic clock, seconds): ties slow inferences to probe events.
 FIELDS = ("rpc_ms", "service_rpc_ms", "queue_wait_ms", "infer_wall_ms", "infer_cpu_ms", "client_ms", "done_s")

@@ -99,7 +99,7 @@ class _Run:
     wall_s: float
 
     @classmethod
-    def of(cls, result: dict, probes: dict, facts: dict | None) -> "_Run":
+    def of(cls, result: dict, probes: dict, facts: dict | None) -> _Run:
         d = result["deschedule_ms"]
         tail = d["p999"] if d["p999"] is not None else 0.0
         worst = d["max"] or 0.0

@@ -52,7 +52,7 @@ class GapOptions:
             raise BadInput(f"gap probe: policy {self.policy!r} is not one of {', '.join(POLICIES)}")
 
     @classmethod
-    def from_args(cls, ns: argparse.Namespace) -> "GapOptions":
+    def from_args(cls, ns: argparse.Namespace) -> GapOptions:
         return cls(duration_s=ns.duration, threshold_us=ns.threshold_us, policy=ns.policy,
                    cpus=tuple(sorted(parse_cpulist(ns.cpus))) if ns.cpus else None)
 

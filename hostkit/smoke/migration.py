@@ -10,7 +10,8 @@ from __future__ import annotations
 from hostkit.core.sysroot import excerpt
 from hostkit.errors import BadInput
 from hostkit.jsonfile import read_json
-from hostkit.smoke.report import fifo_state, verdict as slo_word
+from hostkit.smoke.report import fifo_state
+from hostkit.smoke.report import verdict as slo_word
 
 ROWS = [
     ("deschedule p50 (ms)", lambda r: r["deschedule_ms"]["p50"]),

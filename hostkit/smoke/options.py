@@ -154,12 +154,12 @@ class SmokeOptions:
         if self.model and not os.path.isfile(self.model):
             raise BadInput(f"--model {self.model}: no such file")
 
-    def replace(self, **changes) -> "SmokeOptions":
+    def replace(self, **changes) -> SmokeOptions:
         return dataclasses.replace(self, **changes)
 
     # ------------------------------------------------------------------ command line
     @classmethod
-    def from_args(cls, ns: argparse.Namespace, **fallbacks) -> "SmokeOptions":
+    def from_args(cls, ns: argparse.Namespace, **fallbacks) -> SmokeOptions:
         """From a namespace parsed with ``add_smoke_arguments``: what the command line gave, else
         ``fallbacks``, else the defaults. Raises BadInput on values out of bounds."""
         names = {f.name for f in fields(cls)}

@@ -170,7 +170,7 @@ class SharedInferenceQueue:
     # ------------------------------------------------------------------ create / attach
     @classmethod
     def create(cls, name: str | None = None, nslots: int = 256, req_size: int = 16384, resp_size: int = 32768,
-               tensor_size: int = 16384, state_stride: int = CACHE_LINE, nclients: int = 64) -> "SharedInferenceQueue":
+               tensor_size: int = 16384, state_stride: int = CACHE_LINE, nclients: int = 64) -> SharedInferenceQueue:
         if nslots < 1 or nslots > 65536:
             raise ValueError(f"nslots must be 1..65536, got {nslots}")
         if state_stride not in (4, CACHE_LINE):
@@ -187,7 +187,7 @@ class SharedInferenceQueue:
         return q
 
     @classmethod
-    def attach(cls, name: str) -> "SharedInferenceQueue":
+    def attach(cls, name: str) -> SharedInferenceQueue:
         return cls(Segment(name, create=False))
 
     @staticmethod

@@ -29,11 +29,10 @@ from dataclasses import asdict, dataclass, field
 
 from hostkit.smoke import diagnose
 from hostkit.smoke.client import FIELDS, client_main
-from hostkit.smoke.metrics import (SLOW_INFER_CPU_MS, SLOW_INFER_WALL_MS, credibility, histogram, judge_slo,
-                                   summary)
+from hostkit.smoke.metrics import SLOW_INFER_CPU_MS, SLOW_INFER_WALL_MS, credibility, histogram, judge_slo, summary
 from hostkit.smoke.options import SmokeOptions
-from hostkit.smoke.sched_trace import SchedTrace, TraceUnavailable, long_deschedules
 from hostkit.smoke.queue import DONE, ERROR, FREE, PROCESSING, READY, WRITING, SharedInferenceQueue
+from hostkit.smoke.sched_trace import SchedTrace, TraceUnavailable, long_deschedules
 from hostkit.smoke.wake import InheritedFd, new_eventfd
 from hostkit.smoke.worker import read_int, worker_main
 
@@ -196,10 +195,10 @@ class Session:
             b.close()
             self.procs.append(p)
             self.clients.append((p, a))
-        for k, (p, conn) in enumerate(self.clients):
+        for k, (_, conn) in enumerate(self.clients):
             _first_message(conn, f"client {k}")
         self.out.probes_before = self._probes(with_log=True)
-        for p, conn in self.clients:
+        for _, conn in self.clients:
             conn.send("go")
         if on_started:
             on_started({"worker": self.worker.pid, "clients": [p.pid for p, _ in self.clients],
@@ -283,7 +282,7 @@ class Session:
                 break
             time.sleep(SUPERVISE_EVERY_S)
         out.elapsed_s = time.monotonic() - start
-        for k, (p, conn) in enumerate(self.clients):
+        for k, (p, _conn) in enumerate(self.clients):
             p.join(timeout=5)
             if p.exitcode not in (None, 0) and not any(f.startswith(f"client {k} ") for f in out.faults):
                 self._fault(f"client {k} failed (exit code {p.exitcode})")

@@ -21,8 +21,16 @@ import socket
 import struct
 import time
 
-from hostkit.smoke.queue import (DONE, ERROR, PROCESSING, READY, PartitionAllocator, SharedInferenceQueue,
-                                 announcements_matter, find_in)
+from hostkit.smoke.queue import (
+    DONE,
+    ERROR,
+    PROCESSING,
+    READY,
+    PartitionAllocator,
+    SharedInferenceQueue,
+    announcements_matter,
+    find_in,
+)
 
 FIFO_PRIORITY = 50
 NEVER_NS = 1 << 62
@@ -159,7 +167,7 @@ def fifo_limit(policy: str) -> dict | None:
     SCHED_FIFO wall time than the limit, it never does (wall time >= run time), as long as the worker
     is the CPU's only RT task, the CPU was not overdrawn when it started (RT time charged before
     drains within a period at the budget it was charged under) and no single inference outlasts the
-    margin (a vCPU the host stops inside one is charged that time as run time: tests/test_vm_numa2.py).
+    margin (a vCPU the host stops inside one is charged that time as run time: tests/vm/test_numa2.py).
     None: no limit (policy always, RT throttling off (-1), or the budget unreadable)."""
     if policy != "budget":
         return None

@@ -10,22 +10,40 @@ __metaclass__ = type
 import re
 
 try:  # as Ansible ships it (AnsiballZ), and in-process beside the project's module_utils
-    from ansible.module_utils.hostkit_boot_loader import (BootConfigError, describe_none, describe_uki, detect, edit,
-                                                          next_boot, real_path)
+    from ansible.module_utils.hostkit_boot_loader import (
+        BootConfigError,
+        describe_none,
+        describe_uki,
+        detect,
+        edit,
+        next_boot,
+        real_path,
+    )
     from ansible.module_utils.hostkit_change_run import decide as decide_run
     from ansible.module_utils.hostkit_change_run import do as do_run
     from ansible.module_utils.hostkit_journal_io import JournalError, ModuleFailure, change_file, file_state
-    from ansible.module_utils.hostkit_kernel_args import (arg_name, cmdline_tokens, domain_isolated, format_arg,
-                                                          split_cmdline)
+    from ansible.module_utils.hostkit_kernel_args import (
+        arg_name,
+        cmdline_tokens,
+        domain_isolated,
+        format_arg,
+        split_cmdline,
+    )
     from ansible.module_utils.hostkit_sysroot import is_live, sysroot_path
 except ImportError:  # in hostkit's agent on the host, which carries no Ansible
-    from hostkit.core.boot_loader import (BootConfigError, describe_none, describe_uki, detect, edit,
-                                          next_boot, real_path)
     from hostkit.agent.changes.run import decide as decide_run
     from hostkit.agent.changes.run import do as do_run
     from hostkit.agent.journal_io import JournalError, ModuleFailure, change_file, file_state
-    from hostkit.core.kernel_args import (arg_name, cmdline_tokens, domain_isolated, format_arg,
-                                          split_cmdline)
+    from hostkit.core.boot_loader import (
+        BootConfigError,
+        describe_none,
+        describe_uki,
+        detect,
+        edit,
+        next_boot,
+        real_path,
+    )
+    from hostkit.core.kernel_args import arg_name, cmdline_tokens, domain_isolated, format_arg, split_cmdline
     from hostkit.core.sysroot import is_live, sysroot_path
 
 OPTIONS = dict(
@@ -43,7 +61,7 @@ VALUE_RE = re.compile(r"^[A-Za-z0-9_.,:/=-]*$")
 
 def wanted_args(params):
     """The arguments to set as name -> str value (None: a bare flag), checked; params only."""
-    want = dict((k, None if v is None else str(v)) for k, v in params["set"].items())
+    want = {k: None if v is None else str(v) for k, v in params["set"].items()}
     for k, v in sorted(want.items()):
         if not NAME_RE.match(k) or (v is not None and not VALUE_RE.match(v)):
             raise ModuleFailure("refusing kernel argument %r=%r: only letters, digits and _.,:/=- are allowed" % (k, v))
@@ -65,7 +83,7 @@ def read_host(sysroot, simulate_reboot):
         raise ModuleFailure("cannot read %s under the sysroot %r: %s" % (CMDLINE, sysroot, exc))
     cfg = detect(sysroot)
     return {"boot": cfg,
-            "states": dict((p, file_state(sysroot_path(sysroot, real_path(cfg, p)))) for p in cfg["files"]),
+            "states": {p: file_state(sysroot_path(sysroot, real_path(cfg, p))) for p in cfg["files"]},
             "booted": booted,
             "cmdline": file_state(sysroot_path(sysroot, CMDLINE)) if simulate_reboot else None,
             "isolated": file_state(sysroot_path(sysroot, ISOLATED)) if simulate_reboot else None}
@@ -96,7 +114,7 @@ def decide(params, want, seen):
     for path in sorted(new, key=lambda p: (cfg["files"] + [p]).index(p)):
         before = seen["states"].get(path) or {"exists": False}
         changes.append({"path": real_path(cfg, path), "before": before, "content": new[path]})
-    after = dict(cfg, texts=dict((p, t) for p, t in list(cfg["texts"].items()) + list(new.items()) if t is not None))
+    after = dict(cfg, texts={p: t for p, t in list(cfg["texts"].items()) + list(new.items()) if t is not None})
     next_line, source = next_boot(after, seen["booted"])
     result = dict(bootloader=backend, commands=[["update-grub"]] if changes and backend == "grub-debian" else [],
                   reboot_required=bool(pending), pending_args=sorted(pending), booted_cmdline=seen["booted"],

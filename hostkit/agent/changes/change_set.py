@@ -12,25 +12,43 @@ __metaclass__ = type
 import shutil
 
 try:  # as Ansible ships it (AnsiballZ), and in-process beside the project's module_utils
-    from ansible.module_utils.hostkit_change_bootargs import OPTIONS as BOOTARGS, work as bootargs_work
-    from ansible.module_utils.hostkit_change_file import OPTIONS as FILE, RULES as FILE_RULES, work as file_work
-    from ansible.module_utils.hostkit_change_irqs import OPTIONS as IRQS, work as irqs_work
-    from ansible.module_utils.hostkit_change_kthreads import OPTIONS as KTHREADS, work as kthreads_work
-    from ansible.module_utils.hostkit_change_kubelet_state import OPTIONS as KUBELET_STATE, work as kubelet_state_work
-    from ansible.module_utils.hostkit_change_run import OPTIONS as RUN, work as run_work
-    from ansible.module_utils.hostkit_change_values import OPTIONS as VALUES, work as values_work
-    from ansible.module_utils.hostkit_host_lock import ARGUMENT_SPEC as LOCK_SPEC, hold as hold_lock
+    from ansible.module_utils.hostkit_change_bootargs import OPTIONS as BOOTARGS
+    from ansible.module_utils.hostkit_change_bootargs import work as bootargs_work
+    from ansible.module_utils.hostkit_change_file import OPTIONS as FILE
+    from ansible.module_utils.hostkit_change_file import RULES as FILE_RULES
+    from ansible.module_utils.hostkit_change_file import work as file_work
+    from ansible.module_utils.hostkit_change_irqs import OPTIONS as IRQS
+    from ansible.module_utils.hostkit_change_irqs import work as irqs_work
+    from ansible.module_utils.hostkit_change_kthreads import OPTIONS as KTHREADS
+    from ansible.module_utils.hostkit_change_kthreads import work as kthreads_work
+    from ansible.module_utils.hostkit_change_kubelet_state import OPTIONS as KUBELET_STATE
+    from ansible.module_utils.hostkit_change_kubelet_state import work as kubelet_state_work
+    from ansible.module_utils.hostkit_change_run import OPTIONS as RUN
+    from ansible.module_utils.hostkit_change_run import work as run_work
+    from ansible.module_utils.hostkit_change_values import OPTIONS as VALUES
+    from ansible.module_utils.hostkit_change_values import work as values_work
+    from ansible.module_utils.hostkit_host_lock import ARGUMENT_SPEC as LOCK_SPEC
+    from ansible.module_utils.hostkit_host_lock import hold as hold_lock
     from ansible.module_utils.hostkit_journal_io import Journal, ModuleFailure, journaled_module_options
 except ImportError:  # in hostkit's agent on the host, which carries no Ansible
-    from hostkit.agent.changes.bootargs import OPTIONS as BOOTARGS, work as bootargs_work
-    from hostkit.agent.changes.file import OPTIONS as FILE, RULES as FILE_RULES, work as file_work
-    from hostkit.agent.changes.irqs import OPTIONS as IRQS, work as irqs_work
-    from hostkit.agent.changes.kthreads import OPTIONS as KTHREADS, work as kthreads_work
-    from hostkit.agent.changes.kubelet_state import OPTIONS as KUBELET_STATE, work as kubelet_state_work
-    from hostkit.agent.changes.run import OPTIONS as RUN, work as run_work
-    from hostkit.agent.changes.values import OPTIONS as VALUES, work as values_work
+    from hostkit.agent.changes.bootargs import OPTIONS as BOOTARGS
+    from hostkit.agent.changes.bootargs import work as bootargs_work
+    from hostkit.agent.changes.file import OPTIONS as FILE
+    from hostkit.agent.changes.file import RULES as FILE_RULES
+    from hostkit.agent.changes.file import work as file_work
+    from hostkit.agent.changes.irqs import OPTIONS as IRQS
+    from hostkit.agent.changes.irqs import work as irqs_work
+    from hostkit.agent.changes.kthreads import OPTIONS as KTHREADS
+    from hostkit.agent.changes.kthreads import work as kthreads_work
+    from hostkit.agent.changes.kubelet_state import OPTIONS as KUBELET_STATE
+    from hostkit.agent.changes.kubelet_state import work as kubelet_state_work
+    from hostkit.agent.changes.run import OPTIONS as RUN
+    from hostkit.agent.changes.run import work as run_work
+    from hostkit.agent.changes.values import OPTIONS as VALUES
+    from hostkit.agent.changes.values import work as values_work
     from hostkit.agent.journal_io import Journal, ModuleFailure, journaled_module_options
-    from hostkit.agent.lock import ARGUMENT_SPEC as LOCK_SPEC, hold as hold_lock
+    from hostkit.agent.lock import ARGUMENT_SPEC as LOCK_SPEC
+    from hostkit.agent.lock import hold as hold_lock
 
 # kind -> (its options, their rules, its work)
 KINDS = {
@@ -190,7 +208,7 @@ def outcome(common, parsed, check_mode, diff_mode, lock=None):
     acquired = {}
     try:
         if lock is not None:
-            params = dict((k, spec.get("default")) for k, spec in LOCK_SPEC.items())
+            params = {k: spec.get("default") for k, spec in LOCK_SPEC.items()}
             params.update(sysroot=common["sysroot"], run_id=common["run_id"], state="acquired",
                           controller=lock.get("controller") or "")
             held = hold_lock(params, check_mode)

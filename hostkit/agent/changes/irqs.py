@@ -14,8 +14,8 @@ try:  # as Ansible ships it (AnsiballZ), and in-process beside the project's mod
     from ansible.module_utils.hostkit_sysroot import sysroot_path
 except ImportError:  # in hostkit's agent on the host, which carries no Ansible
     from hostkit.agent.changes.values import work as values_work
-    from hostkit.core.irq_affinity import read_rows, resolve
     from hostkit.agent.journal_io import ModuleFailure
+    from hostkit.core.irq_affinity import read_rows, resolve
     from hostkit.core.sysroot import sysroot_path
 
 OPTIONS = dict(

@@ -10,11 +10,17 @@ __metaclass__ = type
 try:  # as Ansible ships it (AnsiballZ), and in-process beside the project's module_utils
     from ansible.module_utils.hostkit_cpulist import parse_cpulist
     from ansible.module_utils.hostkit_journal_io import ModuleFailure, is_live
-    from ansible.module_utils.hostkit_kthreads import (NOT_LIVE, apply_moves, boot_id, kernel_threads, movable,
-                                                       plan_moves)
+    from ansible.module_utils.hostkit_kthreads import (
+        NOT_LIVE,
+        apply_moves,
+        boot_id,
+        kernel_threads,
+        movable,
+        plan_moves,
+    )
 except ImportError:  # in hostkit's agent on the host, which carries no Ansible
-    from hostkit.core.cpulist import parse_cpulist
     from hostkit.agent.journal_io import ModuleFailure, is_live
+    from hostkit.core.cpulist import parse_cpulist
     from hostkit.core.kthreads import NOT_LIVE, apply_moves, boot_id, kernel_threads, movable, plan_moves
 
 OPTIONS = dict(
@@ -45,7 +51,7 @@ def decide(params, threads, boot=None):
         return [], dict(changed=False, moved=[], unchanged=0, kernel_refused=[], gone=[],
                         skipped_reason="%s (%s): no kernel thread to move" % (NOT_LIVE, params["sysroot"]))
     todo = plan_moves(threads, housekeeping, isolated, boot)
-    return todo, dict(changed=bool(todo), moved=[dict((k, t[k]) for k in SHOWN) for t in todo],
+    return todo, dict(changed=bool(todo), moved=[{k: t[k] for k in SHOWN} for t in todo],
                       unchanged=sum(1 for t in threads if movable(t)) - len(todo), kernel_refused=[], gone=[])
 
 
@@ -61,7 +67,7 @@ def do(params, journal, todo, result):
         moved, refused, gone = apply_moves(journal, params["role"], todo)
     except IOError as exc:
         raise ModuleFailure(str(exc))
-    result.update(changed=bool(moved), moved=[dict((k, t[k]) for k in SHOWN) for t in moved],
+    result.update(changed=bool(moved), moved=[{k: t[k] for k in SHOWN} for t in moved],
                   kernel_refused=refused, gone=gone)
 
 

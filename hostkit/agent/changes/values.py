@@ -10,18 +10,19 @@ import os
 
 try:  # as Ansible ships it (AnsiballZ), and in-process beside the project's module_utils
     from ansible.module_utils.hostkit_cpulist import parse_cpulist, parse_mask
+
     # How the kernel refuses an IRQ affinity (EIO: managed; EPERM/EINVAL: per-CPU or chip-restricted) and
     # the lab's stand-in for that EIO: one rule with the boot-time unit's program.
     from ansible.module_utils.hostkit_irq_affinity import LAB_MANAGED_MARKER, REFUSED_ERRNOS
     from ansible.module_utils.hostkit_journal_io import ModuleFailure
-    from ansible.module_utils.hostkit_values import KINDS, same
     from ansible.module_utils.hostkit_sysroot import is_live, sysroot_path
+    from ansible.module_utils.hostkit_values import KINDS, same
 except ImportError:  # in hostkit's agent on the host, which carries no Ansible
+    from hostkit.agent.journal_io import ModuleFailure
     from hostkit.core.cpulist import parse_cpulist, parse_mask
     from hostkit.core.irq_affinity import LAB_MANAGED_MARKER, REFUSED_ERRNOS
-    from hostkit.agent.journal_io import ModuleFailure
-    from hostkit.core.values import KINDS, same
     from hostkit.core.sysroot import is_live, sysroot_path
+    from hostkit.core.values import KINDS, same
 
 OPTIONS = dict(
     items=dict(type="list", elements="dict", required=True),
