@@ -27,8 +27,11 @@ class ActionModule(ActionBase):
     def run(self, tmp=None, task_vars=None):
         result = super(ActionModule, self).run(tmp, task_vars)
         if actions is None:
-            result.update(failed=True, msg="hostkit.tuning.%s needs the hostkit Python package on the controller "
-                                           "(pip install hostkit): %s" % (MODULE, IMPORT_ERROR))
+            result.update(
+                failed=True,
+                msg="hostkit.tuning.%s needs the hostkit Python package on the controller "
+                "(pip install hostkit): %s" % (MODULE, IMPORT_ERROR),
+            )
             return result
         dummy, args = self.validate_argument_spec(argument_spec=actions.ARG_SPECS[MODULE])
         result.update(actions.dispatch(MODULE, self, args, task_vars or {}))

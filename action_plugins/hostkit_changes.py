@@ -35,8 +35,15 @@ class ActionModule(ActionBase):
         dummy, args = self.validate_argument_spec(argument_spec=spec)
         try:
             python = actions.host_python(task_vars, self._templar.template)
-            result.update(work(actions.ActionRemote(self), args, check_mode=bool(self._task.check_mode),
-                               diff_mode=bool(self._task.diff), python=python))
+            result.update(
+                work(
+                    actions.ActionRemote(self),
+                    args,
+                    check_mode=bool(self._task.check_mode),
+                    diff_mode=bool(self._task.diff),
+                    python=python,
+                )
+            )
         except actions.HostkitError as exc:
             result.update(failed=True, changed=False, msg=str(exc))
         return result

@@ -56,10 +56,13 @@ def main() -> int:
                 walls[n].append(wall)
                 hosts = (doc or {}).get("hosts", {})
                 statuses = sorted({h["status"] for h in hosts.values()})
-                print(f"run {r + 1}, {n:>2} host(s): {wall:6.1f} s  exit {rc}, status {','.join(statuses)}, "
-                      f"{sum(h['changed'] for h in hosts.values())} changed tasks; load {load0}; machine CPU "
-                      f"{cpu:5.1f} s = {100 * cpu / wall / os.cpu_count():.0f}% of {os.cpu_count()} cores, "
-                      f"{cpu / n:.1f} CPU-s per host", flush=True)
+                print(
+                    f"run {r + 1}, {n:>2} host(s): {wall:6.1f} s  exit {rc}, status {','.join(statuses)}, "
+                    f"{sum(h['changed'] for h in hosts.values())} changed tasks; load {load0}; machine CPU "
+                    f"{cpu:5.1f} s = {100 * cpu / wall / os.cpu_count():.0f}% of {os.cpu_count()} cores, "
+                    f"{cpu / n:.1f} CPU-s per host",
+                    flush=True,
+                )
                 for name, h in hosts.items():
                     if h["status"] not in ("ok", "changed"):
                         print(f"    {name}: {h['status']}: {h.get('msg')}")
@@ -74,17 +77,23 @@ def main() -> int:
             one = labs[1].hosts()[0].name
             ping = round_trip(str(labs[1].inventory), one)
     results = {n: median(w) for n, w in walls.items()}
-    print("module calls per host (facts, plan and apply; rollback): "
-          + ", ".join(f"{k} {'/'.join(map(str, sorted(v)))}" for k, v in calls.items()))
+    print(
+        "module calls per host (facts, plan and apply; rollback): "
+        + ", ".join(f"{k} {'/'.join(map(str, sorted(v)))}" for k, v in calls.items())
+    )
     if 1 in results:
-        print(f"one-host apply {results[1]:.1f} s vs one module round trip {ping:.2f} s (ansible -m ping, median of 5): "
-              f"{results[1] / ping:.1f}x (target <= 5x: {'met' if results[1] / ping <= 5 else 'MISSED'})")
+        print(
+            f"one-host apply {results[1]:.1f} s vs one module round trip {ping:.2f} s (ansible -m ping, median of 5): "
+            f"{results[1] / ping:.1f}x (target <= 5x: {'met' if results[1] / ping <= 5 else 'MISSED'})"
+        )
     for n in sizes:
         print(f"{n:>2} host(s): median {results[n]:.1f} s of {args.runs} ({', '.join(f'{w:.1f}' for w in walls[n])})")
     print_ratio(results, 3)
     if len(results) > 1:
-        print("note: lab hosts run their modules on this machine's cores too; near 100% busy means the ratio is\n"
-              "      bounded by CPU here, where a real fleet runs the remote half on each host")
+        print(
+            "note: lab hosts run their modules on this machine's cores too; near 100% busy means the ratio is\n"
+            "      bounded by CPU here, where a real fleet runs the remote half on each host"
+        )
     return 0
 
 

@@ -42,8 +42,10 @@ def main() -> int:
                     print(f"{n} host(s): exit {rc}, not audited: {bad or 'no hosts'}")
     results = {n: median(w) for n, w in walls.items()}
     for n in sizes:
-        print(f"{n:>2} host(s): median {results[n]:6.2f} s of {args.runs} ({', '.join(f'{w:.2f}' for w in walls[n])})",
-              flush=True)
+        print(
+            f"{n:>2} host(s): median {results[n]:6.2f} s of {args.runs} ({', '.join(f'{w:.2f}' for w in walls[n])})",
+            flush=True,
+        )
     print(f"load (1 min) before each audit: {' '.join(loads)}")
     print_ratio(results, 2)
     return 0

@@ -52,8 +52,9 @@ def fleets(sizes: list[int], fixture: str, port: int, prefix: str) -> Iterator[t
 def hostkit(env: dict, *args: str) -> tuple[float, int, dict | None]:
     """Run ``hostkit ARGS --json`` as a user does: (wall seconds, exit code, the JSON document)."""
     t = time.perf_counter()
-    proc = subprocess.run([sys.executable, "-m", "hostkit.cli", *args, "--json"], capture_output=True, text=True,
-                          env=env)
+    proc = subprocess.run(
+        [sys.executable, "-m", "hostkit.cli", *args, "--json"], capture_output=True, text=True, env=env
+    )
     wall = time.perf_counter() - t
     try:
         doc = json.loads(proc.stdout)
@@ -75,8 +76,10 @@ def ansible_runs(env: dict, since: set[str] | None = None) -> list[dict]:
     for run in sorted(runs.glob("*")) if runs.is_dir() else []:
         if since is not None and run.name in since:
             continue
-        events = sorted((json.loads(p.read_text()) for p in (run / "artifacts/run/job_events").glob("*.json")),
-                        key=lambda e: e["counter"])
+        events = sorted(
+            (json.loads(p.read_text()) for p in (run / "artifacts/run/job_events").glob("*.json")),
+            key=lambda e: e["counter"],
+        )
         if not events:
             continue
         stamp = [datetime.fromisoformat(e["created"]).timestamp() for e in events]
@@ -89,17 +92,37 @@ def ansible_runs(env: dict, since: set[str] | None = None) -> list[dict]:
                 tasks[d["task_uuid"]][2] = max(tasks[d["task_uuid"]][2], t)
         cmd = json.loads((run / "artifacts/run/command").read_text())["command"]
         slow = sorted(tasks.values(), key=lambda x: x[1] - x[2])[:3]
-        out.append({"run": run.name, "playbook": cmd[-1], "span": stamp[-1] - stamp[0], "tasks": len(tasks),
-                    "slowest": [(name, end - start) for name, start, end in slow]})
+        out.append(
+            {
+                "run": run.name,
+                "playbook": cmd[-1],
+                "span": stamp[-1] - stamp[0],
+                "tasks": len(tasks),
+                "slowest": [(name, end - start) for name, start, end in slow],
+            }
+        )
     return out
 
 
 # Task actions that run on the controller, never on a host: not a module call on the host.
-CONTROLLER_ACTIONS = {"ansible.builtin.debug", "ansible.builtin.assert", "ansible.builtin.set_fact",
-                      "ansible.builtin.fail", "ansible.builtin.validate_argument_spec", "ansible.builtin.meta",
-                      "ansible.builtin.include_role", "ansible.builtin.import_role", "ansible.builtin.include_tasks",
-                      "debug", "assert", "set_fact", "fail", "validate_argument_spec", "meta",
-                      "hostkit.tuning.plan"}  # the plan: hostkit's planner on the controller
+CONTROLLER_ACTIONS = {
+    "ansible.builtin.debug",
+    "ansible.builtin.assert",
+    "ansible.builtin.set_fact",
+    "ansible.builtin.fail",
+    "ansible.builtin.validate_argument_spec",
+    "ansible.builtin.meta",
+    "ansible.builtin.include_role",
+    "ansible.builtin.import_role",
+    "ansible.builtin.include_tasks",
+    "debug",
+    "assert",
+    "set_fact",
+    "fail",
+    "validate_argument_spec",
+    "meta",
+    "hostkit.tuning.plan",
+}  # the plan: hostkit's planner on the controller
 
 
 def module_calls(env: dict, since: set[str] | None = None) -> dict[str, int]:
@@ -113,15 +136,19 @@ def module_calls(env: dict, since: set[str] | None = None) -> dict[str, int]:
         if since is not None and run.name in since:
             continue
         events = [json.loads(p.read_text()) for p in (run / "artifacts/run/job_events").glob("*.json")]
-        looped = {(e["event_data"].get("host"), e["event_data"].get("task_uuid")) for e in events
-                  if e["event"].startswith("runner_item_on_")}
+        looped = {
+            (e["event_data"].get("host"), e["event_data"].get("task_uuid"))
+            for e in events
+            if e["event"].startswith("runner_item_on_")
+        }
         for e in events:
             d = e.get("event_data", {})
             if d.get("task_action") in CONTROLLER_ACTIONS or not d.get("host"):
                 continue
-            if e["event"] in ("runner_item_on_ok", "runner_item_on_failed") or \
-                    (e["event"] in ("runner_on_ok", "runner_on_failed", "runner_on_unreachable")
-                     and (d["host"], d.get("task_uuid")) not in looped):
+            if e["event"] in ("runner_item_on_ok", "runner_item_on_failed") or (
+                e["event"] in ("runner_on_ok", "runner_on_failed", "runner_on_unreachable")
+                and (d["host"], d.get("task_uuid")) not in looped
+            ):
                 calls[d["host"]] = calls.get(d["host"], 0) + 1
     return calls
 
@@ -133,8 +160,12 @@ def round_trip(inventory: str, host: str, runs: int = 5) -> float:
     times = []
     for _ in range(runs):
         t = time.perf_counter()
-        subprocess.run([ansible, "-i", inventory, host, "-m", "ansible.builtin.ping"], check=True,
-                       capture_output=True, env=dict(os.environ, ANSIBLE_HOST_KEY_CHECKING="True"))
+        subprocess.run(
+            [ansible, "-i", inventory, host, "-m", "ansible.builtin.ping"],
+            check=True,
+            capture_output=True,
+            env=dict(os.environ, ANSIBLE_HOST_KEY_CHECKING="True"),
+        )
         times.append(time.perf_counter() - t)
     return median(times)
 
@@ -149,4 +180,6 @@ def print_ratio(results: dict[int, float], target: float) -> None:
     if 1 in results and max(results) > 1:
         big = max(results)
         ratio = results[big] / results[1]
-        print(f"ratio {big}-host/1-host: {ratio:.2f}  (target <= {target:.2f}: {'met' if ratio <= target else 'MISSED'})")
+        print(
+            f"ratio {big}-host/1-host: {ratio:.2f}  (target <= {target:.2f}: {'met' if ratio <= target else 'MISSED'})"
+        )

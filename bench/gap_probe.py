@@ -36,19 +36,30 @@ def main() -> int:
     ap.add_argument("--runs", type=int, default=1, help="pairs of runs (without, with)")
     args = ap.parse_args()
     print(f"load average {' '.join(f'{x:.2f}' for x in os.getloadavg())} on {os.cpu_count()} CPUs")
-    cols = (("samples", lambda d: d["samples"]), ("rps", lambda d: d["throughput_rps"]),
-            ("desched p99", lambda d: d["deschedule_ms"]["p99"]), ("p999", lambda d: d["deschedule_ms"]["p999"]),
-            ("rpc p50", lambda d: d["rpc_ms"]["p50"]), ("rpc p99", lambda d: d["rpc_ms"]["p99"]))
+    cols = (
+        ("samples", lambda d: d["samples"]),
+        ("rps", lambda d: d["throughput_rps"]),
+        ("desched p99", lambda d: d["deschedule_ms"]["p99"]),
+        ("p999", lambda d: d["deschedule_ms"]["p999"]),
+        ("rpc p50", lambda d: d["rpc_ms"]["p50"]),
+        ("rpc p99", lambda d: d["rpc_ms"]["p99"]),
+    )
     print(f"{'run':<14} " + " ".join(f"{name:>12}" for name, _ in cols) + f" {'probe CPU s':>12}")
     for _ in range(args.runs):
         base = smoke(args.duration, False)
         probed = smoke(args.duration, True)
         for label, d in (("without", base), ("with probe", probed)):
             g = d.get("gaps") or {}
-            print(f"{label:<14} " + " ".join(f"{get(d):>12}" for _, get in cols)
-                  + f" {g.get('probe_cpu_s', '-'):>12}", flush=True)
-        print(f"{'with/without':<14} " + " ".join(f"{_ratio(get(probed), get(base)):>12}" for _, get in cols)
-              + f" {'':>12}", flush=True)
+            print(
+                f"{label:<14} " + " ".join(f"{get(d):>12}" for _, get in cols) + f" {g.get('probe_cpu_s', '-'):>12}",
+                flush=True,
+            )
+        print(
+            f"{'with/without':<14} "
+            + " ".join(f"{_ratio(get(probed), get(base)):>12}" for _, get in cols)
+            + f" {'':>12}",
+            flush=True,
+        )
     return 0
 
 

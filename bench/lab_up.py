@@ -33,8 +33,23 @@ HOSTKIT = str(Path(sys.executable).parent / "hostkit")
 def up(lab: Path, preset: str, port: int, boot: bool) -> tuple[float, float]:
     """Seconds to `lab up` returning (sshd answers), and to the first `ssh true` after it."""
     t0 = time.perf_counter()
-    subprocess.run([HOSTKIT, "lab", "up", "--dir", str(lab), "--vm", f"g1={preset}", "--port", str(port),
-                    *(["--boot"] if boot else [])], check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    subprocess.run(
+        [
+            HOSTKIT,
+            "lab",
+            "up",
+            "--dir",
+            str(lab),
+            "--vm",
+            f"g1={preset}",
+            "--port",
+            str(port),
+            *(["--boot"] if boot else []),
+        ],
+        check=True,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     ready = time.perf_counter() - t0
     subprocess.run(["ssh", "-F", str(lab / "ssh_config"), "g1", "true"], check=True, timeout=600)
     login = time.perf_counter() - t0
@@ -60,15 +75,21 @@ def main() -> int:
         for i in range(args.runs):
             for mode in ("resume", "boot") if i % 2 == 0 else ("boot", "resume"):
                 times[mode].append(up(Path(tmp) / f"{mode}{i}", args.preset, args.port, mode == "boot"))
-                print(f"run {i + 1} {mode:6s}: sshd answers {times[mode][-1][0]:6.1f} s, first login "
-                      f"{times[mode][-1][1]:6.1f} s (load {os.getloadavg()[0]:.1f})", flush=True)
+                print(
+                    f"run {i + 1} {mode:6s}: sshd answers {times[mode][-1][0]:6.1f} s, first login "
+                    f"{times[mode][-1][1]:6.1f} s (load {os.getloadavg()[0]:.1f})",
+                    flush=True,
+                )
     med = {m: (statistics.median(t[0] for t in v), statistics.median(t[1] for t in v)) for m, v in times.items()}
-    print(f"\nhostkit lab up --vm g1={args.preset}, warm cache, {vm.accel_name(vm.accel_args())}, "
-          f"median of {args.runs}:")
+    print(
+        f"\nhostkit lab up --vm g1={args.preset}, warm cache, {vm.accel_name(vm.accel_args())}, median of {args.runs}:"
+    )
     for m in ("resume", "boot"):
         print(f"  {m:6s}  sshd answers {med[m][0]:6.1f} s   first login {med[m][1]:6.1f} s")
-    print(f"  boot / resume: {med['boot'][1] / med['resume'][1]:.1f}x to the first login; "
-          f"target resume <= 20 s: {'met' if med['resume'][1] <= 20 else 'MISSED'}")
+    print(
+        f"  boot / resume: {med['boot'][1] / med['resume'][1]:.1f}x to the first login; "
+        f"target resume <= 20 s: {'met' if med['resume'][1] <= 20 else 'MISSED'}"
+    )
     return 0
 
 

@@ -34,11 +34,24 @@ from hostkit.lab import vm
 from hostkit.paths import project_root
 
 BIN = Path(sys.executable).parent
-CHANGES = [{"name": "conf", "file": {"path": "/etc/sysctl.d/61-hostkit-bench.conf",
-                                      "content": "kernel.numa_balancing = 0\nvm.zone_reclaim_mode = 0\n"}},
-           {"values": {"items": [{"path": "/proc/sys/kernel/numa_balancing", "value": 0, "kind": "int"},
-                                 {"path": "/proc/sys/vm/zone_reclaim_mode", "value": 0, "kind": "int"}]}},
-           {"run": {"argv": ["sysctl", "--system"], "if_changed": ["conf"]}}]
+CHANGES = [
+    {
+        "name": "conf",
+        "file": {
+            "path": "/etc/sysctl.d/61-hostkit-bench.conf",
+            "content": "kernel.numa_balancing = 0\nvm.zone_reclaim_mode = 0\n",
+        },
+    },
+    {
+        "values": {
+            "items": [
+                {"path": "/proc/sys/kernel/numa_balancing", "value": 0, "kind": "int"},
+                {"path": "/proc/sys/vm/zone_reclaim_mode", "value": 0, "kind": "int"},
+            ]
+        }
+    },
+    {"run": {"argv": ["sysctl", "--system"], "if_changed": ["conf"]}},
+]
 
 
 def qemu_cpu(pidfile: Path) -> float:
@@ -49,8 +62,13 @@ def qemu_cpu(pidfile: Path) -> float:
 
 def call(inventory: Path, env: dict, module: str, args: str) -> float:
     t = time.perf_counter()
-    proc = subprocess.run([str(BIN / "ansible"), "g1", "-i", str(inventory), "-m", module, "-a", args, "--check"],
-                          env=env, capture_output=True, text=True, timeout=600)
+    proc = subprocess.run(
+        [str(BIN / "ansible"), "g1", "-i", str(inventory), "-m", module, "-a", args, "--check"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     if proc.returncode != 0:
         raise SystemExit(f"{module}: exit {proc.returncode}: {proc.stdout[-800:]} {proc.stderr[-800:]}")
     return time.perf_counter() - t
@@ -65,12 +83,26 @@ def main() -> int:
     with tempfile.TemporaryDirectory() as tmp:
         lab, state = Path(tmp) / "lab", Path(tmp) / "state"
         base = dict(os.environ, HOSTKIT_STATE_DIR=str(state))
-        subprocess.run([str(BIN / "hostkit"), "lab", "up", "--dir", str(lab), "--vm", f"g1={args.preset}",
-                        "--port", str(args.port)], check=True, env=base)
+        subprocess.run(
+            [
+                str(BIN / "hostkit"),
+                "lab",
+                "up",
+                "--dir",
+                str(lab),
+                "--vm",
+                f"g1={args.preset}",
+                "--port",
+                str(args.port),
+            ],
+            check=True,
+            env=base,
+        )
         try:
             inventory, pidfile = lab / "inventory.yml", lab / "hosts" / "g1" / "qemu.pid"
-            subprocess.run([str(BIN / "hostkit"), "facts", "-i", str(inventory)], check=True, env=base,
-                           stdout=subprocess.DEVNULL)
+            subprocess.run(
+                [str(BIN / "hostkit"), "facts", "-i", str(inventory)], check=True, env=base, stdout=subprocess.DEVNULL
+            )
             control = Path(tmp) / "cp"
             control.mkdir()
             env = dict(base, **runner_env(project_root(), str(control)))
@@ -79,8 +111,11 @@ def main() -> int:
             (shadow / "__init__.py").write_text("raise ImportError('no hostkit on this controller')\n")
             routes = {
                 "ping (module round trip)": (dict(env), "ansible.builtin.ping", ""),
-                "hostkit_changes as a module": (dict(env, PYTHONPATH=str(shadow.parent)),
-                                                "hostkit.tuning.hostkit_changes", None),
+                "hostkit_changes as a module": (
+                    dict(env, PYTHONPATH=str(shadow.parent)),
+                    "hostkit.tuning.hostkit_changes",
+                    None,
+                ),
                 "hostkit_changes via the agent": (dict(env), "hostkit.tuning.hostkit_changes", None),
             }
             payload = json.dumps({"run_id": "bench", "role": "numa_sysctl", "changes": CHANGES})
@@ -96,10 +131,13 @@ def main() -> int:
         finally:
             if (Path(tmp) / "cp").is_dir():
                 close_masters(str(Path(tmp) / "cp"))
-            subprocess.run([str(BIN / "hostkit"), "lab", "down", "--dir", str(lab)], env=base,
-                           stdout=subprocess.DEVNULL)
-    print(f"guest {args.preset} (TCG), {args.runs} calls per route, idle guest {idle:.3f} CPU s/s subtracted; "
-          f"load {open('/proc/loadavg').read().split()[0]}")
+            subprocess.run(
+                [str(BIN / "hostkit"), "lab", "down", "--dir", str(lab)], env=base, stdout=subprocess.DEVNULL
+            )
+    print(
+        f"guest {args.preset} (TCG), {args.runs} calls per route, idle guest {idle:.3f} CPU s/s subtracted; "
+        f"load {open('/proc/loadavg').read().split()[0]}"
+    )
     print(f"{'route':32s} {'wall s (median)':>16s} {'guest CPU s (median)':>21s}")
     med = {}
     for name, xs in got.items():

@@ -30,11 +30,22 @@ from fleet_lab import ansible_runs, fleets, hostkit, load, median, module_calls,
 
 def playbook(env: dict, inventory: str, collections: str) -> tuple[float, int]:
     """``ansible-playbook -i INV hostkit.tuning.rollout`` with the same settings: (wall, exit code)."""
-    cmd = [str(Path(sys.executable).parent / "ansible-playbook"), "-i", inventory, "hostkit.tuning.rollout",
-           "-e", "hostkit_batch=2", "-e", "hostkit_smoke_duration=2", "-e", "hostkit_reboot=true"]
+    cmd = [
+        str(Path(sys.executable).parent / "ansible-playbook"),
+        "-i",
+        inventory,
+        "hostkit.tuning.rollout",
+        "-e",
+        "hostkit_batch=2",
+        "-e",
+        "hostkit_smoke_duration=2",
+        "-e",
+        "hostkit_reboot=true",
+    ]
     t = time.perf_counter()
-    proc = subprocess.run(cmd, capture_output=True, text=True,
-                          env=dict(env, ANSIBLE_COLLECTIONS_PATH=collections, ANSIBLE_NOCOLOR="1"))
+    proc = subprocess.run(
+        cmd, capture_output=True, text=True, env=dict(env, ANSIBLE_COLLECTIONS_PATH=collections, ANSIBLE_NOCOLOR="1")
+    )
     wall = time.perf_counter() - t
     if proc.returncode:
         print(f"ansible-playbook: exit {proc.returncode}: {proc.stdout.strip()[-600:]}")
@@ -68,15 +79,19 @@ def main() -> int:
         for r in range(args.runs):
             # hostkit rollout, then its abort (every host back as it was)
             before, load0 = run_names(env), load()
-            wall, rc, doc = hostkit(env, "rollout", "-i", str(inventory), "--batch", "2", "--smoke-duration", "2",
-                                    "--reboot")
+            wall, rc, doc = hostkit(
+                env, "rollout", "-i", str(inventory), "--batch", "2", "--smoke-duration", "2", "--reboot"
+            )
             walls["hostkit rollout"].append(wall)
             status = (doc or {}).get("status")
             runs = ansible_runs(env, before)
             runs_per_rollout.add(len(runs))
             calls.update(module_calls(env, before).values())
-            print(f"run {r + 1}, hostkit rollout:  {wall:6.1f} s  exit {rc}, {status}; load {load0}; "
-                  f"{len(runs)} Ansible runs ({', '.join(sorted({x['playbook'] for x in runs}))})", flush=True)
+            print(
+                f"run {r + 1}, hostkit rollout:  {wall:6.1f} s  exit {rc}, {status}; load {load0}; "
+                f"{len(runs)} Ansible runs ({', '.join(sorted({x['playbook'] for x in runs}))})",
+                flush=True,
+            )
             if doc and doc.get("rollout_id"):
                 hostkit(env, "rollout", "--abort", doc["rollout_id"])
             # the collection's playbook, then a rollback of its run on each host
@@ -88,11 +103,15 @@ def main() -> int:
     results = {face: median(w) for face, w in walls.items()}
     for face, w in walls.items():
         print(f"{face:>16}: median {results[face]:.1f} s of {args.runs} ({', '.join(f'{x:.1f}' for x in w)})")
-    print(f"hostkit rollout: {'/'.join(map(str, sorted(runs_per_rollout)))} Ansible runs per rollout of {n} hosts, "
-          f"module calls per host {'/'.join(map(str, sorted(calls)))}")
+    print(
+        f"hostkit rollout: {'/'.join(map(str, sorted(runs_per_rollout)))} Ansible runs per rollout of {n} hosts, "
+        f"module calls per host {'/'.join(map(str, sorted(calls)))}"
+    )
     ratio = results["hostkit rollout"] / results["ansible-playbook"]
-    print(f"ratio hostkit rollout / ansible-playbook rollout.yml: {ratio:.2f}  "
-          f"(target <= 1.25: {'met' if ratio <= 1.25 else 'MISSED'})")
+    print(
+        f"ratio hostkit rollout / ansible-playbook rollout.yml: {ratio:.2f}  "
+        f"(target <= 1.25: {'met' if ratio <= 1.25 else 'MISSED'})"
+    )
     print(f"machine: {os.cpu_count()} cores; lab hosts run their modules on them too")
     return 0
 

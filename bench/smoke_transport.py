@@ -117,8 +117,14 @@ def export(rev: str, dest: str) -> str:
 
 def baseline_smoke(tree: str, **kw) -> dict:
     env = {**os.environ, "PYTHONPATH": tree}
-    proc = subprocess.run([sys.executable, "-c", _BASELINE_SCRIPT, json.dumps({"target_p999_ms": 1000, **kw})],
-                          capture_output=True, text=True, env=env, cwd=tree, timeout=600)
+    proc = subprocess.run(
+        [sys.executable, "-c", _BASELINE_SCRIPT, json.dumps({"target_p999_ms": 1000, **kw})],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=tree,
+        timeout=600,
+    )
     if proc.returncode:
         raise RuntimeError(proc.stderr[-2000:])
     return json.loads(proc.stdout)
@@ -151,25 +157,33 @@ def main() -> int:
         for transport in ("shm", "socket"):
             r = smoke(requests=n, clients=clients, transport=transport)
             rpc[transport, clients] = r["rpc_ms"]
-            print(f"  hostkit smoke --transport {transport:<6} --clients {clients}  {us(r['rpc_ms']['p50'])}  "
-                  f"{us(r['rpc_ms']['p99'])}   {r['throughput_rps']:>8.0f} req/s")
+            print(
+                f"  hostkit smoke --transport {transport:<6} --clients {clients}  {us(r['rpc_ms']['p50'])}  "
+                f"{us(r['rpc_ms']['p99'])}   {r['throughput_rps']:>8.0f} req/s"
+            )
     one = smoke(requests=n, clients=1, client_batch=1)
-    print(f"  hostkit smoke --clients 1 --client-batch 1   {us(one['rpc_ms']['p50'])}  {us(one['rpc_ms']['p99'])}"
-          f"   {one['throughput_rps']:>8.0f} req/s")
+    print(
+        f"  hostkit smoke --clients 1 --client-batch 1   {us(one['rpc_ms']['p50'])}  {us(one['rpc_ms']['p99'])}"
+        f"   {one['throughput_rps']:>8.0f} req/s"
+    )
 
     print("\ntargets")
     for label, r in (("--client-batch 4 (default)", rpc["shm", 1]), ("--client-batch 1", one["rpc_ms"])):
         ratio = r["p50"] / floor["p50"]
-        print(f"  shm rpc p50, 1 client, {label} / floor p50: {ratio:.1f}x (target <= 10x: {verdict(ratio <= 10)}; "
-              f"moonshot <= 5x: {verdict(ratio <= 5)})")
+        print(
+            f"  shm rpc p50, 1 client, {label} / floor p50: {ratio:.1f}x (target <= 10x: {verdict(ratio <= 10)}; "
+            f"moonshot <= 5x: {verdict(ratio <= 5)})"
+        )
     for clients in (1, 4):
         ratio = rpc["socket", clients]["p50"] / rpc["shm", clients]["p50"]
         print(f"  socket / shm rpc p50, {clients} client(s): {ratio:.1f}x (target >= 10x: {verdict(ratio >= 10)})")
     idle = smoke(duration=args.rate_seconds, clients=2, rate=100)
     share = idle["cpu_time"]["worker_share"]
-    print(f"  worker CPU with --rate 100 for {args.rate_seconds:g} s: {idle['cpu_time']['worker_s']:.3f} s of "
-          f"{idle['cpu_time']['window_s']:.2f} s = {share:.1%} of wall (target <= 5%: {verdict(share <= 0.05)}); "
-          f"rpc p50 {us(idle['rpc_ms']['p50']).strip()}, worker blocked {idle['wake']['worker']['sleeps']} times")
+    print(
+        f"  worker CPU with --rate 100 for {args.rate_seconds:g} s: {idle['cpu_time']['worker_s']:.3f} s of "
+        f"{idle['cpu_time']['window_s']:.2f} s = {share:.1%} of wall (target <= 5%: {verdict(share <= 0.05)}); "
+        f"rpc p50 {us(idle['rpc_ms']['p50']).strip()}, worker blocked {idle['wake']['worker']['sleeps']} times"
+    )
 
     with tempfile.TemporaryDirectory(prefix="hostkit-bench-") as tree:
         export(args.baseline, tree)
@@ -178,26 +192,34 @@ def main() -> int:
             old.append(baseline_smoke(tree, requests=n, clients=16, infer_ms=0.0)["throughput_rps"])
             new.append(smoke(requests=n, clients=16)["throughput_rps"])
         before_one = baseline_smoke(tree, requests=n, clients=1, infer_ms=0.0)["rpc_ms"]
-    print(f"  shm rpc p50, 1 client: {us(rpc['shm', 1]['p50']).strip()} vs {us(before_one['p50']).strip()} "
-          f"before ({args.baseline})")
+    print(
+        f"  shm rpc p50, 1 client: {us(rpc['shm', 1]['p50']).strip()} vs {us(before_one['p50']).strip()} "
+        f"before ({args.baseline})"
+    )
     ratio = statistics.median(new) / statistics.median(old)
-    print(f"  16 clients, null model: {statistics.median(new):.0f} req/s vs {statistics.median(old):.0f} req/s "
-          f"before ({args.baseline}), median of {args.repeat}: {ratio:.2f}x (target >= 1: {verdict(ratio >= 1)}); "
-          f"runs {[round(x) for x in new]} vs {[round(x) for x in old]}")
+    print(
+        f"  16 clients, null model: {statistics.median(new):.0f} req/s vs {statistics.median(old):.0f} req/s "
+        f"before ({args.baseline}), median of {args.repeat}: {ratio:.2f}x (target >= 1: {verdict(ratio >= 1)}); "
+        f"runs {[round(x) for x in new]} vs {[round(x) for x in old]}"
+    )
 
     print("\nidle modes, shm, 1 client, null model         rpc p50      rpc p99     worker CPU")
     for mode in ("adaptive", "sleep", "spin"):
         r = smoke(requests=n, clients=1, idle=mode)
-        print(f"  --idle {mode:<9}                         {us(r['rpc_ms']['p50'])}  {us(r['rpc_ms']['p99'])}"
-              f"   {r['cpu_time']['worker_share']:.0%} of wall")
+        print(
+            f"  --idle {mode:<9}                         {us(r['rpc_ms']['p50'])}  {us(r['rpc_ms']['p99'])}"
+            f"   {r['cpu_time']['worker_share']:.0%} of wall"
+        )
 
     print("\nallocation and state layout (2 clients x batch 4, null model):")
     for allocator in ("partition", "flock"):
         for stride in (64, 4):
             r = smoke(requests=n, clients=2, allocator=allocator, state_stride=stride)
-            print(f"  {allocator:<9} stride {stride:>2}: rpc p50 {us(r['rpc_ms']['p50'])}, "
-                  f"p99 {us(r['rpc_ms']['p99'])}, "
-                  f"{r['throughput_rps']:8.0f} req/s, errors {r['errors']['count']}")
+            print(
+                f"  {allocator:<9} stride {stride:>2}: rpc p50 {us(r['rpc_ms']['p50'])}, "
+                f"p99 {us(r['rpc_ms']['p99'])}, "
+                f"{r['throughput_rps']:8.0f} req/s, errors {r['errors']['count']}"
+            )
     load = os.getloadavg()
     print(f"\nload average after: {load[0]:.2f} {load[1]:.2f} {load[2]:.2f}")
     return 0

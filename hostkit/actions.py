@@ -41,8 +41,7 @@ class Remote(Protocol):
     """A shell on one host: ``run`` returns ``(rc, stdout, stderr)`` of ``sh -c command`` (become
     applied), with ``stdin`` on its standard input."""
 
-    def run(self, command: str, stdin: bytes | None = None) -> tuple[int, str, str]:
-        ...
+    def run(self, command: str, stdin: bytes | None = None) -> tuple[int, str, str]: ...
 
 
 class ActionRemote:
@@ -71,6 +70,7 @@ class ActionRemote:
 
 # ----------------------------------------------------------------------------- the agent
 
+
 def agent_artifact() -> Path:
     """The agent zipapp, built on the controller once per hostkit version: under ``HOSTKIT_STATE_DIR``
     when set (hostkit's own runs), else in the user's cache (an AWX job's or an execution
@@ -80,8 +80,9 @@ def agent_artifact() -> Path:
     return agent_zipapp.build(user_cache_dir() / "agent")
 
 
-def run_agent(remote: Remote, args: list[str], *, sysroot: str = "/", python: str = "/usr/bin/python3",
-              stdin: bytes | None = None) -> dict:
+def run_agent(
+    remote: Remote, args: list[str], *, sysroot: str = "/", python: str = "/usr/bin/python3", stdin: bytes | None = None
+) -> dict:
     """The agent's JSON document for ``args`` on the host (under ``sysroot``), ``stdin`` its input.
     The host's own bad input (the agent's exit 2) and a host that printed no JSON raise
     :class:`HostkitError`."""
@@ -90,8 +91,9 @@ def run_agent(remote: Remote, args: list[str], *, sysroot: str = "/", python: st
     command = f"{agent_zipapp.agent_command(artifact)} {tail}"
     rc, out, err = remote.run(command, stdin=stdin)
     if rc == agent_zipapp.CACHE_MISS and stdin is None:  # not there yet: the same command, the agent on its stdin
-        rc, out, err = remote.run(f"{agent_zipapp.agent_command(artifact, upload=True)} {tail}",
-                                  stdin=artifact.read_bytes())
+        rc, out, err = remote.run(
+            f"{agent_zipapp.agent_command(artifact, upload=True)} {tail}", stdin=artifact.read_bytes()
+        )
     elif rc == agent_zipapp.CACHE_MISS:  # the agent stored first; then the same command, its input on stdin
         rc, out, err = remote.run(agent_zipapp.store_command(artifact), stdin=artifact.read_bytes())
         if rc == 0:
@@ -104,8 +106,9 @@ def run_agent(remote: Remote, args: list[str], *, sysroot: str = "/", python: st
     return doc
 
 
-def changes(remote: Remote, args: dict, *, check_mode: bool, diff_mode: bool = False,
-            python: str = "/usr/bin/python3") -> dict:
+def changes(
+    remote: Remote, args: dict, *, check_mode: bool, diff_mode: bool = False, python: str = "/usr/bin/python3"
+) -> dict:
     """``hostkit.tuning.hostkit_changes`` in one agent call: every change checked here, on the
     controller, with the module's own rules (:func:`change_set.parse`; bad input changes nothing and
     never reaches the host), then made by the host's agent (``changes``, the request on its stdin),
@@ -116,23 +119,28 @@ def changes(remote: Remote, args: dict, *, check_mode: bool, diff_mode: bool = F
     except change_set.ModuleFailure as exc:
         return dict(exc.fields, failed=True, changed=False, msg=str(exc))
     req = change_set.request(args, parsed, check_mode, diff_mode)
-    return run_agent(remote, ["changes"], sysroot=args.get("sysroot") or "/", python=python,
-                     stdin=json.dumps(req).encode())
+    return run_agent(
+        remote, ["changes"], sysroot=args.get("sysroot") or "/", python=python, stdin=json.dumps(req).encode()
+    )
 
 
-def lock(remote: Remote, args: dict, *, check_mode: bool, diff_mode: bool = False,
-         python: str = "/usr/bin/python3") -> dict:
+def lock(
+    remote: Remote, args: dict, *, check_mode: bool, diff_mode: bool = False, python: str = "/usr/bin/python3"
+) -> dict:
     """``hostkit.tuning.hostkit_lock`` in one agent call: the module's options (checked by the
     plugin) and the mode on the agent's stdin; the module's result back."""
     req = dict({k: v for k, v in args.items() if k != "sysroot"}, check_mode=bool(check_mode))
-    return run_agent(remote, ["lock"], sysroot=args.get("sysroot") or "/", python=python,
-                     stdin=json.dumps(req).encode())
+    return run_agent(
+        remote, ["lock"], sysroot=args.get("sysroot") or "/", python=python, stdin=json.dumps(req).encode()
+    )
 
 
 # The modules whose action plugin (action_plugins/hostkit_changes.py, and links to it) has the host's
 # agent do their work when hostkit is on the controller: name -> (the module's argument spec, the work).
-AGENT_MODULES = {"hostkit_changes": (change_set.ARGUMENT_SPEC, changes),
-                 "hostkit_lock": (host_lock.ARGUMENT_SPEC, lock)}
+AGENT_MODULES = {
+    "hostkit_changes": (change_set.ARGUMENT_SPEC, changes),
+    "hostkit_lock": (host_lock.ARGUMENT_SPEC, lock),
+}
 
 
 def facts(remote: Remote, *, sysroot: str = "/", python: str = "/usr/bin/python3") -> dict:
@@ -142,6 +150,7 @@ def facts(remote: Remote, *, sysroot: str = "/", python: str = "/usr/bin/python3
 
 
 # ----------------------------------------------------------------------------- the plan
+
 
 @dataclass(frozen=True, kw_only=True)
 class PlanArgs:
@@ -193,14 +202,29 @@ def plan(args: PlanArgs) -> dict:
         refused.append(unbooted)
     if refused:
         raise PlanRefused(refused)
-    return {"changed": False, "plan": p.to_dict(), "profile": p.profile, "reboot_needed": bool(unbooted),
-            "run_id": new_run_id()}
+    return {
+        "changed": False,
+        "plan": p.to_dict(),
+        "profile": p.profile,
+        "reboot_needed": bool(unbooted),
+        "run_id": new_run_id(),
+    }
 
 
 # ----------------------------------------------------------------------------- the smoke gate
 
-def smoke(remote: Remote, *, host: str, hostvars: dict, options: dict, profile: str | None = None,
-          gate: bool = True, sysroot: str = "/", python: str = "/usr/bin/python3") -> dict:
+
+def smoke(
+    remote: Remote,
+    *,
+    host: str,
+    hostvars: dict,
+    options: dict,
+    profile: str | None = None,
+    gate: bool = True,
+    sysroot: str = "/",
+    python: str = "/usr/bin/python3",
+) -> dict:
     """``hostkit.tuning.smoke``: the smoke test on the host, its report and the gate's record
     (:func:`hostkit.smoke.report.gate_record`). With ``gate``, MISSED or a run that failed fails the
     host; INCONCLUSIVE never does. An option the task does not give is the profile's, as for the CLI."""
@@ -226,6 +250,7 @@ def smoke(remote: Remote, *, host: str, hostvars: dict, options: dict, profile: 
 
 
 # ----------------------------------------------------------------------------- the audit
+
 
 @dataclass
 class _Ran:
@@ -268,8 +293,17 @@ class RemoteHost:
         return _File(self, path)
 
 
-def audit(remote: Remote, *, host: str, hostvars: dict, profile: str | None = None, force: bool = False,
-          strict: bool = False, sysroot: str = "/", python: str = "/usr/bin/python3") -> dict:
+def audit(
+    remote: Remote,
+    *,
+    host: str,
+    hostvars: dict,
+    profile: str | None = None,
+    force: bool = False,
+    strict: bool = False,
+    sysroot: str = "/",
+    python: str = "/usr/bin/python3",
+) -> dict:
     """``hostkit.tuning.audit``: the audit of :func:`hostkit.audit.runner.audit_host` on the host;
     drift (and with ``strict`` a pending reboot) fails it, the rule of ``hostkit audit``."""
     from hostkit.api import audit_failed, audit_failure
@@ -278,8 +312,16 @@ def audit(remote: Remote, *, host: str, hostvars: dict, profile: str | None = No
     from hostkit.tunables import role_paths
 
     prepared = for_host(host, hostvars, profile)
-    doc = audit_host(RemoteHost(remote), host, sysroot, prepared, force=force, artifact=str(agent_artifact()),
-                     python=python, paths=role_paths(hostvars))
+    doc = audit_host(
+        RemoteHost(remote),
+        host,
+        sysroot,
+        prepared,
+        force=force,
+        artifact=str(agent_artifact()),
+        python=python,
+        paths=role_paths(hostvars),
+    )
     out = {"changed": False, "audit": doc, "status": doc["status"]}
     if audit_failed(doc["status"], strict):
         out["failed"] = True
@@ -291,8 +333,15 @@ def audit(remote: Remote, *, host: str, hostvars: dict, profile: str | None = No
 
 # ----------------------------------------------------------------------------- the rollback
 
-def rollback(remote: Remote, *, run_id: str | None = None, check: bool = False, sysroot: str = "/",
-             python: str = "/usr/bin/python3") -> dict:
+
+def rollback(
+    remote: Remote,
+    *,
+    run_id: str | None = None,
+    check: bool = False,
+    sysroot: str = "/",
+    python: str = "/usr/bin/python3",
+) -> dict:
     """``hostkit.tuning.rollback``: the agent restores a run (``run_id``, else the newest) and
     re-checks every path; the host fails unless :func:`hostkit.agent.rollback.restored`."""
     from hostkit.agent.rollback import restored
@@ -300,16 +349,22 @@ def rollback(remote: Remote, *, run_id: str | None = None, check: bool = False, 
 
     args = RollbackRequest(inventory="-", run_id=run_id or None, check=check).agent_args()
     doc = run_agent(remote, args, sysroot=sysroot, python=python)
-    out = {"changed": bool(doc["changed"]) and not check, "rollback": doc,
-           "reboot_required": bool(doc["reboot_required"]), "runs": doc["runs"]}
+    out = {
+        "changed": bool(doc["changed"]) and not check,
+        "rollback": doc,
+        "reboot_required": bool(doc["reboot_required"]),
+        "runs": doc["runs"],
+    }
     if not restored(doc):
         out["failed"] = True
         mismatched = [m["path"] for m in (doc.get("verify") or {}).get("mismatches") or []]
         out["msg"] = "rollback incomplete: " + "; ".join([*map(str, doc["errors"]), *map(str, mismatched)])[:400]
     else:
-        out["msg"] = (f"runs {', '.join(doc['runs']) or '(none)'} rolled back"
-                      + (" (check: nothing changed)" if check else "")
-                      + ("; reboot required" if doc["reboot_required"] else ""))
+        out["msg"] = (
+            f"runs {', '.join(doc['runs']) or '(none)'} rolled back"
+            + (" (check: nothing changed)" if check else "")
+            + ("; reboot required" if doc["reboot_required"] else "")
+        )
     return out
 
 
@@ -320,13 +375,26 @@ _HOST = {"sysroot": {"type": "str", "default": ""}}
 # arguments with it, and library/<name>.py declares the same (tests/unit/test_collection_actions.py).
 ARG_SPECS: dict[str, dict] = {
     "facts": {**_HOST},
-    "plan": {"facts": {"type": "dict"}, "profile": {"type": "str"}, "overrides": {"type": "dict"},
-             "force": {"type": "bool", "default": False}, "smoke_gate": {"type": "bool", "default": False},
-             "reboot": {"type": "bool", "default": False}},
-    "smoke": {**_HOST, "profile": {"type": "str"}, "options": {"type": "dict", "default": {}},
-              "gate": {"type": "bool", "default": True}},
-    "audit": {**_HOST, "profile": {"type": "str"}, "force": {"type": "bool", "default": False},
-              "strict": {"type": "bool", "default": False}},
+    "plan": {
+        "facts": {"type": "dict"},
+        "profile": {"type": "str"},
+        "overrides": {"type": "dict"},
+        "force": {"type": "bool", "default": False},
+        "smoke_gate": {"type": "bool", "default": False},
+        "reboot": {"type": "bool", "default": False},
+    },
+    "smoke": {
+        **_HOST,
+        "profile": {"type": "str"},
+        "options": {"type": "dict", "default": {}},
+        "gate": {"type": "bool", "default": True},
+    },
+    "audit": {
+        **_HOST,
+        "profile": {"type": "str"},
+        "force": {"type": "bool", "default": False},
+        "strict": {"type": "bool", "default": False},
+    },
     "rollback": {**_HOST, "run_id": {"type": "str"}, "check": {"type": "bool", "default": False}},
 }
 
@@ -338,8 +406,9 @@ def host_python(task_vars: dict, template=None) -> str:
     python = task_vars.get("ansible_python_interpreter")
     if template is not None and isinstance(python, str) and "{{" in python:
         python = template(python)
-    return str(python or (task_vars.get("ansible_facts") or {}).get("discovered_interpreter_python")
-               or "/usr/bin/python3")
+    return str(
+        python or (task_vars.get("ansible_facts") or {}).get("discovered_interpreter_python") or "/usr/bin/python3"
+    )
 
 
 def dispatch(name: str, action, args: dict, task_vars: dict) -> dict:
@@ -348,30 +417,60 @@ def dispatch(name: str, action, args: dict, task_vars: dict) -> dict:
     with their one line; nothing has changed on it when the error is bad input."""
     host = task_vars.get("inventory_hostname") or "localhost"
     hostvars = {k: v for k, v in task_vars.items() if k.startswith(("hostkit_", "ansible_"))}
-    where = {"sysroot": args.get("sysroot") or task_vars.get("hostkit_sysroot") or "/",
-             "python": host_python(task_vars, getattr(getattr(action, "_templar", None), "template", None))}
+    where = {
+        "sysroot": args.get("sysroot") or task_vars.get("hostkit_sysroot") or "/",
+        "python": host_python(task_vars, getattr(getattr(action, "_templar", None), "template", None)),
+    }
     remote = ActionRemote(action)
     try:
         if name == "facts":
             return facts(remote, **where)
         if name == "plan":
-            return plan(PlanArgs(host=host, facts=args["facts"] if args.get("facts") is not None
-                                 else task_vars.get("hostkit_facts"), hostvars=hostvars, profile=args["profile"],
-                                 overrides=args["overrides"], force=args["force"], smoke_gate=args["smoke_gate"],
-                                 reboot=args["reboot"], writable=not _check_mode(action)))
+            return plan(
+                PlanArgs(
+                    host=host,
+                    facts=args["facts"] if args.get("facts") is not None else task_vars.get("hostkit_facts"),
+                    hostvars=hostvars,
+                    profile=args["profile"],
+                    overrides=args["overrides"],
+                    force=args["force"],
+                    smoke_gate=args["smoke_gate"],
+                    reboot=args["reboot"],
+                    writable=not _check_mode(action),
+                )
+            )
         if name == "smoke":
-            return smoke(remote, host=host, hostvars=hostvars, options=args["options"], profile=args["profile"],
-                         gate=args["gate"], **where)
+            return smoke(
+                remote,
+                host=host,
+                hostvars=hostvars,
+                options=args["options"],
+                profile=args["profile"],
+                gate=args["gate"],
+                **where,
+            )
         if name == "audit":
-            return audit(remote, host=host, hostvars=hostvars, profile=args["profile"], force=args["force"],
-                         strict=args["strict"], **where)
+            return audit(
+                remote,
+                host=host,
+                hostvars=hostvars,
+                profile=args["profile"],
+                force=args["force"],
+                strict=args["strict"],
+                **where,
+            )
         if name == "rollback":  # Ansible's --check is the rollback's own check
             return rollback(remote, run_id=args["run_id"], check=args["check"] or _check_mode(action), **where)
     except HostkitError as exc:
         # What hostkit apply tells apart: bad input (exit 2; it stops every host before any change)
         # and a plan's refusals (exit 3; that host alone is not applied).
-        marks = {"bad_input": True} if isinstance(exc, BadInput) else \
-            {"refusals": exc.reasons} if isinstance(exc, PlanRefused) else {}
+        marks = (
+            {"bad_input": True}
+            if isinstance(exc, BadInput)
+            else {"refusals": exc.reasons}
+            if isinstance(exc, PlanRefused)
+            else {}
+        )
         return {"failed": True, "changed": False, "msg": str(exc), **marks}
     raise ValueError(f"no hostkit.tuning module {name!r}")
 

@@ -69,6 +69,7 @@ def fleet_document(run_id: str | None, hosts: dict[str, dict], **extra) -> dict:
 
 # ----------------------------------------------------------------------------- facts
 
+
 @dataclass(frozen=True, kw_only=True)
 class FactsRequest:
     inventory: str | None = None  # None: the sysroot below, on this machine
@@ -94,8 +95,10 @@ class FactsResult(Result):
         """A local sysroot: the facts document; an inventory: per host ``{"status", "facts"}``."""
         if self.run is None:
             return self.hosts["localhost"].doc
-        return fleet_document(self.run.run_id, {h: {"status": "ok", "facts": r.doc} if r.ok else r.to_dict()
-                                                for h, r in self.hosts.items()})
+        return fleet_document(
+            self.run.run_id,
+            {h: {"status": "ok", "facts": r.doc} if r.ok else r.to_dict() for h, r in self.hosts.items()},
+        )
 
 
 def facts(req: FactsRequest, on_event: OnEvent = None) -> FactsResult:
@@ -108,6 +111,7 @@ def facts(req: FactsRequest, on_event: OnEvent = None) -> FactsResult:
 
 
 # ----------------------------------------------------------------------------- plan
+
 
 @dataclass(frozen=True, kw_only=True)
 class PlanRequest:
@@ -180,8 +184,17 @@ def plan(req: PlanRequest, on_event: OnEvent = None) -> PlanResult:
         from hostkit.facts import gather
 
         local = gather(req.sysroot)
-        return PlanResult({"localhost": HostPlan("localhost", "ok", local, build_plan(
-            local, load_profile(req.profile), force=req.force, host="localhost"))}, local=True)
+        return PlanResult(
+            {
+                "localhost": HostPlan(
+                    "localhost",
+                    "ok",
+                    local,
+                    build_plan(local, load_profile(req.profile), force=req.force, host="localhost"),
+                )
+            },
+            local=True,
+        )
     profiles = host_profiles(load_inventory(req.inventory, req.limit), req.profile)
     replies, run = call_agent(req.inventory, ["facts"], req.limit, forks=req.forks, on_event=on_event)
     out = {}
@@ -203,6 +216,7 @@ def plan(req: PlanRequest, on_event: OnEvent = None) -> PlanResult:
 
 
 # ----------------------------------------------------------------------------- apply
+
 
 @dataclass(frozen=True, kw_only=True)
 class FleetPlanRequest:
@@ -244,8 +258,11 @@ class ApplyRequest(FleetPlanRequest):
     def gate_options(self) -> dict:
         """The smoke options the gates give (the tune role's hostkit_smoke_duration and
         hostkit_target_p999_ms); an option not given is the profile's."""
-        return {k: v for k, v in (("duration", self.smoke_duration), ("target_p999_ms", self.target_p999_ms))
-                if v is not None}
+        return {
+            k: v
+            for k, v in (("duration", self.smoke_duration), ("target_p999_ms", self.target_p999_ms))
+            if v is not None
+        }
 
 
 @dataclass
@@ -271,8 +288,9 @@ class ApplyResult(Result):
 
     @property
     def failed(self) -> bool:
-        return any(h.status in ("failed", "unreachable") for h in self.hosts.values()) or \
-            any(not v.passed for v in self.smoke.values())
+        return any(h.status in ("failed", "unreachable") for h in self.hosts.values()) or any(
+            not v.passed for v in self.smoke.values()
+        )
 
     @property
     def refused(self) -> bool:
@@ -283,9 +301,13 @@ class ApplyResult(Result):
         return EXIT_FAILED if self.failed else EXIT_REFUSED if self.refused else EXIT_OK
 
     def to_dict(self) -> dict:
-        return fleet_document(self.run_id, {n: h.to_dict() for n, h in self.hosts.items()}, check=self.check,
-                              artifacts=self.run.private_data_dir if self.run else None,
-                              verify_smoke={h: v.to_dict() for h, v in self.smoke.items()})
+        return fleet_document(
+            self.run_id,
+            {n: h.to_dict() for n, h in self.hosts.items()},
+            check=self.check,
+            artifacts=self.run.private_data_dir if self.run else None,
+            verify_smoke={h: v.to_dict() for h, v in self.smoke.items()},
+        )
 
 
 def apply(req: ApplyRequest, on_event: OnEvent = None) -> ApplyResult:
@@ -296,11 +318,22 @@ def apply(req: ApplyRequest, on_event: OnEvent = None) -> ApplyResult:
     hosts = load_inventory(req.inventory, req.limit)
     host_profiles(hosts, req.profile)
     run_id = req.run_id or new_run_id()
-    ran, run = run_apply([h.name for h in hosts], req.inventory, force=req.force,
-                         profiles={h.name: req.profile or h.vars.get("hostkit_profile") for h in hosts},
-                         smoke_gate=req.verify_smoke and not req.check, check=req.check, diff=req.diff,
-                         tags=req.tags, forks=req.forks, run_id=run_id, on_event=on_event, reboot=req.reboot,
-                         reboot_timeout=req.reboot_timeout, gates=req.gate_options() if req.gates else None)
+    ran, run = run_apply(
+        [h.name for h in hosts],
+        req.inventory,
+        force=req.force,
+        profiles={h.name: req.profile or h.vars.get("hostkit_profile") for h in hosts},
+        smoke_gate=req.verify_smoke and not req.check,
+        check=req.check,
+        diff=req.diff,
+        tags=req.tags,
+        forks=req.forks,
+        run_id=run_id,
+        on_event=on_event,
+        reboot=req.reboot,
+        reboot_timeout=req.reboot_timeout,
+        gates=req.gate_options() if req.gates else None,
+    )
     bad = [h for h in ran.values() if h.bad_input]
     if bad:
         raise BadInput(bad[0].msg if bad[0].msg.startswith(f"{bad[0].name}: ") else f"{bad[0].name}: {bad[0].msg}")
@@ -310,8 +343,9 @@ def apply(req: ApplyRequest, on_event: OnEvent = None) -> ApplyResult:
     return result
 
 
-def _apply_plans(plans: PlanResult, inventory: str, *, check: bool, diff: bool,
-                 on_event: OnEvent = None) -> ApplyResult:
+def _apply_plans(
+    plans: PlanResult, inventory: str, *, check: bool, diff: bool, on_event: OnEvent = None
+) -> ApplyResult:
     """apply.yml with plans made before the run (adopt: planned before its baseline is recorded);
     hosts not planned or refused are reported, not run."""
     run_id = new_run_id()
@@ -326,8 +360,9 @@ def _apply_plans(plans: PlanResult, inventory: str, *, check: bool, diff: bool,
             runnable[name] = p.plan.to_dict()
     run = None
     if runnable:
-        ran, run = run_apply(list(runnable), inventory, plans=runnable, check=check, diff=diff, run_id=run_id,
-                             on_event=on_event)
+        ran, run = run_apply(
+            list(runnable), inventory, plans=runnable, check=check, diff=diff, run_id=run_id, on_event=on_event
+        )
         for name, h in ran.items():
             h.refused_parts = list(runnable[name]["refused_parts"])
         hosts.update(ran)
@@ -346,8 +381,14 @@ def smoke_before_reboot(plan: Plan, facts: dict) -> str | None:
     ``hostkit.tuning.plan``): a smoke run before the reboot the plan's kernel arguments need would
     measure the kernel the host booted, untuned. The refusal, or None when nothing is unbooted."""
     changes = unbooted_arguments(plan, facts)
-    return (f"a smoke gate would measure the running kernel, booted without {changes}: reboot into them "
-            "first (--reboot, hostkit_reboot)") if changes else None
+    return (
+        (
+            f"a smoke gate would measure the running kernel, booted without {changes}: reboot into them "
+            "first (--reboot, hostkit_reboot)"
+        )
+        if changes
+        else None
+    )
 
 
 def _verify_smoke(req: ApplyRequest, result: ApplyResult) -> dict[str, SmokeVerdict]:
@@ -355,9 +396,15 @@ def _verify_smoke(req: ApplyRequest, result: ApplyResult) -> dict[str, SmokeVerd
     changed = [h for h, r in result.hosts.items() if r.status == "changed"]
     if not changed:
         return {}
-    fleet = smoke(SmokeRequest(inventory=req.inventory, limit=",".join(changed), profile=req.profile,
-                               options=SmokeOptions(duration=req.smoke_duration),
-                               given=frozenset({"duration"} if req.smoke_duration else ())))
+    fleet = smoke(
+        SmokeRequest(
+            inventory=req.inventory,
+            limit=",".join(changed),
+            profile=req.profile,
+            options=SmokeOptions(duration=req.smoke_duration),
+            given=frozenset({"duration"} if req.smoke_duration else ()),
+        )
+    )
     from hostkit.smoke import report as smoke_report
 
     out = {}
@@ -368,12 +415,14 @@ def _verify_smoke(req: ApplyRequest, result: ApplyResult) -> dict[str, SmokeVerd
         out[host] = SmokeVerdict(rec["verdict"] == "PASSED", rec["why"])
         if req.revert_on_fail and rec["verdict"] in smoke_report.GATE_FAILS:
             rb = rollback(RollbackRequest(inventory=req.inventory, limit=host, run_id=result.run_id)).hosts[host]
-            out[host].rollback = (f"run {result.run_id} rolled back" if rb.ok and restored(rb.doc)
-                                  else f"rollback failed: {rb.to_dict()}")
+            out[host].rollback = (
+                f"run {result.run_id} rolled back" if rb.ok and restored(rb.doc) else f"rollback failed: {rb.to_dict()}"
+            )
     return out
 
 
 # ----------------------------------------------------------------------------- adopt
+
 
 @dataclass(frozen=True, kw_only=True)
 class AdoptRequest(FleetPlanRequest):
@@ -412,21 +461,29 @@ class AdoptResult(Result):
 def adopt(req: AdoptRequest, on_event: OnEvent = None) -> AdoptResult:
     """Record each host's current tuning as a baseline run (its own journal entries), then apply the
     profile: a host tuned by another tool can then be rolled back to exactly how it was found."""
-    plans = plan(PlanRequest(inventory=req.inventory, limit=req.limit, profile=req.profile, force=req.force))  # before any write
+    plans = plan(
+        PlanRequest(inventory=req.inventory, limit=req.limit, profile=req.profile, force=req.force)
+    )  # before any write
     replies, _ = call_agent(req.inventory, ["adopt"], req.limit)
     for h, r in replies.items():
         if not r.ok:
             plans.hosts[h] = HostPlan(h, r.status, error=r.error)
     applied = _apply_plans(plans, req.inventory, check=req.check, diff=req.diff, on_event=on_event)
-    hosts = {h: HostAdopt(adopted_run=r.doc["run_id"] if r.ok else None, adopted_files=r.doc["files"] if r.ok else [],
-                          apply_status=applied.hosts[h].status if h in applied.hosts else "not run",
-                          apply_run=applied.run_id,
-                          reboot_required=applied.hosts[h].reboot_required if h in applied.hosts else False)
-             for h, r in replies.items()}
+    hosts = {
+        h: HostAdopt(
+            adopted_run=r.doc["run_id"] if r.ok else None,
+            adopted_files=r.doc["files"] if r.ok else [],
+            apply_status=applied.hosts[h].status if h in applied.hosts else "not run",
+            apply_run=applied.run_id,
+            reboot_required=applied.hosts[h].reboot_required if h in applied.hosts else False,
+        )
+        for h, r in replies.items()
+    }
     return AdoptResult(hosts, replies, applied)
 
 
 # ----------------------------------------------------------------------------- history / rollback
+
 
 @dataclass(frozen=True, kw_only=True)
 class HistoryRequest:
@@ -473,8 +530,13 @@ class RollbackRequest:
             raise BadInput(f"--run-id {self.run_id!r} is not a hostkit run id")
 
     def agent_args(self) -> list[str]:
-        return (["rollback"] + (["--run-id", self.run_id] if self.run_id else []) + (["--all"] if self.all else [])
-                + (["--check"] if self.check else []) + (["--diff"] if self.diff else []))
+        return (
+            ["rollback"]
+            + (["--run-id", self.run_id] if self.run_id else [])
+            + (["--all"] if self.all else [])
+            + (["--check"] if self.check else [])
+            + (["--diff"] if self.diff else [])
+        )
 
 
 @dataclass
@@ -491,8 +553,12 @@ class RollbackResult(Result):
         return EXIT_OK if all(r.ok and restored(r.doc) for r in self.hosts.values()) else EXIT_FAILED
 
     def to_dict(self) -> dict:
-        return fleet_document(self.run.run_id if self.run else None, _replies(self.hosts), check=self.check,
-                              reboots={h: r.__dict__ for h, r in self.reboots.items()})
+        return fleet_document(
+            self.run.run_id if self.run else None,
+            _replies(self.hosts),
+            check=self.check,
+            reboots={h: r.__dict__ for h, r in self.reboots.items()},
+        )
 
 
 def rollback(req: RollbackRequest, on_event: OnEvent = None) -> RollbackResult:
@@ -507,6 +573,7 @@ def rollback(req: RollbackRequest, on_event: OnEvent = None) -> RollbackResult:
 
 
 # ----------------------------------------------------------------------------- smoke on a fleet
+
 
 @dataclass(frozen=True, kw_only=True)
 class SmokeRequest:
@@ -550,8 +617,10 @@ def smoke_plan(req: SmokeRequest) -> tuple[dict[str, dict], int]:
         opts = with_profile_smoke(req.options, profile, req.given)
         # Every option reaches the host agent, as the agent's own command line; a run without
         # --duration is the smoke test's default request count (a credible p999), not a short one.
-        settings[h.name] = {"args": opts.to_agent_args(),
-                            "run": f"{opts.duration:g} s" if opts.duration else f"{opts.total_requests:,} requests"}
+        settings[h.name] = {
+            "args": opts.to_agent_args(),
+            "run": f"{opts.duration:g} s" if opts.duration else f"{opts.total_requests:,} requests",
+        }
     return settings, req.forks or measuring_forks(hosts)
 
 
@@ -563,8 +632,16 @@ def measuring_forks(hosts) -> int:
 
 def smoke(req: SmokeRequest, on_event: OnEvent = None) -> SmokeResult:
     settings, forks = smoke_plan(req)
-    replies, run = call_agent(req.inventory, [], req.limit, forks=forks, playbook="smoke.yml", output=SMOKE_OUTPUT,
-                              extravars={"hostkit_smoke_settings": settings}, on_event=on_event)
+    replies, run = call_agent(
+        req.inventory,
+        [],
+        req.limit,
+        forks=forks,
+        playbook="smoke.yml",
+        output=SMOKE_OUTPUT,
+        extravars={"hostkit_smoke_settings": settings},
+        on_event=on_event,
+    )
     return SmokeResult(replies, run, forks, settings)
 
 
@@ -575,6 +652,7 @@ def with_profile_smoke(options: SmokeOptions, profile: dict, given: frozenset[st
 
 
 # ----------------------------------------------------------------------------- smoke on this machine
+
 
 @dataclass(frozen=True, kw_only=True)
 class LocalSmokeRequest:
@@ -621,6 +699,7 @@ def smoke_here(req: LocalSmokeRequest, progress=None) -> LocalSmokeResult:
 
 # ----------------------------------------------------------------------------- migration evidence
 
+
 def migration_pairs(before: str, after: str) -> list[tuple[str, dict, dict]]:
     """Two smoke result files (``hostkit smoke --json``, one host or a fleet's) paired by host:
     (host, before, after). Files that are not smoke results, or share no host, are bad input."""
@@ -630,6 +709,7 @@ def migration_pairs(before: str, after: str) -> list[tuple[str, dict, dict]]:
 
 
 # ----------------------------------------------------------------------------- gaps
+
 
 @dataclass(frozen=True, kw_only=True)
 class GapsRequest:
@@ -662,12 +742,14 @@ def gaps(req: GapsRequest, on_event: OnEvent = None) -> GapsResult:
         doc = public(run_probe(req.options))
         return GapsResult({"localhost": AgentReply("localhost", "ok", doc=doc)})
     forks = measuring_forks(load_inventory(req.inventory, req.limit))
-    replies, run = call_agent(req.inventory, ["gaps", *req.options.to_agent_args()], req.limit, forks=forks,
-                              on_event=on_event)
+    replies, run = call_agent(
+        req.inventory, ["gaps", *req.options.to_agent_args()], req.limit, forks=forks, on_event=on_event
+    )
     return GapsResult(replies, run)
 
 
 # ----------------------------------------------------------------------------- unlock / audit
+
 
 @dataclass(frozen=True, kw_only=True)
 class UnlockRequest:
@@ -687,15 +769,24 @@ class UnlockResult(Result):
         return EXIT_FAILED if self.failed else EXIT_OK
 
     def to_dict(self) -> dict:
-        return fleet_document(self.run_id, {
-            h: {"status": "failed", "error": self.failed[h]} if h in self.failed else {"status": "ok", "released": r}
-            for h, r in self.released.items()})
+        return fleet_document(
+            self.run_id,
+            {
+                h: {"status": "failed", "error": self.failed[h]}
+                if h in self.failed
+                else {"status": "ok", "released": r}
+                for h, r in self.released.items()
+            },
+        )
 
 
 def unlock(req: UnlockRequest) -> UnlockResult:
     run = unlock_hosts(req.inventory, req.limit, run_id=req.run_id, force=req.run_id is None)
-    return UnlockResult(released={h: any((t.res or {}).get("released") for t in r.tasks) for h, r in run.hosts.items()},
-                        failed={h: r.msg for h, r in run.hosts.items() if r.status != "ok"}, run_id=run.run_id)
+    return UnlockResult(
+        released={h: any((t.res or {}).get("released") for t in r.tasks) for h, r in run.hosts.items()},
+        failed={h: r.msg for h, r in run.hosts.items() if r.status != "ok"},
+        run_id=run.run_id,
+    )
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -716,9 +807,12 @@ def audit_failure(result: dict) -> str:
     """Why a host's audit fails, in one line: its status, then each check off the plan (drift or a
     pending reboot, with where it was read), else the host's error. The rollout's audit gate and the
     collection's ``hostkit.tuning.audit`` say it the same way."""
-    off = [f"{f['check']} {f['status']}: expected {f['expected']}, found {f['actual']} ({f['source']})"
-           + (f", {f['note']}" if f.get("note") else "")
-           for f in result.get("findings") or [] if f["status"] in ("drift", "pending_reboot")]
+    off = [
+        f"{f['check']} {f['status']}: expected {f['expected']}, found {f['actual']} ({f['source']})"
+        + (f", {f['note']}" if f.get("note") else "")
+        for f in result.get("findings") or []
+        if f["status"] in ("drift", "pending_reboot")
+    ]
     return f"{result['status']}: " + ("; ".join(off)[:400] or result.get("error") or "")
 
 
@@ -742,11 +836,13 @@ class AuditResult(Result):
 def audit(req: AuditRequest, on_event: OnEvent = None) -> AuditResult:
     from hostkit.audit.runner import audit as audit_hosts
 
-    return AuditResult(audit_hosts(req.inventory, req.limit, profile=req.profile, force=req.force,
-                                   on_event=on_event), req.strict)
+    return AuditResult(
+        audit_hosts(req.inventory, req.limit, profile=req.profile, force=req.force, on_event=on_event), req.strict
+    )
 
 
 # ----------------------------------------------------------------------------- the collection
+
 
 @dataclass(frozen=True, kw_only=True)
 class CollectionInstallRequest:

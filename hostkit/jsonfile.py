@@ -37,7 +37,7 @@ def read_text(path: str | Path, missing: str | None = None) -> str:
     try:
         return data.decode("utf-8")
     except UnicodeDecodeError as exc:
-        raise BadInput(f"{path} is not UTF-8 text (byte {exc.start}: {data[exc.start:exc.start + 4]!r})") from None
+        raise BadInput(f"{path} is not UTF-8 text (byte {exc.start}: {data[exc.start : exc.start + 4]!r})") from None
 
 
 def depth(doc, limit: int = MAX_DEPTH) -> int:

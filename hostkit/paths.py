@@ -77,8 +77,12 @@ def layout_of(root: Path) -> Layout | None:
     if (root / "library").is_dir():
         return Layout("checkout", root, root / "roles", root / "module_utils", root / CHECKOUT_COLLECTIONS)
     parts = root.parts  # a collection is found by its FQCN: .../ansible_collections/hostkit/tuning
-    if ((root / "plugins" / "modules").is_dir() and len(parts) > 3 and parts[-3] == "ansible_collections"
-            and parts[-2:] == (COLLECTION_NAMESPACE, COLLECTION_NAME)):
+    if (
+        (root / "plugins" / "modules").is_dir()
+        and len(parts) > 3
+        and parts[-3] == "ansible_collections"
+        and parts[-2:] == (COLLECTION_NAMESPACE, COLLECTION_NAME)
+    ):
         return Layout("collection", root, root / "roles", None, Path(*parts[:-3]))
     return None
 
@@ -117,8 +121,10 @@ def checkout_collection_view(root: Path) -> Path:
             os.symlink(rel, tmp)
             os.replace(tmp, link)
     except OSError as e:
-        raise HostkitError(f"cannot make the collection view of the checkout in {coll}: {e} (hostkit "
-                           f"writes it there to run its playbooks from {root})") from e
+        raise HostkitError(
+            f"cannot make the collection view of the checkout in {coll}: {e} (hostkit "
+            f"writes it there to run its playbooks from {root})"
+        ) from e
     return root / CHECKOUT_COLLECTIONS
 
 
@@ -129,16 +135,20 @@ def layout() -> Layout:
     if env:
         found = layout_of(Path(env))
         if found is None:
-            raise HostkitError(f"HOSTKIT_PROJECT_DIR={env}: neither a hostkit checkout (playbooks/, roles/, "
-                               f"library/) nor the {COLLECTION_NAMESPACE}.{COLLECTION_NAME} collection "
-                               "(.../ansible_collections/hostkit/tuning with playbooks/, roles/, plugins/modules/)")
+            raise HostkitError(
+                f"HOSTKIT_PROJECT_DIR={env}: neither a hostkit checkout (playbooks/, roles/, "
+                f"library/) nor the {COLLECTION_NAMESPACE}.{COLLECTION_NAME} collection "
+                "(.../ansible_collections/hostkit/tuning with playbooks/, roles/, plugins/modules/)"
+            )
         return found
     installed = INSTALLED_COLLECTIONS / "ansible_collections" / COLLECTION_NAMESPACE / COLLECTION_NAME
     found = layout_of(PACKAGE_DIR.parent) or layout_of(installed)
     if found is None:
-        raise HostkitError(f"hostkit's playbooks are neither in a checkout ({PACKAGE_DIR.parent}) nor in the "
-                           f"installed collection ({installed}): reinstall hostkit from its wheel, or set "
-                           "HOSTKIT_PROJECT_DIR")
+        raise HostkitError(
+            f"hostkit's playbooks are neither in a checkout ({PACKAGE_DIR.parent}) nor in the "
+            f"installed collection ({installed}): reinstall hostkit from its wheel, or set "
+            "HOSTKIT_PROJECT_DIR"
+        )
     return found
 
 

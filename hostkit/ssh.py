@@ -82,8 +82,9 @@ def ssh_command_args(conn: HostConnection, control_dir: str | None = None) -> li
     return args
 
 
-def open_testinfra_host(host: InventoryHost, timeout: int = 10, control_dir: str | None = None,
-                        operator: OperatorSettings | None = None) -> Host:
+def open_testinfra_host(
+    host: InventoryHost, timeout: int = 10, control_dir: str | None = None, operator: OperatorSettings | None = None
+) -> Host:
     """A testinfra Host for an inventory host, connected as Ansible connects to it."""
     conn = host_connection(host.name, host.vars, operator)
     become = {"sudo": conn.become, "sudo_user": conn.become_user if conn.become_user != "root" else None}
@@ -94,9 +95,15 @@ def open_testinfra_host(host: InventoryHost, timeout: int = 10, control_dir: str
         spec = f"{conn.user + '@' if conn.user else ''}[{conn.address}]"
     if conn.port:
         spec += f":{conn.port}"
-    backend = StrictSshBackend(spec, ssh_identity_file=conn.key, timeout=timeout, controlpath=None,
-                               controlpersist=0, ssh_extra_args=shlex.join(ssh_command_args(conn, control_dir)),
-                               **become)
+    backend = StrictSshBackend(
+        spec,
+        ssh_identity_file=conn.key,
+        timeout=timeout,
+        controlpath=None,
+        controlpersist=0,
+        ssh_extra_args=shlex.join(ssh_command_args(conn, control_dir)),
+        **become,
+    )
     return Host(backend)
 
 
@@ -117,11 +124,10 @@ def put_file(host: Host, local: str | Path, remote: str, chunk: int = 60000) -> 
     first = True
     for i in range(0, len(data), chunk) or [0]:
         op = ">" if first else ">>"
-        cmd = host.run(f"umask 077 && printf %%s %s | base64 -d {op} %s", data[i:i + chunk], f"{remote}.part")
+        cmd = host.run(f"umask 077 && printf %%s %s | base64 -d {op} %s", data[i : i + chunk], f"{remote}.part")
         if cmd.rc != 0:
             raise HostkitError(f"copying {Path(local).name} to {remote} failed: {cmd.stderr.strip()[-200:]}")
         first = False
     cmd = host.run("mv -f %s %s", f"{remote}.part", remote)
     if cmd.rc != 0:
         raise HostkitError(f"copying {Path(local).name} to {remote} failed: {cmd.stderr.strip()[-200:]}")
-

@@ -60,15 +60,28 @@ class Sysctl:
 
 
 SYSCTLS: tuple[Sysctl, ...] = (
-    Sysctl("kernel.sched_rt_runtime_us", "RT budget per period; -1 disables throttling; never < 900000 here",
-           role=ROLE_RT, default=950000, min=-1, max=1000000),
+    Sysctl(
+        "kernel.sched_rt_runtime_us",
+        "RT budget per period; -1 disables throttling; never < 900000 here",
+        role=ROLE_RT,
+        default=950000,
+        min=-1,
+        max=1000000,
+    ),
     Sysctl("kernel.sched_rt_period_us", "RT throttling period (read to judge the budget; not tuned)"),
     Sysctl("kernel.numa_balancing", "automatic NUMA balancing", role=ROLE_SYSCTL, default=0, min=0, max=3),
     Sysctl("kernel.timer_migration", "timer migration to busy CPUs", role=ROLE_SYSCTL, default=0, min=0, max=1),
     Sysctl("vm.zone_reclaim_mode", "reclaim local zone before remote", role=ROLE_SYSCTL, default=0, min=0, max=7),
     Sysctl("vm.stat_interval", "vmstat update interval (s)", role=ROLE_SYSCTL, default=10, min=1, max=3600),
-    Sysctl("vm.swappiness", "how readily anonymous memory (model weights) is swapped rather than page cache "
-           "dropped; null leaves the kernel's value (60)", role=ROLE_SYSCTL, default=None, min=0, max=100),
+    Sysctl(
+        "vm.swappiness",
+        "how readily anonymous memory (model weights) is swapped rather than page cache "
+        "dropped; null leaves the kernel's value (60)",
+        role=ROLE_SYSCTL,
+        default=None,
+        min=0,
+        max=100,
+    ),
 )
 
 BY_KEY: dict[str, Sysctl] = {s.key: s for s in SYSCTLS}
@@ -94,32 +107,83 @@ class KernelArg:
 
 
 KERNEL_ARGS: tuple[KernelArg, ...] = (
-    KernelArg("skew_tick", "skew_tick", "1", "skew_tick=1: offset each CPU's periodic tick so the CPUs that still "
-              "tick do not contend for the jiffies and hrtimer locks at the same instant", default=True),
-    KernelArg("nosoftlockup", "nosoftlockup", None, "nosoftlockup: no soft-lockup detector (its per-CPU hrtimer "
-              "would fire on the isolated CPUs, and a FIFO worker that never yields trips it)", default=True),
-    KernelArg("nmi_watchdog_off", "nmi_watchdog", "0", "nmi_watchdog=0: no hard-lockup detector (a perf-counter "
-              "NMI on every CPU, isolated ones included)", default=True),
-    KernelArg("tsc_reliable", "tsc", "reliable", "tsc=reliable: no clocksource watchdog checking the TSC "
-              "(its timer visits every CPU); only where the CPU reports a constant, nonstop TSC",
-              default=True, cpu_flags=("constant_tsc", "nonstop_tsc")),
-    KernelArg("transparent_hugepage", "transparent_hugepage", None, "transparent_hugepage=<mode> at boot; null "
-              "leaves the kernel's default (khugepaged's scans and compaction stalls are the noise "
-              "'never' or 'madvise' avoid)", default=None, choices=("never", "madvise", "always")),
+    KernelArg(
+        "skew_tick",
+        "skew_tick",
+        "1",
+        "skew_tick=1: offset each CPU's periodic tick so the CPUs that still "
+        "tick do not contend for the jiffies and hrtimer locks at the same instant",
+        default=True,
+    ),
+    KernelArg(
+        "nosoftlockup",
+        "nosoftlockup",
+        None,
+        "nosoftlockup: no soft-lockup detector (its per-CPU hrtimer "
+        "would fire on the isolated CPUs, and a FIFO worker that never yields trips it)",
+        default=True,
+    ),
+    KernelArg(
+        "nmi_watchdog_off",
+        "nmi_watchdog",
+        "0",
+        "nmi_watchdog=0: no hard-lockup detector (a perf-counter NMI on every CPU, isolated ones included)",
+        default=True,
+    ),
+    KernelArg(
+        "tsc_reliable",
+        "tsc",
+        "reliable",
+        "tsc=reliable: no clocksource watchdog checking the TSC "
+        "(its timer visits every CPU); only where the CPU reports a constant, nonstop TSC",
+        default=True,
+        cpu_flags=("constant_tsc", "nonstop_tsc"),
+    ),
+    KernelArg(
+        "transparent_hugepage",
+        "transparent_hugepage",
+        None,
+        "transparent_hugepage=<mode> at boot; null "
+        "leaves the kernel's default (khugepaged's scans and compaction stalls are the noise "
+        "'never' or 'madvise' avoid)",
+        default=None,
+        choices=("never", "madvise", "always"),
+    ),
     # C-states: a latency ceiling (cpu_power.cpu_dma_latency_us, PM_QOS) keeps deep states off at runtime and
     # is undone by stopping its holder; these boot arguments are for firmware that ignores PM QoS.
-    KernelArg("processor_max_cstate", "processor.max_cstate", None, "processor.max_cstate=<n>: acpi_idle "
-              "never enters a C-state deeper than n (its exit latency is the wake-up latency of an idle "
-              "inference CPU); null leaves the kernel's limit", default=None, section="cpu_power",
-              int_range=(0, 9)),
-    KernelArg("intel_idle_max_cstate", "intel_idle.max_cstate", None, "intel_idle.max_cstate=<n>: intel_idle "
-              "never enters a C-state deeper than n (0 disables intel_idle, acpi_idle takes over); null leaves "
-              "the kernel's limit", default=None, section="cpu_power", int_range=(0, 9)),
-    KernelArg("idle_poll", "idle", "poll", "idle=poll: an idle CPU spins instead of entering any C-state "
-              "(lowest wake-up latency, full power and heat on every CPU, and a spinning SMT sibling slows "
-              "its twin); only when the profile asks", default=False, section="cpu_power"),
+    KernelArg(
+        "processor_max_cstate",
+        "processor.max_cstate",
+        None,
+        "processor.max_cstate=<n>: acpi_idle "
+        "never enters a C-state deeper than n (its exit latency is the wake-up latency of an idle "
+        "inference CPU); null leaves the kernel's limit",
+        default=None,
+        section="cpu_power",
+        int_range=(0, 9),
+    ),
+    KernelArg(
+        "intel_idle_max_cstate",
+        "intel_idle.max_cstate",
+        None,
+        "intel_idle.max_cstate=<n>: intel_idle "
+        "never enters a C-state deeper than n (0 disables intel_idle, acpi_idle takes over); null leaves "
+        "the kernel's limit",
+        default=None,
+        section="cpu_power",
+        int_range=(0, 9),
+    ),
+    KernelArg(
+        "idle_poll",
+        "idle",
+        "poll",
+        "idle=poll: an idle CPU spins instead of entering any C-state "
+        "(lowest wake-up latency, full power and heat on every CPU, and a spinning SMT sibling slows "
+        "its twin); only when the profile asks",
+        default=False,
+        section="cpu_power",
+    ),
 )
-
 
 
 ROLE_KERNEL_VALUES = "kernel_values"
@@ -173,31 +237,73 @@ HUGEPAGES_2M = "/sys/devices/system/node/node{node}/hugepages/hugepages-2048kB/n
 HUGEPAGE_KB = 2048
 
 SYSFS_VALUES: tuple[SysfsValue, ...] = (
-    SysfsValue("energy_performance_preference", "cpu_power", _CPUFREQ + "energy_performance_preference", "str",
-               "energy-performance preference the CPU's own frequency control (intel_pstate, amd-pstate active "
-               "mode) follows; only where the driver offers it; null leaves it",
-               choices=("performance", "balance_performance", "default", "balance_power", "power"),
-               offered="energy_performance_available_preferences"),
-    SysfsValue("workqueue_cpumask", "kernel_noise", "/sys/devices/virtual/workqueue/cpumask", "mask",
-               "unbound workqueues' kernel workers run on the housekeeping CPUs only", default=True, partition=True),
-    SysfsValue("writeback_cpumask", "kernel_noise", "/sys/bus/workqueue/devices/writeback/cpumask", "mask",
-               "page-cache writeback workers (flushing dirty pages) run on the housekeeping CPUs only",
-               default=True, partition=True),
-    SysfsValue("thp_enabled", "memory", _THP + "enabled", "choice",
-               "transparent hugepages at runtime: always, madvise (only regions that ask, e.g. a model "
-               "loader's madvise(MADV_HUGEPAGE)) or never; null leaves it",
-               choices=("always", "madvise", "never")),
-    SysfsValue("thp_defrag", "memory", _THP + "defrag", "choice",
-               "what a transparent hugepage fault does when no huge page is free: defer never stalls the "
-               "faulting thread (kcompactd compacts in the background), always/madvise compact in the fault; "
-               "null leaves it", choices=("always", "defer", "defer+madvise", "madvise", "never")),
-    SysfsValue("ksm_run", "memory", "/sys/kernel/mm/ksm/run", "int",
-               "kernel samepage merging: 0 stops ksmd (merged pages stay merged), 1 runs it, 2 stops it and "
-               "unmerges every page; null leaves it", min=0, max=2),
-    SysfsValue("hugepages_2m_per_node", "memory", HUGEPAGES_2M, "int",
-               "2 MiB hugepages reserved on every NUMA node with memory (inference weights in hugetlbfs, "
-               "node-local); at most the node's memory less 1 GiB and an eighth; null leaves them",
-               min=0, max=1 << 24),
+    SysfsValue(
+        "energy_performance_preference",
+        "cpu_power",
+        _CPUFREQ + "energy_performance_preference",
+        "str",
+        "energy-performance preference the CPU's own frequency control (intel_pstate, amd-pstate active "
+        "mode) follows; only where the driver offers it; null leaves it",
+        choices=("performance", "balance_performance", "default", "balance_power", "power"),
+        offered="energy_performance_available_preferences",
+    ),
+    SysfsValue(
+        "workqueue_cpumask",
+        "kernel_noise",
+        "/sys/devices/virtual/workqueue/cpumask",
+        "mask",
+        "unbound workqueues' kernel workers run on the housekeeping CPUs only",
+        default=True,
+        partition=True,
+    ),
+    SysfsValue(
+        "writeback_cpumask",
+        "kernel_noise",
+        "/sys/bus/workqueue/devices/writeback/cpumask",
+        "mask",
+        "page-cache writeback workers (flushing dirty pages) run on the housekeeping CPUs only",
+        default=True,
+        partition=True,
+    ),
+    SysfsValue(
+        "thp_enabled",
+        "memory",
+        _THP + "enabled",
+        "choice",
+        "transparent hugepages at runtime: always, madvise (only regions that ask, e.g. a model "
+        "loader's madvise(MADV_HUGEPAGE)) or never; null leaves it",
+        choices=("always", "madvise", "never"),
+    ),
+    SysfsValue(
+        "thp_defrag",
+        "memory",
+        _THP + "defrag",
+        "choice",
+        "what a transparent hugepage fault does when no huge page is free: defer never stalls the "
+        "faulting thread (kcompactd compacts in the background), always/madvise compact in the fault; "
+        "null leaves it",
+        choices=("always", "defer", "defer+madvise", "madvise", "never"),
+    ),
+    SysfsValue(
+        "ksm_run",
+        "memory",
+        "/sys/kernel/mm/ksm/run",
+        "int",
+        "kernel samepage merging: 0 stops ksmd (merged pages stay merged), 1 runs it, 2 stops it and "
+        "unmerges every page; null leaves it",
+        min=0,
+        max=2,
+    ),
+    SysfsValue(
+        "hugepages_2m_per_node",
+        "memory",
+        HUGEPAGES_2M,
+        "int",
+        "2 MiB hugepages reserved on every NUMA node with memory (inference weights in hugetlbfs, "
+        "node-local); at most the node's memory less 1 GiB and an eighth; null leaves them",
+        min=0,
+        max=1 << 24,
+    ),
 )
 
 SYSFS_BY_KEY: dict[str, SysfsValue] = {v.key: v for v in SYSFS_VALUES}
@@ -219,9 +325,13 @@ class PmQos:
     role: str = ROLE_PM_QOS
 
 
-PM_QOS = PmQos("cpu_dma_latency_us", "cpu_power", "/dev/cpu_dma_latency",
-               "latency ceiling in microseconds every CPU must wake within: cpuidle skips each C-state whose exit "
-               "latency exceeds it (0: stay in C0/poll); null: no ceiling")
+PM_QOS = PmQos(
+    "cpu_dma_latency_us",
+    "cpu_power",
+    "/dev/cpu_dma_latency",
+    "latency ceiling in microseconds every CPU must wake within: cpuidle skips each C-state whose exit "
+    "latency exceeds it (0: stay in C0/poll); null: no ceiling",
+)
 
 
 ROLE_KTHREADS = "kthreads"
@@ -240,10 +350,13 @@ class KthreadPlacement:
     role: str = ROLE_KTHREADS
 
 
-KTHREADS = KthreadPlacement("kthreads_housekeeping", "kernel_noise",
-                            "kthreadd and every kernel thread that may move (kswapd, kcompactd, khugepaged, rcu "
-                            "threads, ...) off the isolated CPUs, a per-node thread onto its node's housekeeping "
-                            "CPUs; per-CPU threads are bound by the kernel and stay")
+KTHREADS = KthreadPlacement(
+    "kthreads_housekeeping",
+    "kernel_noise",
+    "kthreadd and every kernel thread that may move (kswapd, kcompactd, khugepaged, rcu "
+    "threads, ...) off the isolated CPUs, a per-node thread onto its node's housekeeping "
+    "CPUs; per-CPU threads are bound by the kernel and stay",
+)
 
 
 def profile_sections() -> dict[str, list]:
@@ -290,42 +403,91 @@ TUNED_FOLLOW_UP = ("tuned-adm", "profile", TUNED_PREVIOUS)
 
 FILES: tuple[ManagedFile, ...] = (
     ManagedFile("/etc/default/grub", "isolcpus", adopt="/etc/default/grub", follow_up=("update-grub",), reboot=True),
-    ManagedFile("/etc/default/grub.d/hostkit.cfg", "isolcpus", adopt="/etc/default/grub.d/*.cfg",
-                follow_up=("update-grub",), reboot=True, scope="/etc/default/grub.d/"),
-    ManagedFile("/etc/default/irqbalance", "irq_affinity", var="irq_affinity_irqbalance_config",
-                adopt="/etc/default/irqbalance", follow_up=("systemctl", "try-restart", "irqbalance.service")),
+    ManagedFile(
+        "/etc/default/grub.d/hostkit.cfg",
+        "isolcpus",
+        adopt="/etc/default/grub.d/*.cfg",
+        follow_up=("update-grub",),
+        reboot=True,
+        scope="/etc/default/grub.d/",
+    ),
+    ManagedFile(
+        "/etc/default/irqbalance",
+        "irq_affinity",
+        var="irq_affinity_irqbalance_config",
+        adopt="/etc/default/irqbalance",
+        follow_up=("systemctl", "try-restart", "irqbalance.service"),
+    ),
     # RHEL, Rocky, Alma, Fedora: the irqbalance package's environment file (its unit reads
     # EnvironmentFile=/etc/sysconfig/irqbalance); the role writes it there when the host has it.
-    ManagedFile("/etc/sysconfig/irqbalance", "irq_affinity", adopt="/etc/sysconfig/irqbalance",
-                follow_up=("systemctl", "try-restart", "irqbalance.service")),
-    ManagedFile("/etc/systemd/system/hostkit-irq-affinity.service", "irq_affinity", var="irq_affinity_unit",
-                follow_up=("systemctl", "daemon-reload"), scope="/etc/systemd/system/"),
-    ManagedFile("/etc/systemd/system/hostkit-cpu-governor.service", "cpu_governor", var="cpu_governor_unit",
-                follow_up=("systemctl", "daemon-reload"), scope="/etc/systemd/system/"),
-    ManagedFile("/etc/sysctl.d/60-hostkit-rt.conf", ROLE_RT, var="rt_runtime_sysctl_file",
-                adopt="/etc/sysctl.d/*.conf"),
-    ManagedFile("/etc/sysctl.d/61-hostkit-numa.conf", ROLE_SYSCTL, var="numa_sysctl_file",
-                adopt="/etc/sysctl.d/*.conf"),
-    ManagedFile("/etc/containerd/config.toml", "containerd", var="containerd_config",
-                adopt="/etc/containerd/config.toml", follow_up=("systemctl", "try-restart", "containerd.service"),
-                scope="/etc/containerd/"),
-    ManagedFile("/etc/kubernetes/kubelet.conf.d/60-hostkit.conf", "kubelet", var="kubelet_dropin",
-                adopt="/etc/kubernetes/kubelet.conf.d/*", follow_up=_KUBELET_RESTART, scope="/etc/kubernetes/"),
-    ManagedFile("/var/lib/kubelet", "kubelet", var="kubelet_state_dir", follow_up=_KUBELET_RESTART,
-                scope="/var/lib/kubelet/"),
+    ManagedFile(
+        "/etc/sysconfig/irqbalance",
+        "irq_affinity",
+        adopt="/etc/sysconfig/irqbalance",
+        follow_up=("systemctl", "try-restart", "irqbalance.service"),
+    ),
+    ManagedFile(
+        "/etc/systemd/system/hostkit-irq-affinity.service",
+        "irq_affinity",
+        var="irq_affinity_unit",
+        follow_up=("systemctl", "daemon-reload"),
+        scope="/etc/systemd/system/",
+    ),
+    ManagedFile(
+        "/etc/systemd/system/hostkit-cpu-governor.service",
+        "cpu_governor",
+        var="cpu_governor_unit",
+        follow_up=("systemctl", "daemon-reload"),
+        scope="/etc/systemd/system/",
+    ),
+    ManagedFile(
+        "/etc/sysctl.d/60-hostkit-rt.conf", ROLE_RT, var="rt_runtime_sysctl_file", adopt="/etc/sysctl.d/*.conf"
+    ),
+    ManagedFile(
+        "/etc/sysctl.d/61-hostkit-numa.conf", ROLE_SYSCTL, var="numa_sysctl_file", adopt="/etc/sysctl.d/*.conf"
+    ),
+    ManagedFile(
+        "/etc/containerd/config.toml",
+        "containerd",
+        var="containerd_config",
+        adopt="/etc/containerd/config.toml",
+        follow_up=("systemctl", "try-restart", "containerd.service"),
+        scope="/etc/containerd/",
+    ),
+    ManagedFile(
+        "/etc/kubernetes/kubelet.conf.d/60-hostkit.conf",
+        "kubelet",
+        var="kubelet_dropin",
+        adopt="/etc/kubernetes/kubelet.conf.d/*",
+        follow_up=_KUBELET_RESTART,
+        scope="/etc/kubernetes/",
+    ),
+    ManagedFile(
+        "/var/lib/kubelet", "kubelet", var="kubelet_state_dir", follow_up=_KUBELET_RESTART, scope="/var/lib/kubelet/"
+    ),
     # tuned (roles/tuned, drive/neutralize): its profile directory and the files the next boot reads
     # (tuned/consts.py ACTIVE_PROFILE_FILE, PROFILE_MODE_FILE, BOOT_CMDLINE_FILE). A restored file under
     # /etc/tuned/ is followed by switching tuned back to the profile the restored files name
     # (resolve_follow_up); adoption also records tuned's systemd drop-in and the GRUB environment
     # block holding $tuned_params (EL8).
-    ManagedFile("/etc/tuned/active_profile", ROLE_TUNED, adopt="/etc/tuned/active_profile",
-                follow_up=TUNED_FOLLOW_UP, scope="/etc/tuned/"),
-    ManagedFile("/etc/tuned/profile_mode", ROLE_TUNED, adopt="/etc/tuned/profile_mode",
-                follow_up=TUNED_FOLLOW_UP, scope="/etc/tuned/"),
-    ManagedFile(TUNED_BOOTCMDLINE, ROLE_TUNED, adopt=TUNED_BOOTCMDLINE,
-                follow_up=TUNED_FOLLOW_UP, scope="/etc/tuned/"),
-    ManagedFile("/etc/systemd/system.conf.d/00-tuned.conf", ROLE_TUNED,
-                adopt="/etc/systemd/system.conf.d/00-tuned.conf"),
+    ManagedFile(
+        "/etc/tuned/active_profile",
+        ROLE_TUNED,
+        adopt="/etc/tuned/active_profile",
+        follow_up=TUNED_FOLLOW_UP,
+        scope="/etc/tuned/",
+    ),
+    ManagedFile(
+        "/etc/tuned/profile_mode",
+        ROLE_TUNED,
+        adopt="/etc/tuned/profile_mode",
+        follow_up=TUNED_FOLLOW_UP,
+        scope="/etc/tuned/",
+    ),
+    ManagedFile(TUNED_BOOTCMDLINE, ROLE_TUNED, adopt=TUNED_BOOTCMDLINE, follow_up=TUNED_FOLLOW_UP, scope="/etc/tuned/"),
+    ManagedFile(
+        "/etc/systemd/system.conf.d/00-tuned.conf", ROLE_TUNED, adopt="/etc/systemd/system.conf.d/00-tuned.conf"
+    ),
     ManagedFile("/boot/grub2/grubenv", "isolcpus", adopt="/boot/grub2/grubenv", reboot=True),
     # BLS and systemd-boot (hostkit/core/boot_loader.py): the entries' options lines and what
     # kernel-install gives new kernels; nothing regenerates them, a restored copy counts at the next boot.
@@ -335,13 +497,27 @@ FILES: tuple[ManagedFile, ...] = (
     ManagedFile("/etc/kernel/cmdline", "isolcpus", reboot=True),
     # kernel_values (SYSFS_VALUES at every boot) and pm_qos (the held latency ceiling): restored, the
     # holder must also stop, or the ceiling stays until the next boot.
-    ManagedFile("/etc/systemd/system/hostkit-kernel-values.service", ROLE_KERNEL_VALUES, var="kernel_values_unit",
-                follow_up=("systemctl", "daemon-reload"), scope="/etc/systemd/system/"),
-    ManagedFile("/etc/systemd/system/hostkit-pm-qos.service", ROLE_PM_QOS, var="pm_qos_unit",
-                follow_up=("systemctl", "stop", "hostkit-pm-qos.service")),
+    ManagedFile(
+        "/etc/systemd/system/hostkit-kernel-values.service",
+        ROLE_KERNEL_VALUES,
+        var="kernel_values_unit",
+        follow_up=("systemctl", "daemon-reload"),
+        scope="/etc/systemd/system/",
+    ),
+    ManagedFile(
+        "/etc/systemd/system/hostkit-pm-qos.service",
+        ROLE_PM_QOS,
+        var="pm_qos_unit",
+        follow_up=("systemctl", "stop", "hostkit-pm-qos.service"),
+    ),
     # kthreads: the unit moving kernel threads at boot (rollback moves the live threads back itself).
-    ManagedFile("/etc/systemd/system/hostkit-kthreads.service", ROLE_KTHREADS, var="kthreads_unit",
-                follow_up=("systemctl", "daemon-reload"), scope="/etc/systemd/system/"),
+    ManagedFile(
+        "/etc/systemd/system/hostkit-kthreads.service",
+        ROLE_KTHREADS,
+        var="kthreads_unit",
+        follow_up=("systemctl", "daemon-reload"),
+        scope="/etc/systemd/system/",
+    ),
 )
 # Sysctl values need no follow-up: rollback writes their journaled runtime value back itself.
 
@@ -386,8 +562,11 @@ def adopted_patterns() -> list[str]:
 def adopted_values() -> list[tuple[str, str]]:
     """(path, kind) of the runtime values `rollback --adopt` records: every tuned sysctl, the cmdline;
     then (glob, kind) of every SysfsValue (expanded on the host)."""
-    return [(s.proc_path, s.kind) for s in tuned_sysctls()] + [("/proc/cmdline", "str")] \
+    return (
+        [(s.proc_path, s.kind) for s in tuned_sysctls()]
+        + [("/proc/cmdline", "str")]
         + [(v.glob, v.kind) for v in SYSFS_VALUES]
+    )
 
 
 def resolve_follow_up(argv: list[str], read) -> list[str]:

@@ -55,17 +55,19 @@ status:
 from ansible.module_utils.basic import AnsibleModule
 
 ARGUMENT_SPEC = dict(
-    sysroot={'type': 'str', 'default': ''},
-    profile={'type': 'str'},
-    force={'type': 'bool', 'default': False},
-    strict={'type': 'bool', 'default': False},
+    sysroot={"type": "str", "default": ""},
+    profile={"type": "str"},
+    force={"type": "bool", "default": False},
+    strict={"type": "bool", "default": False},
 )
 
 
 def main():
     module = AnsibleModule(argument_spec=ARGUMENT_SPEC, supports_check_mode=True)
-    module.fail_json(msg="hostkit.tuning.audit runs as an action plugin on the controller; "
-                         "call it as a task of a play (the hostkit Python package must be importable there)")
+    module.fail_json(
+        msg="hostkit.tuning.audit runs as an action plugin on the controller; "
+        "call it as a task of a play (the hostkit Python package must be importable there)"
+    )
 
 
 if __name__ == "__main__":

@@ -44,14 +44,16 @@ ansible_facts:
 from ansible.module_utils.basic import AnsibleModule
 
 ARGUMENT_SPEC = dict(
-    sysroot={'type': 'str', 'default': ''},
+    sysroot={"type": "str", "default": ""},
 )
 
 
 def main():
     module = AnsibleModule(argument_spec=ARGUMENT_SPEC, supports_check_mode=True)
-    module.fail_json(msg="hostkit.tuning.facts runs as an action plugin on the controller; "
-                         "call it as a task of a play (the hostkit Python package must be importable there)")
+    module.fail_json(
+        msg="hostkit.tuning.facts runs as an action plugin on the controller; "
+        "call it as a task of a play (the hostkit Python package must be importable there)"
+    )
 
 
 if __name__ == "__main__":

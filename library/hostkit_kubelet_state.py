@@ -73,8 +73,9 @@ from ansible.module_utils.hostkit_journal_io import journaled_module_options, ru
 
 
 def main():
-    module = AnsibleModule(argument_spec=journaled_module_options(role_default="kubelet", **OPTIONS),
-                           supports_check_mode=True)
+    module = AnsibleModule(
+        argument_spec=journaled_module_options(role_default="kubelet", **OPTIONS), supports_check_mode=True
+    )
     run_journaled(module, work)
 
 

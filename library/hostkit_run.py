@@ -89,8 +89,9 @@ from ansible.module_utils.hostkit_journal_io import ModuleFailure
 
 
 def main():
-    module = AnsibleModule(argument_spec=dict(sysroot=dict(type="str", default=""), **OPTIONS),
-                           supports_check_mode=True)
+    module = AnsibleModule(
+        argument_spec=dict(sysroot=dict(type="str", default=""), **OPTIONS), supports_check_mode=True
+    )
     try:
         result = work(module.params, None, module.check_mode)
     except ModuleFailure as exc:

@@ -89,19 +89,21 @@ bad_input:
 from ansible.module_utils.basic import AnsibleModule
 
 ARGUMENT_SPEC = dict(
-    facts={'type': 'dict'},
-    profile={'type': 'str'},
-    overrides={'type': 'dict'},
-    force={'type': 'bool', 'default': False},
-    smoke_gate={'type': 'bool', 'default': False},
-    reboot={'type': 'bool', 'default': False},
+    facts={"type": "dict"},
+    profile={"type": "str"},
+    overrides={"type": "dict"},
+    force={"type": "bool", "default": False},
+    smoke_gate={"type": "bool", "default": False},
+    reboot={"type": "bool", "default": False},
 )
 
 
 def main():
     module = AnsibleModule(argument_spec=ARGUMENT_SPEC, supports_check_mode=True)
-    module.fail_json(msg="hostkit.tuning.plan runs as an action plugin on the controller; "
-                         "call it as a task of a play (the hostkit Python package must be importable there)")
+    module.fail_json(
+        msg="hostkit.tuning.plan runs as an action plugin on the controller; "
+        "call it as a task of a play (the hostkit Python package must be importable there)"
+    )
 
 
 if __name__ == "__main__":

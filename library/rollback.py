@@ -57,16 +57,18 @@ runs:
 from ansible.module_utils.basic import AnsibleModule
 
 ARGUMENT_SPEC = dict(
-    sysroot={'type': 'str', 'default': ''},
-    run_id={'type': 'str'},
-    check={'type': 'bool', 'default': False},
+    sysroot={"type": "str", "default": ""},
+    run_id={"type": "str"},
+    check={"type": "bool", "default": False},
 )
 
 
 def main():
     module = AnsibleModule(argument_spec=ARGUMENT_SPEC, supports_check_mode=True)
-    module.fail_json(msg="hostkit.tuning.rollback runs as an action plugin on the controller; "
-                         "call it as a task of a play (the hostkit Python package must be importable there)")
+    module.fail_json(
+        msg="hostkit.tuning.rollback runs as an action plugin on the controller; "
+        "call it as a task of a play (the hostkit Python package must be importable there)"
+    )
 
 
 if __name__ == "__main__":

@@ -68,17 +68,19 @@ p999_ms:
 from ansible.module_utils.basic import AnsibleModule
 
 ARGUMENT_SPEC = dict(
-    sysroot={'type': 'str', 'default': ''},
-    profile={'type': 'str'},
-    options={'type': 'dict', 'default': {}},
-    gate={'type': 'bool', 'default': True},
+    sysroot={"type": "str", "default": ""},
+    profile={"type": "str"},
+    options={"type": "dict", "default": {}},
+    gate={"type": "bool", "default": True},
 )
 
 
 def main():
     module = AnsibleModule(argument_spec=ARGUMENT_SPEC, supports_check_mode=True)
-    module.fail_json(msg="hostkit.tuning.smoke runs as an action plugin on the controller; "
-                         "call it as a task of a play (the hostkit Python package must be importable there)")
+    module.fail_json(
+        msg="hostkit.tuning.smoke runs as an action plugin on the controller; "
+        "call it as a task of a play (the hostkit Python package must be importable there)"
+    )
 
 
 if __name__ == "__main__":

@@ -62,8 +62,11 @@ def _tree_module(name: str):
 paths = _tree_module("hostkit.paths")
 NAMESPACE, NAME = paths.COLLECTION_NAMESPACE, paths.COLLECTION_NAME
 COLLECTION_PKG = f"ansible_collections.{NAMESPACE}.{NAME}.plugins.module_utils"
-LEGACY_IMPORT = re.compile(r"^(?P<indent>[ \t]*)from ansible\.module_utils\.(?P<name>hostkit_\w+) import "
-                           r"(?:\((?P<group>[^)]*)\)|(?P<names>[^\n]*))", re.M)
+LEGACY_IMPORT = re.compile(
+    r"^(?P<indent>[ \t]*)from ansible\.module_utils\.(?P<name>hostkit_\w+) import "
+    r"(?:\((?P<group>[^)]*)\)|(?P<names>[^\n]*))",
+    re.M,
+)
 # Collection directories of Python files whose hostkit module_utils imports are rewritten.
 PYTHON_DIRS = ("plugins/modules", "plugins/module_utils")
 SKIP = shutil.ignore_patterns("__pycache__", "*.pyc")  # never part of the collection
@@ -72,12 +75,14 @@ SKIP = shutil.ignore_patterns("__pycache__", "*.pyc")  # never part of the colle
 def rewrite_imports(source: str) -> str:
     """The project layout's module_utils imports, as the collection's (a parenthesised list of
     names goes on one hanging-indented line: the old alignment would no longer line up)."""
+
     def sub(m: re.Match) -> str:
         head = f"{m['indent']}from {COLLECTION_PKG}.{m['name']} import "
         if m["group"] is None:
             return head + m["names"]
         names = " ".join(m["group"].split())
         return f"{head}(\n{m['indent']}    {names})"
+
     return LEGACY_IMPORT.sub(sub, source)
 
 
@@ -162,8 +167,13 @@ def sanity(coll: Path, home: Path = SANITY_HOME) -> subprocess.CompletedProcess:
     for var in ("ANSIBLE_COLLECTIONS_PATH", "ANSIBLE_COLLECTIONS_PATHS", "ANSIBLE_LIBRARY", "ANSIBLE_MODULE_UTILS"):
         env.pop(var, None)
     version = f"{sys.version_info[0]}.{sys.version_info[1]}"
-    return subprocess.run([str(test), "sanity", "--local", "--python", version, "--color", "no"],
-                          cwd=coll, env=env, capture_output=True, text=True)
+    return subprocess.run(
+        [str(test), "sanity", "--local", "--python", version, "--color", "no"],
+        cwd=coll,
+        env=env,
+        capture_output=True,
+        text=True,
+    )
 
 
 try:  # the wheel's build: only when setuptools imports this file (tool.setuptools.cmdclass)

@@ -24,9 +24,18 @@ DOC = ROOT / "docs" / "contracts.md"
 WIDTH = "100"  # argparse wraps --help to $COLUMNS
 
 # Dicts keyed by data, shown as one entry (besides any dict keyed by numbers: "<n>").
-MAPS = {"kernel.cmdline_args.args": "<argument>", "cpufreq.drivers": "<driver>", "cpufreq.governors": "<governor>",
-        "steal.per_cpu": "<cpu>", "sysctl": "<sysctl>", "cmdline_set": "<argument>", "nic_irq_cpus": "<nic>",
-        "pools": "<node>", "irq.assignments": "<irq>", "irq.by_name": "<action name>"}
+MAPS = {
+    "kernel.cmdline_args.args": "<argument>",
+    "cpufreq.drivers": "<driver>",
+    "cpufreq.governors": "<governor>",
+    "steal.per_cpu": "<cpu>",
+    "sysctl": "<sysctl>",
+    "cmdline_set": "<argument>",
+    "nic_irq_cpus": "<nic>",
+    "pools": "<node>",
+    "irq.assignments": "<irq>",
+    "irq.by_name": "<action name>",
+}
 
 SMOKE_KEYS = """\
 {"samples": int, "deschedule_ms": {"p50", "p99", "p999", "max", ...}, "queue_wait_ms": {...},
@@ -37,8 +46,11 @@ SMOKE_KEYS = """\
 
 # ----------------------------------------------------------------------------- shapes
 
+
 def _type(v) -> str:
-    return "null" if v is None else {bool: "bool", int: "int", float: "float", str: "str"}.get(type(v), type(v).__name__)
+    return (
+        "null" if v is None else {bool: "bool", int: "int", float: "float", str: "str"}.get(type(v), type(v).__name__)
+    )
 
 
 def shape_of(value, path: str = ""):
@@ -72,8 +84,13 @@ def merge(a, b):
             ka, kb = a.get(k, {}), b.get(k, {})
             out[k] = {n: merge(ka.get(n), kb.get(n)) for n in list(ka) + [n for n in kb if n not in ka]}
             for n in out[k]:
-                out[k][n] = dict(out[k][n], __opt__=(n not in ka) or (n not in kb)
-                                 or ka[n].get("__opt__", False) or kb[n].get("__opt__", False))
+                out[k][n] = dict(
+                    out[k][n],
+                    __opt__=(n not in ka)
+                    or (n not in kb)
+                    or ka[n].get("__opt__", False)
+                    or kb[n].get("__opt__", False),
+                )
         elif k in ("__list__", "__of__"):
             out[k] = merge(a.get(k), b.get(k))
         elif k == "__opt__":
@@ -95,7 +112,9 @@ def render(s, indent: int = 0) -> str:
     if "__map__" in s:
         parts.append("{" + f'"{s["__map__"]}": ' + render(s["__of__"], indent + 1) + "}")
     if s.get("__keys__") or ("__keys__" in s and "__map__" not in s):
-        lines = [f'{pad}  "{k}"{"?" if v.get("__opt__") else ""}: {render(v, indent + 1)}' for k, v in s["__keys__"].items()]
+        lines = [
+            f'{pad}  "{k}"{"?" if v.get("__opt__") else ""}: {render(v, indent + 1)}' for k, v in s["__keys__"].items()
+        ]
         parts.append("{\n" + ",\n".join(lines) + "\n" + pad + "}")
     return "|".join(parts) or "null"
 
@@ -122,6 +141,7 @@ def facts_and_plans(sysroots: dict[str, Path]) -> tuple[dict, dict]:
 
 # ----------------------------------------------------------------------------- exit codes, envelopes, --help
 
+
 def exit_codes() -> list[tuple[str, int, str]]:
     """(name, value, meaning) of every ``EXIT_*`` in hostkit/errors.py, meaning from its comment."""
     path = ROOT / "hostkit" / "errors.py"
@@ -138,8 +158,10 @@ def exceptions() -> list[tuple[str, int, str]]:
     from hostkit import errors
 
     classes = [c for _, c in inspect.getmembers(errors, inspect.isclass) if issubclass(c, errors.HostkitError)]
-    return [(c.__name__, c.exit_code, (c.__doc__ or "").strip().splitlines()[0])
-            for c in sorted(classes, key=lambda c: (c.exit_code, c.__name__))]
+    return [
+        (c.__name__, c.exit_code, (c.__doc__ or "").strip().splitlines()[0])
+        for c in sorted(classes, key=lambda c: (c.exit_code, c.__name__))
+    ]
 
 
 def envelopes() -> list[tuple[str, dict]]:
@@ -152,24 +174,51 @@ def envelopes() -> list[tuple[str, dict]]:
     run = RunResult("<run-id>", "successful", 0, {}, {}, ".hostkit/runs/<run-id>", 0.0)
     ok = AgentReply("h", "ok", doc={"...": "the agent's document"})
     bad = AgentReply("h2", "failed", error="str", exit_code=2)
-    applied = api.ApplyResult("<run-id>", False, {"h": HostApply("h", "changed")}, run,
-                              {"h": api.SmokeVerdict(False, "str", "str")})
-    adopted = api.AdoptResult({"h": api.HostAdopt("<run-id>", ["/etc/default/grub"], "changed", "<run-id>", False)},
-                              {"h": ok}, applied)
+    applied = api.ApplyResult(
+        "<run-id>", False, {"h": HostApply("h", "changed")}, run, {"h": api.SmokeVerdict(False, "str", "str")}
+    )
+    adopted = api.AdoptResult(
+        {"h": api.HostAdopt("<run-id>", ["/etc/default/grub"], "changed", "<run-id>", False)}, {"h": ok}, applied
+    )
     return [
         ("hostkit facts -i INVENTORY --json", api.FactsResult({"h": ok, "h2": bad}, run).to_dict()),
-        ("hostkit plan -i INVENTORY --json", api.fleet_document("<run-id>", {
-            "h": {"...": "the plan document"}, "h2": {"status": "str", "error": "str"}})),
+        (
+            "hostkit plan -i INVENTORY --json",
+            api.fleet_document(
+                "<run-id>", {"h": {"...": "the plan document"}, "h2": {"status": "str", "error": "str"}}
+            ),
+        ),
         ("hostkit apply -i INVENTORY --json", applied.to_dict()),
         ("hostkit rollback -i INVENTORY --json", api.RollbackResult(False, {"h": ok, "h2": bad}, run).to_dict()),
         ("hostkit rollback -i INVENTORY --adopt --json", adopted.to_dict()),
         ("hostkit history -i INVENTORY --json", api.HistoryResult({"h": ok, "h2": bad}, run).to_dict()),
         ("hostkit smoke -i INVENTORY --json", api.SmokeResult({"h": ok, "h2": bad}, run, 1, {}).to_dict()),
-        ("hostkit unlock -i INVENTORY --json", api.UnlockResult({"h": True, "h2": False}, {"h2": "str"}, "<run-id>").to_dict()),
-        ("hostkit audit -i INVENTORY --json", api.AuditResult(
-            {"h": {"status": "pass|drift|pending_reboot|unreachable|failed|refused", "counts": {"pass": 0, "...": 0},
-                   "findings": [{"check": "str", "status": "str", "expected": "...", "actual": "...",
-                                 "source": "str", "note?": "str"}]}}, False).to_dict()),
+        (
+            "hostkit unlock -i INVENTORY --json",
+            api.UnlockResult({"h": True, "h2": False}, {"h2": "str"}, "<run-id>").to_dict(),
+        ),
+        (
+            "hostkit audit -i INVENTORY --json",
+            api.AuditResult(
+                {
+                    "h": {
+                        "status": "pass|drift|pending_reboot|unreachable|failed|refused",
+                        "counts": {"pass": 0, "...": 0},
+                        "findings": [
+                            {
+                                "check": "str",
+                                "status": "str",
+                                "expected": "...",
+                                "actual": "...",
+                                "source": "str",
+                                "note?": "str",
+                            }
+                        ],
+                    }
+                },
+                False,
+            ).to_dict(),
+        ),
     ]
 
 
@@ -199,35 +248,72 @@ def helps() -> list[tuple[str, str]]:
 
 # ----------------------------------------------------------------------------- the document
 
+
 def document(sysroots: dict[str, Path]) -> str:
     import json
 
     facts_shape, plan_shape = facts_and_plans(sysroots)
-    out = ["<!-- Generated by scripts/contracts.py from the code; edit that, then run it. -->",
-           "# Contracts", "",
-           "What scripts, CI jobs and other tools may rely on. `key?` is a key some documents lack; "
-           "`a|b` are the types a value takes; CPU sets are kernel cpulist strings (`\"0-3,8-11\"`).", "",
-           "## Exit codes", "", "| code | name | meaning |", "|---|---|---|"]
+    out = [
+        "<!-- Generated by scripts/contracts.py from the code; edit that, then run it. -->",
+        "# Contracts",
+        "",
+        "What scripts, CI jobs and other tools may rely on. `key?` is a key some documents lack; "
+        '`a|b` are the types a value takes; CPU sets are kernel cpulist strings (`"0-3,8-11"`).',
+        "",
+        "## Exit codes",
+        "",
+        "| code | name | meaning |",
+        "|---|---|---|",
+    ]
     out += [f"| {v} | `{n}` | {m} |" for n, v, m in exit_codes()]
-    out += ["", "Errors hostkit raises on purpose, and the exit code each gives:", "",
-            "| exception | exit code | meaning |", "|---|---|---|"]
+    out += [
+        "",
+        "Errors hostkit raises on purpose, and the exit code each gives:",
+        "",
+        "| exception | exit code | meaning |",
+        "|---|---|---|",
+    ]
     out += [f"| `{n}` | {c} | {m} |" for n, c, m in exceptions()]
-    out += ["", "A failed play or check is a status in a result (exit 1), never an exception. Interrupted: 130.", "",
-            "## `hostkit facts --json`", "",
-            f"The shape of the facts document over every fixture ({', '.join(sorted(sysroots))}):", "",
-            "```", render(facts_shape), "```", "",
-            "## `hostkit plan --json`", "",
-            "The shape of the plan document over every fixture and shipped profile:", "",
-            "```", render(plan_shape), "```", "",
-            "## `hostkit smoke --json`", "", "At least:", "", "```", SMOKE_KEYS, "```", "",
-            "## Fleet commands (`-i INVENTORY --json`)", "",
-            "Every one is the same envelope, `{\"run_id\": str|null, \"hosts\": {NAME: ...}, ...}` "
-            "(`hostkit.api.fleet_document`): the Ansible run the command made (null for the audit, which "
-            "runs testinfra over SSH), one entry per host, then what the command adds. Changed from the "
-            "earlier shapes: `plan -i` and `history -i` were `{NAME: ...}`, `unlock -i` was `{\"released\", \"failed\"}`, "
-            "and `audit`, `rollback` and `rollback --adopt` had no `run_id`.", "",
-            "A host that gave no document is `{\"status\": \"unreachable\"|\"failed\", \"error\": str}` "
-            "(`\"exit_code\": 2` when its input, e.g. its sysroot, was bad).", ""]
+    out += [
+        "",
+        "A failed play or check is a status in a result (exit 1), never an exception. Interrupted: 130.",
+        "",
+        "## `hostkit facts --json`",
+        "",
+        f"The shape of the facts document over every fixture ({', '.join(sorted(sysroots))}):",
+        "",
+        "```",
+        render(facts_shape),
+        "```",
+        "",
+        "## `hostkit plan --json`",
+        "",
+        "The shape of the plan document over every fixture and shipped profile:",
+        "",
+        "```",
+        render(plan_shape),
+        "```",
+        "",
+        "## `hostkit smoke --json`",
+        "",
+        "At least:",
+        "",
+        "```",
+        SMOKE_KEYS,
+        "```",
+        "",
+        "## Fleet commands (`-i INVENTORY --json`)",
+        "",
+        'Every one is the same envelope, `{"run_id": str|null, "hosts": {NAME: ...}, ...}` '
+        "(`hostkit.api.fleet_document`): the Ansible run the command made (null for the audit, which "
+        "runs testinfra over SSH), one entry per host, then what the command adds. Changed from the "
+        'earlier shapes: `plan -i` and `history -i` were `{NAME: ...}`, `unlock -i` was `{"released", "failed"}`, '
+        "and `audit`, `rollback` and `rollback --adopt` had no `run_id`.",
+        "",
+        'A host that gave no document is `{"status": "unreachable"|"failed", "error": str}` '
+        '(`"exit_code": 2` when its input, e.g. its sysroot, was bad).',
+        "",
+    ]
     for title, doc in envelopes():
         out += [f"`{title}`:", "", "```json", json.dumps(doc, indent=1), "```", ""]
     out += ["## Command line", ""]

@@ -29,8 +29,11 @@ def roles() -> list[str]:
 
 
 def block(role: str) -> str:
-    lines = [BEGIN, "# sysctl -> where the kernel exposes it, how its value compares, the values the role accepts",
-             f"__{role}_sysctls:"]
+    lines = [
+        BEGIN,
+        "# sysctl -> where the kernel exposes it, how its value compares, the values the role accepts",
+        f"__{role}_sysctls:",
+    ]
     for s in tuned_sysctls(role):
         lines.append(f"  {s.key}: {{path: {s.proc_path}, kind: {s.kind}, min: {s.min}, max: {s.max}}}")
     return "\n".join(lines + [END]) + "\n"

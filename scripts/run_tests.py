@@ -36,15 +36,28 @@ VM_LANE_B = ["tests/vm/test_rollout.py", "tests/vm/test_tuned.py", "tests/vm/tes
 
 
 def suite(name: str, marker: str, extra: list[str], args: list[str], env: dict | None = None) -> dict:
-    return {"name": name, "argv": [sys.executable, "-m", "pytest", "-m", marker, *extra,
-                                   f"--junitxml={OUT / f'junit-{name}.xml'}", *args],
-            "env": {**os.environ, **(env or {})}}
+    return {
+        "name": name,
+        "argv": [
+            sys.executable,
+            "-m",
+            "pytest",
+            "-m",
+            marker,
+            *extra,
+            f"--junitxml={OUT / f'junit-{name}.xml'}",
+            *args,
+        ],
+        "env": {**os.environ, **(env or {})},
+    }
 
 
 def start(s: dict, log: Path | None) -> None:
     s["t0"] = time.monotonic()
     out = open(log, "w") if log else None
-    s["proc"] = subprocess.Popen(s["argv"], cwd=ROOT, env=s["env"], stdout=out, stderr=subprocess.STDOUT if out else None)
+    s["proc"] = subprocess.Popen(
+        s["argv"], cwd=ROOT, env=s["env"], stdout=out, stderr=subprocess.STDOUT if out else None
+    )
     s["log"] = log
 
 
@@ -89,18 +102,23 @@ def main() -> int:
     t0 = time.monotonic()
     measure = suite("measure", f"{FAST} and (live or measures)", [], args)
     # pytest-xdist, each module's tests on one worker (module fixtures set up once, as alone)
-    fast = suite("fast", f"{FAST} and not live and not measures",
-                 ["-n", str(os.cpu_count() or 2), "--dist", "loadfile"], args)
+    fast = suite(
+        "fast", f"{FAST} and not live and not measures", ["-n", str(os.cpu_count() or 2), "--dist", "loadfile"], args
+    )
     for s in (measure, fast):
         start(s, None)
         wait(s)
     lab = suite("lab", "lab", [], args)
     lane_a = suite("vm-a", "vm", [f"--ignore={m}" for m in VM_LANE_B], args, vm_env)
-    lane_b = suite("vm-b", "vm", VM_LANE_B, args,
-                   {**vm_env, "HOSTKIT_TEST_VM_PORT": "2600", "HOSTKIT_TEST_LAB_PORT": "2422"})
+    lane_b = suite(
+        "vm-b", "vm", VM_LANE_B, args, {**vm_env, "HOSTKIT_TEST_VM_PORT": "2600", "HOSTKIT_TEST_LAB_PORT": "2422"}
+    )
     floors = suite("floors", "floors", [], args)
-    print("the lab suite next, beside the VM suite in two lanes and the dependency floors "
-          "(.hostkit/test-vm-a.log, .hostkit/test-vm-b.log, .hostkit/test-floors.log)", flush=True)
+    print(
+        "the lab suite next, beside the VM suite in two lanes and the dependency floors "
+        "(.hostkit/test-vm-a.log, .hostkit/test-vm-b.log, .hostkit/test-floors.log)",
+        flush=True,
+    )
     for s in (lane_a, lane_b, floors):
         start(s, OUT / f"test-{s['name']}.log")
     start(lab, None)

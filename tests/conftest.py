@@ -74,7 +74,7 @@ def _sweep_dead_lab_roots() -> None:
     """Remove lab roots in /dev/shm left by a test session that was killed (its pid is gone and no
     process still uses the root): tmpfs is memory, and nothing else would ever free it."""
     for root in SHM.glob(LAB_ROOT_PREFIX + "*"):
-        pid = root.name[len(LAB_ROOT_PREFIX):].split("-", 1)[0]
+        pid = root.name[len(LAB_ROOT_PREFIX) :].split("-", 1)[0]
         if not pid.isdigit() or Path(f"/proc/{pid}").exists():
             continue
         in_use = False

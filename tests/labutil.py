@@ -15,8 +15,9 @@ from tests.treehash import tree_hash
 
 
 def cli(*args, timeout: int = 600):
-    return subprocess.run([sys.executable, "-m", "hostkit.cli", *map(str, args)], capture_output=True, text=True,
-                          timeout=timeout)
+    return subprocess.run(
+        [sys.executable, "-m", "hostkit.cli", *map(str, args)], capture_output=True, text=True, timeout=timeout
+    )
 
 
 def cli_json(*args):
@@ -24,8 +25,10 @@ def cli_json(*args):
     try:
         return proc.returncode, json.loads(proc.stdout), proc
     except json.JSONDecodeError:
-        raise AssertionError(f"no JSON from hostkit {' '.join(map(str, args))}: rc={proc.returncode}\n"
-                             f"stdout={proc.stdout[-2000:]}\nstderr={proc.stderr[-2000:]}") from None
+        raise AssertionError(
+            f"no JSON from hostkit {' '.join(map(str, args))}: rc={proc.returncode}\n"
+            f"stdout={proc.stdout[-2000:]}\nstderr={proc.stderr[-2000:]}"
+        ) from None
 
 
 def inventory_with(lab, path: Path, host_vars: dict[str, dict]) -> Path:
@@ -52,8 +55,12 @@ def start_apply_and_wait_for_changes(lab, host: str, changes: int = 2, timeout: 
     import pytest
 
     journal = sysroot(lab, host) / "var/lib/hostkit/journal"
-    proc = subprocess.Popen([sys.executable, "-m", "hostkit.cli", "apply", "-i", str(lab.inventory), "--limit", host,
-                             "--json"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "hostkit.cli", "apply", "-i", str(lab.inventory), "--limit", host, "--json"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         files = list(journal.glob("*.json")) if journal.exists() else []
@@ -80,8 +87,11 @@ class Fleet:
     def applied(self) -> dict:
         if self.apply_doc is None:
             rc, doc, proc = cli_json("apply", "-i", self.inventory)
-            assert rc == 0, (rc, {h: (r.get("status"), r.get("msg")) for h, r in (doc or {}).get("hosts", {}).items()},
-                             proc.stderr[-3000:])
+            assert rc == 0, (
+                rc,
+                {h: (r.get("status"), r.get("msg")) for h, r in (doc or {}).get("hosts", {}).items()},
+                proc.stderr[-3000:],
+            )
             self.apply_doc = doc
         return self.apply_doc
 

@@ -22,8 +22,15 @@ def _strings(strings: list[str]) -> bytes:
     return b"".join(s.encode("ascii") + b"\0" for s in strings) + b"\0"
 
 
-def memory_device(handle: int, locator: str, bank: str, size_mb: int, speed_mts: int,
-                  manufacturer: str = "Samsung", part: str = "M321R4GA3BB6-CQKET") -> bytes:
+def memory_device(
+    handle: int,
+    locator: str,
+    bank: str,
+    size_mb: int,
+    speed_mts: int,
+    manufacturer: str = "Samsung",
+    part: str = "M321R4GA3BB6-CQKET",
+) -> bytes:
     """One type 17 structure; ``size_mb`` 0 is an empty slot (no speed, no manufacturer)."""
     f = bytearray(0x28)
     f[0], f[1] = 17, len(f)
@@ -87,8 +94,11 @@ def dump_bin(raw: bytes) -> bytes:
 def epyc_4_of_12(populated: str = "ACGI", size_mb: int = 32768, speed: int = 4800) -> list[tuple[str, str, int, int]]:
     """Two EPYC 9004 sockets, 12 channels (A-L) each, one DIMM per channel, AMD's naming
     (bank locator "P<socket> CHANNEL <letter>"); only the channels in ``populated`` hold a DIMM."""
-    return [("DIMM 0", f"P{s} CHANNEL {ch}", size_mb if ch in populated else 0, speed)
-            for s in range(2) for ch in "ABCDEFGHIJKL"]
+    return [
+        ("DIMM 0", f"P{s} CHANNEL {ch}", size_mb if ch in populated else 0, speed)
+        for s in range(2)
+        for ch in "ABCDEFGHIJKL"
+    ]
 
 
 def xeon_all_8(size_mb: int = 65536, speed: int = 4800) -> list[tuple[str, str, int, int]]:

@@ -16,8 +16,10 @@ from pathlib import Path
 PROFILES = Path(__file__).parent / "tuned_v2.21.0"
 DEBIAN = Path(__file__).parent / "tuned_debian_2.20"
 # tuned 2.20 plugin_bootloader._grub2_default_env_patch: appended to /etc/default/grub (non-BLS GRUB).
-DEBIAN_GRUB_LINES = ('GRUB_CMDLINE_LINUX_DEFAULT="${GRUB_CMDLINE_LINUX_DEFAULT:+$GRUB_CMDLINE_LINUX_DEFAULT }\\$tuned_params"\n'
-                     'GRUB_INITRD_OVERLAY="${GRUB_INITRD_OVERLAY:+$GRUB_INITRD_OVERLAY }\\$tuned_initrd"\n')
+DEBIAN_GRUB_LINES = (
+    'GRUB_CMDLINE_LINUX_DEFAULT="${GRUB_CMDLINE_LINUX_DEFAULT:+$GRUB_CMDLINE_LINUX_DEFAULT }\\$tuned_params"\n'
+    'GRUB_INITRD_OVERLAY="${GRUB_INITRD_OVERLAY:+$GRUB_INITRD_OVERLAY }\\$tuned_initrd"\n'
+)
 
 
 def install_tuned(root: Path, running: bool = True, enabled: bool = True, profiles: Path = PROFILES) -> None:
@@ -49,8 +51,9 @@ def install_debian_tuned(root: Path, variables: str, boot_cmdline: str, initrd: 
         shutil.copy2(DEBIAN / rel, root / rel)
     text = (root / "etc/tuned/bootcmdline").read_text()
     text = text.replace("TUNED_BOOT_CMDLINE=\n", f'TUNED_BOOT_CMDLINE="{boot_cmdline}"\n')
-    (root / "etc/tuned/bootcmdline").write_text(text.replace("TUNED_BOOT_INITRD_ADD=\n",
-                                                             f'TUNED_BOOT_INITRD_ADD="{initrd}"\n'))
+    (root / "etc/tuned/bootcmdline").write_text(
+        text.replace("TUNED_BOOT_INITRD_ADD=\n", f'TUNED_BOOT_INITRD_ADD="{initrd}"\n')
+    )
     (root / "etc/tuned/cpu-partitioning-variables.conf").write_text(variables)
     (root / "etc/tuned/active_profile").write_text("cpu-partitioning\n")
     (root / "etc/tuned/profile_mode").write_text("manual\n")

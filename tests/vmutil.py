@@ -40,12 +40,23 @@ def require_vm_tools() -> None:
 GUEST_LOG: list[dict] = []
 
 
-def start_vm_lab(directory: Path, vms: list[tuple[str, str]], port: int = VM_PORT,
-                 hosts: list[tuple[str, str]] | None = None, resume: bool = True) -> Lab:
+def start_vm_lab(
+    directory: Path,
+    vms: list[tuple[str, str]],
+    port: int = VM_PORT,
+    hosts: list[tuple[str, str]] | None = None,
+    resume: bool = True,
+) -> Lab:
     require_vm_tools()
     lab = Lab(directory)
-    lab.up(host_specs=hosts or [], vm_specs=vms, port=port, say=lambda m: print("vm lab:", m, flush=True),
-           boot_timeout=BOOT_TIMEOUT, resume=resume)
+    lab.up(
+        host_specs=hosts or [],
+        vm_specs=vms,
+        port=port,
+        say=lambda m: print("vm lab:", m, flush=True),
+        boot_timeout=BOOT_TIMEOUT,
+        resume=resume,
+    )
     return lab
 
 
@@ -70,8 +81,10 @@ def guest_summary(records: list[dict]) -> str:
     """One line: guests started (resumed / booted) and real kernel boots, over ``records``."""
     guests = [g for r in records for g in r["guests"].values()]
     resumed = sum(1 for g in guests if g["started"] == "resumed")
-    return (f"real-kernel guests: {len(guests)} started ({resumed} resumed from a saved state, "
-            f"{len(guests) - resumed} booted); {sum(g['boots'] for g in guests)} kernel boots in all")
+    return (
+        f"real-kernel guests: {len(guests)} started ({resumed} resumed from a saved state, "
+        f"{len(guests) - resumed} booted); {sum(g['boots'] for g in guests)} kernel boots in all"
+    )
 
 
 def vm_lab_fixture(name: str, vms: list[tuple[str, str]], hosts: list[tuple[str, str]] | None = None):
@@ -108,8 +121,9 @@ def ssh(lab: Lab, host: str, command: str, check: bool = True, timeout: int = 30
     proc = subprocess.run(argv, capture_output=True, text=True, timeout=timeout)
     if proc.returncode == 255 and not options:  # a master whose guest went away (a reboot): connect afresh
         close_shared_ssh(lab, host)
-        proc = subprocess.run(["ssh", "-F", str(lab.ssh_config), host, command], capture_output=True, text=True,
-                              timeout=timeout)
+        proc = subprocess.run(
+            ["ssh", "-F", str(lab.ssh_config), host, command], capture_output=True, text=True, timeout=timeout
+        )
     if check and proc.returncode != 0:
         raise AssertionError(f"ssh {host} {command!r}: rc={proc.returncode} {proc.stderr.strip()[-500:]}")
     return proc.stdout
@@ -117,8 +131,11 @@ def ssh(lab: Lab, host: str, command: str, check: bool = True, timeout: int = 30
 
 def close_shared_ssh(lab: Lab, host: str) -> None:
     """Stop the tests' shared connection to ``host`` (none running: nothing to do)."""
-    subprocess.run(["ssh", "-F", str(lab.ssh_config), "-o", f"ControlPath={_control_path(lab)}", "-O", "exit", host],
-                   capture_output=True, timeout=30)
+    subprocess.run(
+        ["ssh", "-F", str(lab.ssh_config), "-o", f"ControlPath={_control_path(lab)}", "-O", "exit", host],
+        capture_output=True,
+        timeout=30,
+    )
 
 
 def reboot(lab, host: str) -> None:
@@ -248,8 +265,10 @@ SYSCTL_PATHS = {s.key: s.proc_path for s in SYSCTLS}
 # What the guest itself shows when SSH does not answer, read through its guest agent (a virtio-serial
 # channel, no network): load, the busiest threads with their class, RT priority, nice and CPU, sshd's
 # state and the kernel's last words.
-POSTMORTEM_SH = ("cat /proc/loadavg; ps -eLo pid,tid,cls,rtprio,ni,psr,pcpu,stat,comm --sort=-pcpu | head -12; "
-                 "systemctl is-active ssh; cat /proc/sys/kernel/sched_rt_runtime_us; dmesg | tail -8")
+POSTMORTEM_SH = (
+    "cat /proc/loadavg; ps -eLo pid,tid,cls,rtprio,ni,psr,pcpu,stat,comm --sort=-pcpu | head -12; "
+    "systemctl is-active ssh; cat /proc/sys/kernel/sched_rt_runtime_us; dmesg | tail -8"
+)
 
 
 def guest_postmortem(lab: Lab, host: str, timeout: float = 90.0) -> str:
@@ -279,7 +298,9 @@ def vcpu_places(lab: Lab, host: str) -> list[str]:
             qmp.call("human-monitor-command", 30, **{"command-line": f"cpu {i}"})
             regs = str(qmp.call("human-monitor-command", 30, **{"command-line": "info registers"}))
             m = re.search(r"RIP=([0-9a-f]+) RFL=([0-9a-f]+).*?CPL=(\d).*?HLT=(\d)", regs)
-            out.append(f"cpu{i} " + ("?" if not m else "halted" if m[4] == "1" else f"rip {m[1]} cpl {m[3]} rflags {m[2]}"))
+            out.append(
+                f"cpu{i} " + ("?" if not m else "halted" if m[4] == "1" else f"rip {m[1]} cpl {m[3]} rflags {m[2]}")
+            )
     return out
 
 

@@ -32,12 +32,23 @@ def adopt(sysroot: str = "/") -> dict:
         state = file_state(sysroot_path(sysroot, path))
         if state["exists"]:
             files.append(path)
-            journal.record({"kind": "file", "role": "adopt", "path": path, "before": state,
-                            "after": {"exists": True}, "created_dirs": []})
+            journal.record(
+                {
+                    "kind": "file",
+                    "role": "adopt",
+                    "path": path,
+                    "before": state,
+                    "after": {"exists": True},
+                    "created_dirs": [],
+                }
+            )
     items = []
     for pattern, kind in adopted_values():
-        path_list = sorted("/" + os.path.relpath(p, root) for p in glob.glob(sysroot_path(sysroot, pattern))) \
-            if "[" in pattern or "*" in pattern else [pattern]
+        path_list = (
+            sorted("/" + os.path.relpath(p, root) for p in glob.glob(sysroot_path(sysroot, pattern)))
+            if "[" in pattern or "*" in pattern
+            else [pattern]
+        )
         for path in path_list:
             try:
                 with open(sysroot_path(sysroot, path)) as f:

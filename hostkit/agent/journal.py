@@ -93,14 +93,16 @@ def history(sysroot: str) -> dict:
     for run in load_runs(sysroot):
         entries = run.get("entries", [])
         roles = sorted({e.get("role") or "-" for e in entries})
-        out.append({
-            "run_id": run.get("run_id"),
-            "started": run.get("started"),
-            "adopted": bool(run.get("adopted")),
-            "entries": len(entries),
-            "changes": sum(len(entry_paths(e)) for e in entries),
-            "roles": roles,
-            "last_change": entries[-1]["time"] if entries else None,
-            "rolled_back": run.get("rolled_back"),
-        })
+        out.append(
+            {
+                "run_id": run.get("run_id"),
+                "started": run.get("started"),
+                "adopted": bool(run.get("adopted")),
+                "entries": len(entries),
+                "changes": sum(len(entry_paths(e)) for e in entries),
+                "roles": roles,
+                "last_change": entries[-1]["time"] if entries else None,
+                "rolled_back": run.get("rolled_back"),
+            }
+        )
     return {"runs": out}

@@ -43,8 +43,13 @@ def file_state(full):
         raise
     with open(full, "rb") as f:
         data = f.read()
-    state = {"exists": True, "sha256": sha256(data), "mode": "%04o" % (st.st_mode & 0o7777),
-             "uid": st.st_uid, "gid": st.st_gid}
+    state = {
+        "exists": True,
+        "sha256": sha256(data),
+        "mode": "%04o" % (st.st_mode & 0o7777),
+        "uid": st.st_uid,
+        "gid": st.st_gid,
+    }
     try:
         state["content"] = data.decode("utf-8")
     except UnicodeDecodeError:
@@ -72,8 +77,11 @@ def missing_parents(full):
 def journaled_module_options(role_default="", **options):
     """The argument spec of a hostkit Ansible module that journals its changes: the sysroot the
     host is under, the run whose journal it writes, the role its entries name; plus ``options``."""
-    spec = dict(sysroot=dict(type="str", default=""), run_id=dict(type="str", required=True),
-                role=dict(type="str", default=role_default))
+    spec = dict(
+        sysroot=dict(type="str", default=""),
+        run_id=dict(type="str", required=True),
+        role=dict(type="str", default=role_default),
+    )
     spec.update(options)
     return spec
 
@@ -115,9 +123,15 @@ def change_file(journal, role, path, full, before, data, mode=0o644, after=None)
     write creates) in ``journal`` first, then replace it atomically with ``data`` keeping its
     owner, or remove it when ``data`` is None. A failure to journal raises JournalError, with
     the file untouched."""
-    created = [d[len(full) - len(path):] for d in missing_parents(full)] if data is not None else []
-    entry = {"kind": "file", "role": role, "path": path, "before": before,
-             "after": after or {"exists": data is not None}, "created_dirs": created}
+    created = [d[len(full) - len(path) :] for d in missing_parents(full)] if data is not None else []
+    entry = {
+        "kind": "file",
+        "role": role,
+        "path": path,
+        "before": before,
+        "after": after or {"exists": data is not None},
+        "created_dirs": created,
+    }
     try:
         journal.record(entry)
     except (IOError, OSError) as exc:

@@ -62,16 +62,21 @@ def decide(params, seen, now):
             return None, dict(changed=False, holder=holder, msg="held by another run; left alone")
         return "remove", dict(changed=False, released=True, holder=holder)
     if seen["free_mb"] < params["min_free_mb"]:
-        raise ModuleFailure("only %.1f MiB free for the journal under %s (need %d): refusing before any change"
-                            % (seen["free_mb"], os.path.dirname(seen["path"]), params["min_free_mb"]),
-                            journal_free_mb=seen["free_mb"])
+        raise ModuleFailure(
+            "only %.1f MiB free for the journal under %s (need %d): refusing before any change"
+            % (seen["free_mb"], os.path.dirname(seen["path"]), params["min_free_mb"]),
+            journal_free_mb=seen["free_mb"],
+        )
     if holder is not None:
         if holder.get("run_id") == params["run_id"]:
             return None, dict(changed=False, holder=holder)
         age = now - float(holder.get("time") or 0)
-        raise ModuleFailure("host locked by hostkit run %s (controller %s, %.0f s ago); nothing changed. If that "
-                            "run is dead, clear the lock with `hostkit unlock`"
-                            % (holder.get("run_id"), holder.get("controller"), age), holder=holder, locked=True)
+        raise ModuleFailure(
+            "host locked by hostkit run %s (controller %s, %.0f s ago); nothing changed. If that "
+            "run is dead, clear the lock with `hostkit unlock`" % (holder.get("run_id"), holder.get("controller"), age),
+            holder=holder,
+            locked=True,
+        )
     return "create", dict(changed=False, acquired=True, lock=seen["path"])
 
 
@@ -94,8 +99,10 @@ def do(params, action, path, check_mode):
             return False
         raise ModuleFailure("cannot create the lock %s: %s" % (path, exc))
     with os.fdopen(fd, "w") as f:
-        json.dump({"run_id": params["run_id"], "controller": params["controller"], "time": time.time(),
-                   "check": check_mode}, f)
+        json.dump(
+            {"run_id": params["run_id"], "controller": params["controller"], "time": time.time(), "check": check_mode},
+            f,
+        )
     return True
 
 
@@ -131,8 +138,9 @@ def run_request(req, sysroot):
         params["sysroot"] = sysroot
         check_mode = bool(req["check_mode"])
     except (KeyError, TypeError) as exc:
-        return dict(failed=True, changed=False, msg="hostkit agent: not a hostkit_lock request (%s); "
-                                                    "nothing changed" % exc)
+        return dict(
+            failed=True, changed=False, msg="hostkit agent: not a hostkit_lock request (%s); nothing changed" % exc
+        )
     try:
         return hold(params, check_mode)
     except ModuleFailure as exc:

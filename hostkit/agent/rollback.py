@@ -38,8 +38,9 @@ def select_runs(sysroot: str, run_id: str | None, all_runs: bool) -> list[dict]:
     if run_id:
         chosen = [r for r in runs if r.get("run_id") == run_id]
         if not chosen:
-            raise BadInput(f"no run {run_id!r} in {journal_dir(sysroot)} "
-                           f"(runs: {', '.join(r['run_id'] for r in runs) or 'none'})")
+            raise BadInput(
+                f"no run {run_id!r} in {journal_dir(sysroot)} (runs: {', '.join(r['run_id'] for r in runs) or 'none'})"
+            )
         return chosen
     runs = [r for r in runs if r.get("entries")]
     if all_runs:
@@ -50,9 +51,13 @@ def select_runs(sysroot: str, run_id: str | None, all_runs: bool) -> list[dict]:
 def _file_matches(current: dict, before: dict) -> bool:
     if not before.get("exists"):
         return not current.get("exists")
-    return (current.get("exists") and current.get("sha256") == before.get("sha256")
-            and current.get("mode") == before.get("mode")
-            and current.get("uid") == before.get("uid") and current.get("gid") == before.get("gid"))
+    return (
+        current.get("exists")
+        and current.get("sha256") == before.get("sha256")
+        and current.get("mode") == before.get("mode")
+        and current.get("uid") == before.get("uid")
+        and current.get("gid") == before.get("gid")
+    )
 
 
 @dataclass
@@ -82,8 +87,14 @@ def _restore_kthreads(p: _Pass, run_id: str, entry: dict) -> None:
         if outcome in ("unchanged", "gone"):
             p.unchanged += 1
             continue
-        act = {"run_id": run_id, "path": item["path"], "kind": "kthread", "comm": item["comm"],
-               "from": current, "to": item["before"]}
+        act = {
+            "run_id": run_id,
+            "path": item["path"],
+            "kind": "kthread",
+            "comm": item["comm"],
+            "from": current,
+            "to": item["before"],
+        }
         if outcome != "restored":
             act["refused"] = outcome
         p.actions.append(act)
@@ -136,8 +147,9 @@ def _restore_file(p: _Pass, run_id: str, entry: dict) -> None:
     if not p.check:
         try:
             if before.get("exists"):
-                atomic_write(full, state_bytes(before), mode=int(before["mode"], 8),
-                             uid=before.get("uid"), gid=before.get("gid"))
+                atomic_write(
+                    full, state_bytes(before), mode=int(before["mode"], 8), uid=before.get("uid"), gid=before.get("gid")
+                )
             else:
                 os.unlink(full)
         except OSError as exc:
@@ -165,7 +177,7 @@ def _remove_created_dirs(p: _Pass) -> None:
         if os.path.isdir(d) and not os.listdir(d):
             if not p.check:
                 os.rmdir(d)
-            p.actions.append({"path": d[len(sysroot_path(p.sysroot, "/")) - 1:], "kind": "dir", "action": "remove"})
+            p.actions.append({"path": d[len(sysroot_path(p.sysroot, "/")) - 1 :], "kind": "dir", "action": "remove"})
 
 
 def _run_follow_ups(p: _Pass, follow_ups: list[list[str]]) -> tuple[list[dict], list[list[str]]]:
@@ -189,8 +201,9 @@ def _run_follow_ups(p: _Pass, follow_ups: list[list[str]]) -> tuple[list[dict], 
     return ran, would_run
 
 
-def rollback(sysroot: str = "/", run_id: str | None = None, all_runs: bool = False,
-             check: bool = False, diff: bool = False) -> dict:
+def rollback(
+    sysroot: str = "/", run_id: str | None = None, all_runs: bool = False, check: bool = False, diff: bool = False
+) -> dict:
     runs = select_runs(sysroot, run_id, all_runs)
     p = _Pass(sysroot, check, diff)
     for run in runs:
@@ -199,8 +212,15 @@ def rollback(sysroot: str = "/", run_id: str | None = None, all_runs: bool = Fal
     _remove_created_dirs(p)
     # A placeholder (tuned's previous profile) is resolved from the files as rollback leaves them
     # (also in check mode, where nothing is written).
-    follow_ups = [resolve_follow_up(a, lambda path: p.restored[path] if path in p.restored
-                                    else file_state(sysroot_path(sysroot, path)).get("content")) for a in p.follow_ups]
+    follow_ups = [
+        resolve_follow_up(
+            a,
+            lambda path: (
+                p.restored[path] if path in p.restored else file_state(sysroot_path(sysroot, path)).get("content")
+            ),
+        )
+        for a in p.follow_ups
+    ]
     ran, would_run = [], follow_ups
     if not check:
         ran, would_run = _run_follow_ups(p, follow_ups)
@@ -256,9 +276,15 @@ def verify_restored(sysroot: str, runs: list[dict], irqbalance_owns_irqs: bool =
                 mismatches.append({"path": path, "expected": before["before"], "got": got})
         elif kind == "file":
             if not _file_matches(file_state(full), before):
-                mismatches.append({"path": path, "expected": "absent" if not before.get("exists")
-                                   else f"sha256 {before['sha256'][:12]} mode {before['mode']}",
-                                   "got": "present" if os.path.exists(full) else "absent"})
+                mismatches.append(
+                    {
+                        "path": path,
+                        "expected": "absent"
+                        if not before.get("exists")
+                        else f"sha256 {before['sha256'][:12]} mode {before['mode']}",
+                        "got": "present" if os.path.exists(full) else "absent",
+                    }
+                )
         else:
             try:
                 with open(full) as f:
@@ -271,5 +297,4 @@ def verify_restored(sysroot: str, runs: list[dict], irqbalance_owns_irqs: bool =
     if irqbalance_owns_irqs:
         moved = [m for m in mismatches if IRQ_AFFINITY.match(m["path"])]
         mismatches = [m for m in mismatches if not IRQ_AFFINITY.match(m["path"])]
-    return {"ok": not mismatches, "checked": len(expected), "mismatches": mismatches,
-            "moved_by_irqbalance": moved}
+    return {"ok": not mismatches, "checked": len(expected), "mismatches": mismatches, "moved_by_irqbalance": moved}

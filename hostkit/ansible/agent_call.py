@@ -45,9 +45,17 @@ class AgentReply:
         return out
 
 
-def call_agent(inventory: str, args: list[str], limit: str | None = None, *, forks: int | None = None,
-               on_event=None, playbook: str = "agent.yml", output: str = AGENT_OUTPUT,
-               extravars: dict | None = None) -> tuple[dict[str, AgentReply], RunResult]:
+def call_agent(
+    inventory: str,
+    args: list[str],
+    limit: str | None = None,
+    *,
+    forks: int | None = None,
+    on_event=None,
+    playbook: str = "agent.yml",
+    output: str = AGENT_OUTPUT,
+    extravars: dict | None = None,
+) -> tuple[dict[str, AgentReply], RunResult]:
     """Run the agent on every host of ``inventory`` (after ``limit``); one reply per host.
 
     ``args`` is the agent's command line for ``playbooks/agent.yml``; another playbook builds
@@ -61,8 +69,9 @@ def call_agent(inventory: str, args: list[str], limit: str | None = None, *, for
     if playbook == "agent.yml":
         extravars["hostkit_agent_args"] = list(args)
         extravars["hostkit_agent_command"] = agent_zipapp.agent_command(artifact)
-    result = run_playbook(playbook, inventory, limit=limit, forks=forks or max(5, len(hosts)),
-                          extravars=extravars, on_event=on_event)
+    result = run_playbook(
+        playbook, inventory, limit=limit, forks=forks or max(5, len(hosts)), extravars=extravars, on_event=on_event
+    )
     return {h.name: host_reply(h.name, result.hosts.get(h.name), result, output) for h in hosts}, result
 
 
@@ -75,8 +84,13 @@ def host_reply(name: str, hr: HostResult | None, run: RunResult, output: str = A
     published = hr.published.get(output) or {}
     doc = parse_json_line(published.get("stdout"))
     if doc is None:
-        return AgentReply(name, "failed", error=summarize_error(
-            hr.msg or published.get("stderr") or published.get("msg") or "the agent printed no JSON"))
+        return AgentReply(
+            name,
+            "failed",
+            error=summarize_error(
+                hr.msg or published.get("stderr") or published.get("msg") or "the agent printed no JSON"
+            ),
+        )
     if agent_error(doc):
         return AgentReply(name, "failed", error=doc["error"], exit_code=doc.get("exit_code"))
     return AgentReply(name, "ok", doc=doc)

@@ -55,8 +55,11 @@ def shipped() -> list[str]:
             for parts in (n.split(".") for n in names if n.split(".")[0] == "hostkit"):
                 for i in range(1, len(parts) + 1):
                     base = "/".join(parts[1:i])
-                    todo += [c for c in (f"{base}/__init__.py" if base else "__init__.py", f"{base}.py")
-                             if (PACKAGE_ROOT / c).is_file()]
+                    todo += [
+                        c
+                        for c in (f"{base}/__init__.py" if base else "__init__.py", f"{base}.py")
+                        if (PACKAGE_ROOT / c).is_file()
+                    ]
     return sorted(seen)
 
 
@@ -92,8 +95,13 @@ def _pycs(files: dict[str, bytes]) -> dict[str, bytes]:
     # The caller's environment (a Python built to need LD_LIBRARY_PATH still starts) without its
     # PYTHON* settings: no PYTHONPATH, no other hash seed, no -O from PYTHONOPTIMIZE.
     env = {k: v for k, v in os.environ.items() if not k.startswith("PYTHON")}
-    proc = subprocess.run([sys.executable, "-S", "-s", "-c", _COMPILE], input=request.encode(), capture_output=True,
-                          env={**env, "PYTHONHASHSEED": "0"}, timeout=300)
+    proc = subprocess.run(
+        [sys.executable, "-S", "-s", "-c", _COMPILE],
+        input=request.encode(),
+        capture_output=True,
+        env={**env, "PYTHONHASHSEED": "0"},
+        timeout=300,
+    )
     if proc.returncode != 0:
         raise RuntimeError(f"compiling the agent's sources failed: {proc.stderr.decode(errors='replace')[-500:]}")
     return {name: base64.b64decode(text) for name, text in json.loads(proc.stdout).items()}
@@ -149,14 +157,19 @@ def locate_script(artifact: str | Path, *, upload: bool = False) -> str:
     printed, and the script exits :data:`CACHE_MISS` (the caller copies the file there and
     runs again). Copies unused for 30 days are removed when another version is stored."""
     name = Path(artifact).name
-    store = ('{ (umask 077 && mkdir -p "$d" && cat > "$f.$$" && mv -f "$f.$$" "$f") || '
-             '{ rm -f "$f.$$"; echo "hostkit: cannot store the agent in $d" >&2; exit 98; }; }; '
-             f'find "$d" -name "hostkit-agent-*.pyz" ! -name {shlex.quote(name)} -mtime +30 -exec rm -f {{}} + '
-             "2>/dev/null; ")
+    store = (
+        '{ (umask 077 && mkdir -p "$d" && cat > "$f.$$" && mv -f "$f.$$" "$f") || '
+        '{ rm -f "$f.$$"; echo "hostkit: cannot store the agent in $d" >&2; exit 98; }; }; '
+        f'find "$d" -name "hostkit-agent-*.pyz" ! -name {shlex.quote(name)} -mtime +30 -exec rm -f {{}} + '
+        "2>/dev/null; "
+    )
     miss = f'(umask 077 && mkdir -p "$d") && echo "$f"; exit {CACHE_MISS}; '
-    return (f'{CACHE_DIR}; f="$d/{name}"; '
-            f'if ! {{ [ -f "$f" ] && echo "{sha256(artifact)}  $f" | sha256sum -c --status; }} 2>/dev/null; then '
-            + (store if upload else miss) + "fi; ")
+    return (
+        f'{CACHE_DIR}; f="$d/{name}"; '
+        f'if ! {{ [ -f "$f" ] && echo "{sha256(artifact)}  $f" | sha256sum -c --status; }} 2>/dev/null; then '
+        + (store if upload else miss)
+        + "fi; "
+    )
 
 
 def store_command(artifact: str | Path) -> str:
@@ -169,5 +182,6 @@ def agent_command(artifact: str | Path, *, upload: bool = False) -> str:
     """The start of a shell command line that runs the host's cached copy of ``artifact``
     (:func:`locate_script`; with ``upload``, a host without it reads it from stdin); append the
     host's python3 and the agent's arguments, each quoted."""
-    return shlex.join(["sh", "-c", locate_script(artifact, upload=upload) + 'p=$1; shift; exec "$p" "$f" "$@"',
-                       "hostkit-agent"])
+    return shlex.join(
+        ["sh", "-c", locate_script(artifact, upload=upload) + 'p=$1; shift; exec "$p" "$f" "$@"', "hostkit-agent"]
+    )

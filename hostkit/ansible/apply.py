@@ -53,9 +53,17 @@ class HostApply:
     failed_gate: str | None = None
 
     def to_dict(self) -> dict:
-        return {"status": self.status, "changed": self.changed, "roles": self.roles,
-                "reboot_required": self.reboot_required, "refused": self.refused, "msg": self.msg,
-                "would_run": self.would_run, "irq_refused": self.irq_refused, "refused_parts": self.refused_parts}
+        return {
+            "status": self.status,
+            "changed": self.changed,
+            "roles": self.roles,
+            "reboot_required": self.reboot_required,
+            "refused": self.refused,
+            "msg": self.msg,
+            "would_run": self.would_run,
+            "irq_refused": self.irq_refused,
+            "refused_parts": self.refused_parts,
+        }
 
 
 def controller_id() -> str:
@@ -72,8 +80,12 @@ def stale_note(holder: dict) -> str:
 
 
 def unlock(inventory: str, limit: str | None, *, run_id: str | None = None, force: bool = False) -> RunResult:
-    return run_playbook("unlock.yml", inventory, limit=limit,
-                        extravars={"hostkit_run_id": run_id or "none", "hostkit_unlock_force": force})
+    return run_playbook(
+        "unlock.yml",
+        inventory,
+        limit=limit,
+        extravars={"hostkit_run_id": run_id or "none", "hostkit_unlock_force": force},
+    )
 
 
 def validate_tags(tags: str | None) -> str | None:
@@ -96,11 +108,24 @@ def profile_ref(ref: str | None) -> str | None:
     return ref
 
 
-def run_apply(hosts: list[str], inventory: str, *, plans: dict[str, dict] | None = None,
-              profiles: dict[str, str | None] | None = None, force: bool = False, smoke_gate: bool = False,
-              check: bool = False, diff: bool = False, tags: str | None = None, forks: int | None = None,
-              run_id: str, on_event=None, reboot: bool = False, reboot_timeout: int = REBOOT_TIMEOUT,
-              gates: dict | None = None) -> tuple[dict[str, HostApply], RunResult]:
+def run_apply(
+    hosts: list[str],
+    inventory: str,
+    *,
+    plans: dict[str, dict] | None = None,
+    profiles: dict[str, str | None] | None = None,
+    force: bool = False,
+    smoke_gate: bool = False,
+    check: bool = False,
+    diff: bool = False,
+    tags: str | None = None,
+    forks: int | None = None,
+    run_id: str,
+    on_event=None,
+    reboot: bool = False,
+    reboot_timeout: int = REBOOT_TIMEOUT,
+    gates: dict | None = None,
+) -> tuple[dict[str, HostApply], RunResult]:
     """Run apply.yml for ``hosts``, one outcome per host. Each host's facts and plan come first, in
     the same run (``hostkit.tuning.facts`` and ``hostkit.tuning.plan``, from ``profiles``: host ->
     profile name or file, None for the default; ``force``; ``smoke_gate``: a smoke test follows,
@@ -117,18 +142,44 @@ def run_apply(hosts: list[str], inventory: str, *, plans: dict[str, dict] | None
     (evidence), then the audit (strict with ``reboot``) and the smoke gate. A host that fails a gate
     keeps its apply's status; the gate is in :attr:`HostApply.failed_gate`.
     """
-    planning = {"hostkit_plans": plans} if plans is not None else {
-        "hostkit_profiles": {h: profile_ref((profiles or {}).get(h)) for h in hosts},
-        "hostkit_force": force, "hostkit_smoke_gate": smoke_gate or gates is not None, "hostkit_reboot": reboot}
-    gating = {} if gates is None else {"hostkit_gates": True, "hostkit_smoke_duration": gates.get("duration"),
-                                       "hostkit_target_p999_ms": gates.get("target_p999_ms")}
+    planning = (
+        {"hostkit_plans": plans}
+        if plans is not None
+        else {
+            "hostkit_profiles": {h: profile_ref((profiles or {}).get(h)) for h in hosts},
+            "hostkit_force": force,
+            "hostkit_smoke_gate": smoke_gate or gates is not None,
+            "hostkit_reboot": reboot,
+        }
+    )
+    gating = (
+        {}
+        if gates is None
+        else {
+            "hostkit_gates": True,
+            "hostkit_smoke_duration": gates.get("duration"),
+            "hostkit_target_p999_ms": gates.get("target_p999_ms"),
+        }
+    )
     run = run_playbook(
-        "apply.yml", inventory, limit=",".join(hosts), forks=forks or max(5, len(hosts)),
-        check=check, diff=diff, tags=validate_tags(tags), run_id=run_id, on_event=on_event,
-        extravars={**planning, **gating, "hostkit_run_id": run_id, "hostkit_controller": controller_id(),
-                   # Only when asked: extra vars win over the inventory, whose isolcpus_reboot_ok
-                   # must keep working without --reboot.
-                   **({"isolcpus_reboot_ok": True, "isolcpus_reboot_timeout": int(reboot_timeout)} if reboot else {})},
+        "apply.yml",
+        inventory,
+        limit=",".join(hosts),
+        forks=forks or max(5, len(hosts)),
+        check=check,
+        diff=diff,
+        tags=validate_tags(tags),
+        run_id=run_id,
+        on_event=on_event,
+        extravars={
+            **planning,
+            **gating,
+            "hostkit_run_id": run_id,
+            "hostkit_controller": controller_id(),
+            # Only when asked: extra vars win over the inventory, whose isolcpus_reboot_ok
+            # must keep working without --reboot.
+            **({"isolcpus_reboot_ok": True, "isolcpus_reboot_timeout": int(reboot_timeout)} if reboot else {}),
+        },
     )
     out = {name: _host_result(name, run) for name in hosts}
     if run.status in ("canceled", "timeout"):  # SIGINT or a timeout: every host may still hold our lock
@@ -168,7 +219,7 @@ def _host_result(name: str, run: RunResult) -> HostApply:
         msg, head = str(res.get("msg", "")), f"{role}: not applicable ("
         if t.status == "ok" and msg.startswith(head) and msg.endswith(")"):
             # a role with nothing to do on this host says why in one debug line (no module call)
-            r.setdefault("not_applicable", []).append(msg[len(head):-1])
+            r.setdefault("not_applicable", []).append(msg[len(head) : -1])
         for leaf in result_leaves(res):
             if leaf.get("skipped_reason"):  # a step that could not do its job on this host, and why
                 r.setdefault("skipped", []).append(leaf["skipped_reason"])

@@ -40,8 +40,10 @@ def galaxy_build(tree: Path, out: Path) -> Path:
     """``ansible-galaxy collection build`` of an assembled collection tree into ``out``; the
     tarball's path (``scripts/build_collection.py --tar`` and :func:`install` both build this way)."""
     out.mkdir(parents=True, exist_ok=True)
-    _run([galaxy(), "collection", "build", "--force", "--output-path", str(out), str(tree)],
-         "ansible-galaxy collection build")
+    _run(
+        [galaxy(), "collection", "build", "--force", "--output-path", str(out), str(tree)],
+        "ansible-galaxy collection build",
+    )
     (version,) = re.findall(r"^version: (\S+)$", (tree / "galaxy.yml").read_text(), re.M)
     tarball = out / f"{COLLECTION_NAMESPACE}-{COLLECTION_NAME}-{version}.tar.gz"
     if not tarball.is_file():
@@ -77,12 +79,18 @@ def install(path: str | None = None) -> dict:
         raise BadInput(f"-p {dest}: not a directory")
     with tempfile.TemporaryDirectory(prefix="hk-coll-") as tmp:
         tarball = galaxy_build(_source(Path(tmp)), Path(tmp) / "out")
-        _run([galaxy(), "collection", "install", "--force", "-p", str(dest), str(tarball)],
-             "ansible-galaxy collection install")
+        _run(
+            [galaxy(), "collection", "install", "--force", "-p", str(dest), str(tarball)],
+            "ansible-galaxy collection install",
+        )
     manifest = collection_dir(dest) / "MANIFEST.json"
     if not manifest.is_file():  # ansible-galaxy said yes, but the collection is not where Ansible looks
         raise HostkitError(f"ansible-galaxy collection install left no {manifest}")
     version = json.loads(manifest.read_text())["collection_info"]["version"]
-    return {"collection": f"{COLLECTION_NAMESPACE}.{COLLECTION_NAME}", "version": version,
-            "path": str(collection_dir(dest)), "collections_path": str(dest),
-            "found_by_default": dest == DEFAULT_PATH.expanduser().absolute()}
+    return {
+        "collection": f"{COLLECTION_NAMESPACE}.{COLLECTION_NAME}",
+        "version": version,
+        "path": str(collection_dir(dest)),
+        "collections_path": str(dest),
+        "found_by_default": dest == DEFAULT_PATH.expanduser().absolute(),
+    }

@@ -62,8 +62,11 @@ def load_inventory(path: str | os.PathLike, limit: str | None = None) -> list[In
     for h in hosts:
         hv = vm.get_vars(host=h, include_hostvars=False)
         # hostkit's and Ansible's variables, and the role paths an inventory may move (the audit reads there).
-        keep = {k: v for k, v in hv.items()
-                if k.startswith(("hostkit_", "ansible_")) or k in ("group_names",) or k in PATH_VARS}
+        keep = {
+            k: v
+            for k, v in hv.items()
+            if k.startswith(("hostkit_", "ansible_")) or k in ("group_names",) or k in PATH_VARS
+        }
         out.append(InventoryHost(name=h.name, vars=_plain(keep)))
     return out
 

@@ -25,13 +25,26 @@ class Rebooted:
     msg: str | None = None
 
 
-def reboot_hosts(inventory: str, hosts: list[str], *, timeout: int = DEFAULT_TIMEOUT, forks: int | None = None,
-                 run_id: str | None = None, on_event=None) -> dict[str, Rebooted]:
+def reboot_hosts(
+    inventory: str,
+    hosts: list[str],
+    *,
+    timeout: int = DEFAULT_TIMEOUT,
+    forks: int | None = None,
+    run_id: str | None = None,
+    on_event=None,
+) -> dict[str, Rebooted]:
     if not hosts:
         return {}
-    run = run_playbook("reboot.yml", inventory, limit=",".join(hosts), forks=forks or len(hosts),
-                       run_id=run_id or new_run_id(), on_event=on_event,
-                       extravars={"hostkit_reboot_timeout": int(timeout), "hostkit_run_id": run_id or "reboot"})
+    run = run_playbook(
+        "reboot.yml",
+        inventory,
+        limit=",".join(hosts),
+        forks=forks or len(hosts),
+        run_id=run_id or new_run_id(),
+        on_event=on_event,
+        extravars={"hostkit_reboot_timeout": int(timeout), "hostkit_run_id": run_id or "reboot"},
+    )
     out = {}
     for name in hosts:
         hr = run.hosts.get(name)

@@ -128,9 +128,14 @@ def summarize_error(msg) -> str:
 def close_masters(control_dir: str) -> None:
     """Stop the run's SSH master connections and remove their directory: nothing outlives a run.
     All at once: one after another, a fleet's masters cost a fleet's worth of ssh startups."""
-    procs = [subprocess.Popen(["ssh", "-O", "exit", "-o", f"ControlPath={sock}", "hostkit-run"],
-                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-             for sock in Path(control_dir).glob("*")]
+    procs = [
+        subprocess.Popen(
+            ["ssh", "-O", "exit", "-o", f"ControlPath={sock}", "hostkit-run"],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+        for sock in Path(control_dir).glob("*")
+    ]
     for proc in procs:
         try:
             proc.wait(timeout=10)
@@ -147,8 +152,9 @@ def _run_processes(control_dir: str) -> list[int]:
     found = []
     for proc in Path("/proc").glob("[0-9]*"):
         try:
-            if b"ansible-playbook" in (proc / "cmdline").read_bytes() and \
-                    marker in (proc / "environ").read_bytes().split(b"\0"):
+            if b"ansible-playbook" in (proc / "cmdline").read_bytes() and marker in (
+                proc / "environ"
+            ).read_bytes().split(b"\0"):
                 found.append(int(proc.name))
         except OSError:  # gone meanwhile, or not ours to read
             continue
@@ -196,8 +202,9 @@ class EventCollector:
     ``on_event(host, task, status)`` is called for every per-host task result as it arrives.
     """
 
-    def __init__(self, on_event: Callable[[str, str, str], None] | None = None,
-                 echo: Callable[[str], None] | None = None) -> None:
+    def __init__(
+        self, on_event: Callable[[str, str, str], None] | None = None, echo: Callable[[str], None] | None = None
+    ) -> None:
         self.hosts: dict[str, HostResult] = {}
         self.on_event = on_event
         self.echo = echo  # with -v: Ansible's own output of every event, as ansible-playbook prints it
@@ -221,8 +228,16 @@ class EventCollector:
         task = data.get("task", "")
         hr = self.hosts.setdefault(host, HostResult(name=host))
         changed = bool(res.get("changed"))
-        hr.tasks.append(TaskResult(task=task, status=status, changed=changed, res=res, role=data.get("role") or "",
-                                   action=data.get("resolved_action") or data.get("task_action") or ""))
+        hr.tasks.append(
+            TaskResult(
+                task=task,
+                status=status,
+                changed=changed,
+                res=res,
+                role=data.get("role") or "",
+                action=data.get("resolved_action") or data.get("task_action") or "",
+            )
+        )
         hr.changed += int(changed)
         facts = res.get("ansible_facts")
         if isinstance(facts, dict):
@@ -303,7 +318,7 @@ def run_playbook(
     stats = r.stats or {}
     # Hosts the play never reached with a task event still appear in the stats.
     for key in ("ok", "changed", "failures", "dark", "skipped", "processed"):
-        for host in (stats.get(key) or {}):
+        for host in stats.get(key) or {}:
             hr = hosts.setdefault(host, HostResult(name=host))
             if key == "dark":
                 hr.status = "unreachable"
@@ -312,8 +327,16 @@ def run_playbook(
     error = None
     if r.rc != 0 and not any(h.tasks for h in hosts.values()):
         error = _playbook_error(r.stdout.read() if hasattr(r.stdout, "read") else "")
-    return RunResult(run_id=run_id, status=r.status, rc=r.rc, stats=stats, hosts=hosts,
-                     private_data_dir=str(pdd), seconds=time.monotonic() - start, error=error)
+    return RunResult(
+        run_id=run_id,
+        status=r.status,
+        rc=r.rc,
+        stats=stats,
+        hosts=hosts,
+        private_data_dir=str(pdd),
+        seconds=time.monotonic() - start,
+        error=error,
+    )
 
 
 def _playbook_error(stdout: str) -> str:
@@ -321,5 +344,5 @@ def _playbook_error(stdout: str) -> str:
     lines = stdout.splitlines()
     for i, line in enumerate(lines):
         if "ERROR" in line:
-            return " ".join(x.strip() for x in lines[i:i + 3] if x.strip())[:500]
+            return " ".join(x.strip() for x in lines[i : i + 3] if x.strip())[:500]
     return "ansible-playbook failed before running any task (see the run's artifacts)"

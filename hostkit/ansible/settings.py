@@ -111,7 +111,8 @@ class OperatorSettings:
 
         connection_loader.get("ssh", class_only=True)  # loads the plugin's option definitions
         self._manager.initialize_plugin_configuration_definitions(
-            "connection", "ssh", C.config.get_configuration_definitions("connection", "ssh"))
+            "connection", "ssh", C.config.get_configuration_definitions("connection", "ssh")
+        )
         return True
 
     def value(self, name: str):
@@ -161,8 +162,9 @@ def _paths(ours: list[Path], settings: OperatorSettings, name: str) -> str:
     return os.pathsep.join(dict.fromkeys(out))
 
 
-def runner_env(root: Path, control_dir: str, *, log_path: str | None = None,
-               operator: OperatorSettings | None = None) -> dict[str, str]:
+def runner_env(
+    root: Path, control_dir: str, *, log_path: str | None = None, operator: OperatorSettings | None = None
+) -> dict[str, str]:
     """ansible-runner's ``envvars``: the operator's settings (``ANSIBLE_CONFIG``) plus hostkit's layer."""
     from hostkit.paths import checkout_collection_view, layout_of
 
@@ -172,8 +174,9 @@ def runner_env(root: Path, control_dir: str, *, log_path: str | None = None,
     env = {
         # Ansible's default collections paths stay too (an operator's callback or connection
         # plugin may come from ~/.ansible/collections).
-        "ANSIBLE_COLLECTIONS_PATH": os.pathsep.join(dict.fromkeys(
-            [str(collections)] + [str(p) for p in s.value("COLLECTIONS_PATHS") or []])),
+        "ANSIBLE_COLLECTIONS_PATH": os.pathsep.join(
+            dict.fromkeys([str(collections)] + [str(p) for p in s.value("COLLECTIONS_PATHS") or []])
+        ),
         "ANSIBLE_ROLES_PATH": _paths([lay.roles], s, "DEFAULT_ROLES_PATH"),
         "ANSIBLE_SSH_ARGS": s.ssh_args(),
         # One control-socket directory per run: a master connection from an earlier run
@@ -233,8 +236,9 @@ def host_connection(name: str, hv: dict, operator: OperatorSettings | None = Non
     if connection == "smart":
         connection = "ssh"
     if connection not in ("ssh", "local"):
-        raise BadInput(f"{name}: ansible_connection {connection!r}: hostkit's audit reaches hosts over ssh "
-                       "or local only")
+        raise BadInput(
+            f"{name}: ansible_connection {connection!r}: hostkit's audit reaches hosts over ssh or local only"
+        )
     become = _truthy(_var(hv, "ansible_become", default=s.value("DEFAULT_BECOME")))
     method = _var(hv, "ansible_become_method", default=s.value("DEFAULT_BECOME_METHOD"))
     if become and method not in ("sudo", "ansible.builtin.sudo"):
@@ -247,12 +251,21 @@ def host_connection(name: str, hv: dict, operator: OperatorSettings | None = Non
     args = shlex.split(ssh_args)
     if not _truthy(hkc):
         args += ["-o", "StrictHostKeyChecking=no"]  # the operator's explicit choice, as Ansible passes it
-    for extra in (_var(hv, "ansible_ssh_common_args", default=s.ssh("ssh_common_args")[0]),
-                  _var(hv, "ansible_ssh_extra_args", default=s.ssh("ssh_extra_args")[0])):
+    for extra in (
+        _var(hv, "ansible_ssh_common_args", default=s.ssh("ssh_common_args")[0]),
+        _var(hv, "ansible_ssh_extra_args", default=s.ssh("ssh_extra_args")[0]),
+    ):
         args += shlex.split(str(extra or ""))
     port = _var(hv, "ansible_port", "ansible_ssh_port", default=s.value("DEFAULT_REMOTE_PORT"))
     return HostConnection(
-        "ssh", str(_var(hv, "ansible_host", "ansible_ssh_host", default=name)), int(port) if port else None,
+        "ssh",
+        str(_var(hv, "ansible_host", "ansible_ssh_host", default=name)),
+        int(port) if port else None,
         _var(hv, "ansible_user", "ansible_ssh_user", default=s.value("DEFAULT_REMOTE_USER")),
-        _var(hv, "ansible_ssh_private_key_file", "ansible_private_key_file",
-             default=s.value("DEFAULT_PRIVATE_KEY_FILE")), args, become, become_user)
+        _var(
+            hv, "ansible_ssh_private_key_file", "ansible_private_key_file", default=s.value("DEFAULT_PRIVATE_KEY_FILE")
+        ),
+        args,
+        become,
+        become_user,
+    )

@@ -44,9 +44,15 @@ def audited_files(paths: dict[str, str]) -> list[str]:
     """Every file the checks read (``paths``: :func:`role_paths`), fetched in one remote command
     (each command over SSH costs a session)."""
     irqbalance = dict.fromkeys([paths["irq_affinity_irqbalance_config"], *IRQBALANCE_CONFIGS])
-    return ["/proc/cmdline", "/sys/devices/system/cpu/isolated", *irqbalance,
-            "/etc/systemd/system.conf", paths["containerd_config"], paths["kubelet_dropin"],
-            *(f"{paths['kubelet_state_dir'].rstrip('/')}/{state}" for state, _ in KUBELET_STATES)]
+    return [
+        "/proc/cmdline",
+        "/sys/devices/system/cpu/isolated",
+        *irqbalance,
+        "/etc/systemd/system.conf",
+        paths["containerd_config"],
+        paths["kubelet_dropin"],
+        *(f"{paths['kubelet_state_dir'].rstrip('/')}/{state}" for state, _ in KUBELET_STATES),
+    ]
 
 
 _MARK = "@@hostkit-audit@@"
@@ -84,13 +90,22 @@ class HostView:
 
     def fetch_args(self) -> list[str]:
         """``M R C files...``: the positional arguments of :data:`FETCH_SCRIPT`."""
-        return [_MARK, self.root or "/", self.path(self.paths["containerd_config"]),
-                *(self.path(p) for p in audited_files(self.paths))]
+        return [
+            _MARK,
+            self.root or "/",
+            self.path(self.paths["containerd_config"]),
+            *(self.path(p) for p in audited_files(self.paths)),
+        ]
 
     def prefetch(self) -> None:
         """Read everything in one remote command (the audit batches it with the facts call instead)."""
-        self.load(self.host.run("sh -c %s hostkit-fetch " + " ".join(["%s"] * len(self.fetch_args())),
-                                'M=$1 R=$2 C=$3; shift 3; ' + FETCH_SCRIPT, *self.fetch_args()).stdout)
+        self.load(
+            self.host.run(
+                "sh -c %s hostkit-fetch " + " ".join(["%s"] * len(self.fetch_args())),
+                "M=$1 R=$2 C=$3; shift 3; " + FETCH_SCRIPT,
+                *self.fetch_args(),
+            ).stdout
+        )
 
     def load(self, stdout: str) -> None:
         """Parse :data:`FETCH_SCRIPT`'s output."""
@@ -103,7 +118,7 @@ class HostView:
             kind, name = section
             text = "\n".join(buf)
             if kind == "file":
-                p = name[len(self.root):] if self.root and name.startswith(self.root) else name
+                p = name[len(self.root) :] if self.root and name.startswith(self.root) else name
                 self._cache[p] = None if buf == ["<absent>"] else text
             elif kind == "managed":
                 self.managed_irqs = {line.rstrip("/").split("/")[-2] for line in buf if line.endswith(".managed")}
@@ -117,7 +132,7 @@ class HostView:
                 if buf and buf[-1] == "":
                     buf.pop()  # the newline printf put before the marker
                 flush()
-                rest = line[len(_MARK) + 1:]
+                rest = line[len(_MARK) + 1 :]
                 if rest in ("managed", "containerd", "dump"):
                     section, buf = (rest, rest), []
                 elif rest.startswith("dump-rc "):
@@ -165,13 +180,29 @@ def check_kernel_args(view: HostView, facts: dict, plan: dict) -> list[dict]:
         if next_line is None:
             out.append(finding(name, "drift", want, got, "/proc/cmdline", unsupported))
         elif coming != [expected]:
-            out.append(finding(name, "drift", want, " ".join(coming) or "<absent>", source,
-                               "the next boot has it more than once" if len(coming) > 1 else None))
+            out.append(
+                finding(
+                    name,
+                    "drift",
+                    want,
+                    " ".join(coming) or "<absent>",
+                    source,
+                    "the next boot has it more than once" if len(coming) > 1 else None,
+                )
+            )
         elif booted == [expected]:
             out.append(finding(name, "pass", want, want, "/proc/cmdline"))
         else:
-            out.append(finding(name, "pending_reboot", want, got, "/proc/cmdline",
-                               f"the next boot has it ({source}); the running kernel was booted without it"))
+            out.append(
+                finding(
+                    name,
+                    "pending_reboot",
+                    want,
+                    got,
+                    "/proc/cmdline",
+                    f"the next boot has it ({source}); the running kernel was booted without it",
+                )
+            )
     for arg in plan["cmdline_remove"]:
         name = f"kernel arg {arg} removed"
         booted, coming = _occurrences(booted_line, arg), _occurrences(next_line, arg)
@@ -182,8 +213,16 @@ def check_kernel_args(view: HostView, facts: dict, plan: dict) -> list[dict]:
         elif next_line is None:
             out.append(finding(name, "drift", "<absent>", " ".join(booted), "/proc/cmdline", unsupported))
         else:
-            out.append(finding(name, "pending_reboot", "<absent>", " ".join(booted), "/proc/cmdline",
-                               f"the next boot is without it ({source}); still in the running kernel"))
+            out.append(
+                finding(
+                    name,
+                    "pending_reboot",
+                    "<absent>",
+                    " ".join(booted),
+                    "/proc/cmdline",
+                    f"the next boot is without it ({source}); still in the running kernel",
+                )
+            )
     if plan["isolation"] and plan["isolated"] and "isolcpus" in plan["cmdline_set"]:
         # The kernel lists only domain-isolated CPUs there: none for isolcpus=managed_irq,<cpus>.
         want = domain_isolated(plan["cmdline_set"]["isolcpus"])
@@ -191,8 +230,9 @@ def check_kernel_args(view: HostView, facts: dict, plan: dict) -> list[dict]:
         booted_ok = all(_occurrences(booted_line, a) == [format_arg(a, v)] for a, v in plan["cmdline_set"].items())
         matches = same("cpulist", want, iso) if want else not iso
         status = "pass" if matches else ("drift" if booted_ok else "pending_reboot")
-        out.append(finding("isolated CPUs", status, want or "<none>", iso or "<none>",
-                           "/sys/devices/system/cpu/isolated"))
+        out.append(
+            finding("isolated CPUs", status, want or "<none>", iso or "<none>", "/sys/devices/system/cpu/isolated")
+        )
     return out
 
 
@@ -213,10 +253,19 @@ def check_sysfs(facts: dict, plan: dict) -> list[dict]:
         by_key.setdefault(item["key"], []).append(item)
     for key, items in by_key.items():
         seen = ((facts.get("sysfs") or {}).get(key) or {}).get("values") or {}
-        wrong = [(i["path"], seen.get(i["path"])) for i in items if not same(i["kind"], i["value"], seen.get(i["path"]))]
+        wrong = [
+            (i["path"], seen.get(i["path"])) for i in items if not same(i["kind"], i["value"], seen.get(i["path"]))
+        ]
         path, got = wrong[0] if wrong else (items[0]["path"], seen.get(items[0]["path"]))
-        out.append(finding(key, "drift" if wrong else "pass", items[0]["value"],
-                           got if len(wrong) <= 1 else f"{got} ({len(wrong)} of {len(items)} files differ)", path))
+        out.append(
+            finding(
+                key,
+                "drift" if wrong else "pass",
+                items[0]["value"],
+                got if len(wrong) <= 1 else f"{got} ({len(wrong)} of {len(items)} files differ)",
+                path,
+            )
+        )
     return out
 
 
@@ -227,8 +276,16 @@ def check_pm_qos(facts: dict, plan: dict) -> list[dict]:
         return []
     got = (facts.get("cpuidle") or {}).get("latency_ceiling_us")
     status = "not_applicable" if got is None else ("pass" if got <= want else "drift")
-    return [finding("PM QoS latency ceiling", status, f"<= {want} us", got, "/dev/cpu_dma_latency",
-                    "not readable (needs root)" if got is None else None)]
+    return [
+        finding(
+            "PM QoS latency ceiling",
+            status,
+            f"<= {want} us",
+            got,
+            "/dev/cpu_dma_latency",
+            "not readable (needs root)" if got is None else None,
+        )
+    ]
 
 
 def check_kthreads(facts: dict, plan: dict) -> list[dict]:
@@ -239,41 +296,90 @@ def check_kthreads(facts: dict, plan: dict) -> list[dict]:
     check, expected = "kernel threads off isolated CPUs", f"no movable kernel thread on CPUs {want['isolated']}"
     seen = facts.get("kthreads") or {}
     if not seen.get("available"):
-        return [finding(check, "not_applicable", expected, None, "/proc/*/status",
-                        seen.get("reason") or "the facts have no kernel threads")]
+        return [
+            finding(
+                check,
+                "not_applicable",
+                expected,
+                None,
+                "/proc/*/status",
+                seen.get("reason") or "the facts have no kernel threads",
+            )
+        ]
     isolated = parse_cpulist(want["isolated"])
     on = [f"{t['comm']} ({t['pid']}) on {t['cpus']}" for t in allowed_on(seen["movable"], isolated)]
-    return [finding(check, "drift" if on else "pass", expected,
-                    "; ".join(on[:8]) + (f"; {len(on) - 8} more" if len(on) > 8 else "") if on
-                    else f"{len(seen['movable'])} movable kernel threads, none there", "/proc/*/status")]
+    return [
+        finding(
+            check,
+            "drift" if on else "pass",
+            expected,
+            "; ".join(on[:8]) + (f"; {len(on) - 8} more" if len(on) > 8 else "")
+            if on
+            else f"{len(seen['movable'])} movable kernel threads, none there",
+            "/proc/*/status",
+        )
+    ]
 
 
 def check_governor(facts: dict, plan: dict) -> list[dict]:
     if not plan["governor"]:
-        return [finding("cpufreq governor", "not_applicable", None, None, "/sys/devices/system/cpu/cpu*/cpufreq",
-                        "no cpufreq on this host, or the profile leaves the governor alone")]
+        return [
+            finding(
+                "cpufreq governor",
+                "not_applicable",
+                None,
+                None,
+                "/sys/devices/system/cpu/cpu*/cpufreq",
+                "no cpufreq on this host, or the profile leaves the governor alone",
+            )
+        ]
     wrong = {g: c for g, c in facts["cpufreq"]["governors"].items() if g != plan["governor"]}
     if not wrong:
-        return [finding("cpufreq governor", "pass", plan["governor"], plan["governor"],
-                        "/sys/devices/system/cpu/cpu*/cpufreq/scaling_governor")]
+        return [
+            finding(
+                "cpufreq governor",
+                "pass",
+                plan["governor"],
+                plan["governor"],
+                "/sys/devices/system/cpu/cpu*/cpufreq/scaling_governor",
+            )
+        ]
     actual = "; ".join(f"{g} on CPUs {c}" for g, c in wrong.items())
     first = min(parse_cpulist(next(iter(wrong.values()))))
-    return [finding("cpufreq governor", "drift", f"{plan['governor']} on CPUs {plan['governor_cpus']}", actual,
-                    f"/sys/devices/system/cpu/cpu{first}/cpufreq/scaling_governor")]
+    return [
+        finding(
+            "cpufreq governor",
+            "drift",
+            f"{plan['governor']} on CPUs {plan['governor_cpus']}",
+            actual,
+            f"/sys/devices/system/cpu/cpu{first}/cpufreq/scaling_governor",
+        )
+    ]
 
 
 def check_irqs(view: HostView, facts: dict, plan: dict) -> list[dict]:
     if not plan["irq"]["affinity"]:
-        return [finding("IRQ affinity", "not_applicable", None, None, "/proc/irq/*/smp_affinity_list",
-                        "the profile leaves IRQs to irqbalance")]
+        return [
+            finding(
+                "IRQ affinity",
+                "not_applicable",
+                None,
+                None,
+                "/proc/irq/*/smp_affinity_list",
+                "the profile leaves IRQs to irqbalance",
+            )
+        ]
     irqs = {str(i["irq"]): i for i in facts["irqs"]}
     # IRQs have one owner (plan irq.owner). Where irqbalance places them, every movable IRQ must be
     # inside the IRQ CPUs, wherever in them it went; where hostkit pins them, each IRQ the plan names
     # where the plan put it, or inside that once an irqbalance banned from the rest runs beside it
     # (found on a real kernel in the VM lab: irqbalance moves pins within 0,2 after boot).
     by_irqbalance = plan["irq"].get("owner") == "irqbalance"
-    wanted = ({n: plan["irq_cpus"] for n, i in irqs.items() if i.get("smp_affinity_list") is not None}
-              if by_irqbalance else plan["irq"]["assignments"])
+    wanted = (
+        {n: plan["irq_cpus"] for n, i in irqs.items() if i.get("smp_affinity_list") is not None}
+        if by_irqbalance
+        else plan["irq"]["assignments"]
+    )
     shared = plan["irq"].get("irqbalance") == "banned"  # irqbalance, owner or beside hostkit, kept to the IRQ CPUs
     out, tolerated = [], []
     for irq, want in wanted.items():
@@ -288,18 +394,39 @@ def check_irqs(view: HostView, facts: dict, plan: dict) -> list[dict]:
             continue
         out.append(finding(f"IRQ {irq} affinity ({name})", "drift", want, got, f"/proc/irq/{irq}/smp_affinity_list"))
     if not out:
-        out.append(finding("IRQ affinity", "pass", plan["irq_cpus"],
-                           f"{len(wanted)} IRQs checked" + (", placed by irqbalance" if by_irqbalance else ""),
-                           "/proc/irq/*/smp_affinity_list"))
+        out.append(
+            finding(
+                "IRQ affinity",
+                "pass",
+                plan["irq_cpus"],
+                f"{len(wanted)} IRQs checked" + (", placed by irqbalance" if by_irqbalance else ""),
+                "/proc/irq/*/smp_affinity_list",
+            )
+        )
     if tolerated:
-        out.append(finding("managed IRQs", "tolerated", "kernel-managed", f"IRQs {', '.join(tolerated)}",
-                           "/proc/irq/*/smp_affinity_list", "the kernel refuses affinity writes to managed IRQs"))
+        out.append(
+            finding(
+                "managed IRQs",
+                "tolerated",
+                "kernel-managed",
+                f"IRQs {', '.join(tolerated)}",
+                "/proc/irq/*/smp_affinity_list",
+                "the kernel refuses affinity writes to managed IRQs",
+            )
+        )
     want_default = plan["irq"].get("default_smp_affinity")
     if want_default:
         got = facts.get("default_smp_affinity")
         ok = same("mask", want_default, got, got_kind="cpulist")
-        out.append(finding("default_smp_affinity", "pass" if ok else "drift",
-                           format_cpulist(parse_mask(want_default)), got, "/proc/irq/default_smp_affinity"))
+        out.append(
+            finding(
+                "default_smp_affinity",
+                "pass" if ok else "drift",
+                format_cpulist(parse_mask(want_default)),
+                got,
+                "/proc/irq/default_smp_affinity",
+            )
+        )
     return out
 
 
@@ -314,6 +441,7 @@ def irqbalance_config(view: HostView, plan: dict) -> str:
 class IrqbalanceBan(NamedTuple):
     """irqbalance's environment file as irqbalance reads it: the CPUs banned and the variable that
     decides (None when neither is set), or why the file could not be read as one."""
+
     banned: str = ""
     variable: str | None = None
     error: str | None = None
@@ -334,8 +462,7 @@ def check_irqbalance(view: HostView, plan: dict) -> list[dict]:
     ban = irqbalance_banned(view, plan)
     config = irqbalance_config(view, plan)
     if ban is None:
-        return [finding("irqbalance banned CPUs", "not_applicable", None, None, config,
-                        "irqbalance is not installed")]
+        return [finding("irqbalance banned CPUs", "not_applicable", None, None, config, "irqbalance is not installed")]
     mode = plan["irq"]["irqbalance"]
     if mode == "leave":
         return []
@@ -343,9 +470,16 @@ def check_irqbalance(view: HostView, plan: dict) -> list[dict]:
     if ban.error is not None:
         return [finding("irqbalance banned CPUs", "drift", want or "<none>", f"unreadable: {ban.error}", config)]
     ok = ban.variable != IRQBALANCE_BANNED_CPUS and same("cpulist", want, ban.banned)
-    return [finding("irqbalance banned CPUs", "pass" if ok else "drift", want or "<none>",
-                    (ban.banned or "<none>") + (f" ({ban.variable}, which irqbalance reads first)"
-                                                if ban.variable == IRQBALANCE_BANNED_CPUS else ""), config)]
+    return [
+        finding(
+            "irqbalance banned CPUs",
+            "pass" if ok else "drift",
+            want or "<none>",
+            (ban.banned or "<none>")
+            + (f" ({ban.variable}, which irqbalance reads first)" if ban.variable == IRQBALANCE_BANNED_CPUS else ""),
+            config,
+        )
+    ]
 
 
 def check_containerd(view: HostView, plan: dict) -> list[dict]:
@@ -361,8 +495,11 @@ def check_containerd(view: HostView, plan: dict) -> list[dict]:
     want = plan["containerd"]["systemd_cgroup"]
     m = re.search(r"SystemdCgroup\s*=\s*(true|false)", text)
     got = m.group(1) if m else "<unset>"
-    return [finding("containerd SystemdCgroup", "pass" if got == str(want).lower() else "drift",
-                    str(want).lower(), got, source)]
+    return [
+        finding(
+            "containerd SystemdCgroup", "pass" if got == str(want).lower() else "drift", str(want).lower(), got, source
+        )
+    ]
 
 
 def kubelet_config(view: HostView) -> dict | None:
@@ -398,9 +535,16 @@ def check_kubelet(view: HostView, plan: dict) -> list[dict]:
             except ValueError:
                 policy = "<unparseable>"
             want = plan["kubelet"]["config"].get(field)
-            out.append(finding(f"kubelet {state}", "pass" if str(policy).lower() == str(want).lower() else "drift",
-                               want, policy, state_file,
-                               "a state file with another policy makes kubelet crash-loop"))
+            out.append(
+                finding(
+                    f"kubelet {state}",
+                    "pass" if str(policy).lower() == str(want).lower() else "drift",
+                    want,
+                    policy,
+                    state_file,
+                    "a state file with another policy makes kubelet crash-loop",
+                )
+            )
     return out
 
 
@@ -408,8 +552,16 @@ def check_bios(plan: dict) -> list[dict]:
     out = []
     for c in plan["bios"]["checks"]:
         status = {True: "pass", False: "drift" if plan["bios"]["enforce"] else "tolerated", None: "not_applicable"}
-        out.append(finding(f"BIOS {c['name']}", status[c["ok"]], c["expected"], c["actual"], "NUMA topology / DMI",
-                           None if c["ok"] is not False or plan["bios"]["enforce"] else "bios.enforce is false"))
+        out.append(
+            finding(
+                f"BIOS {c['name']}",
+                status[c["ok"]],
+                c["expected"],
+                c["actual"],
+                "NUMA topology / DMI",
+                None if c["ok"] is not False or plan["bios"]["enforce"] else "bios.enforce is false",
+            )
+        )
     return out
 
 
@@ -419,8 +571,15 @@ def check_cross_layer(view: HostView, facts: dict, plan: dict) -> list[dict]:
     out = []
     online = parse_cpulist(facts["topology"]["online"])
     hk, iso = parse_cpulist(plan["housekeeping"]), parse_cpulist(plan["isolated"])
-    out.append(finding("isolated ∪ housekeeping = online", "pass" if (hk | iso) == online and not hk & iso
-                       else "drift", facts["topology"]["online"], format_cpulist(hk | iso), "plan"))
+    out.append(
+        finding(
+            "isolated ∪ housekeeping = online",
+            "pass" if (hk | iso) == online and not hk & iso else "drift",
+            facts["topology"]["online"],
+            format_cpulist(hk | iso),
+            "plan",
+        )
+    )
     if plan["isolation"]:
         views = {}
         cfg = kubelet_config(view) if plan["kubelet"].get("enabled") else None
@@ -430,39 +589,66 @@ def check_cross_layer(view: HostView, facts: dict, plan: dict) -> list[dict]:
         banned = ban.banned if ban and ban.error is None else ""  # an unreadable file: its own finding
         if banned:
             usable = format_cpulist(online - parse_cpulist(banned))
-            out.append(finding("IRQ CPUs = online − irqbalance banned", "pass"
-                               if same("cpulist", plan["irq_cpus"], usable) else "drift", plan["irq_cpus"], usable,
-                               "cross-layer"))
+            out.append(
+                finding(
+                    "IRQ CPUs = online − irqbalance banned",
+                    "pass" if same("cpulist", plan["irq_cpus"], usable) else "drift",
+                    plan["irq_cpus"],
+                    usable,
+                    "cross-layer",
+                )
+            )
         system_conf = view.read("/etc/systemd/system.conf") or ""
         m = re.search(r"(?m)^\s*CPUAffinity=(.+)$", system_conf)
         if m:
             views["systemd CPUAffinity"] = format_cpulist(parse_cpulist(",".join(m.group(1).split())))
         for name, cpus in views.items():
             ok = same("cpulist", plan["housekeeping"], cpus)
-            out.append(finding(f"housekeeping = {name}", "pass" if ok else "drift", plan["housekeeping"], cpus,
-                               "cross-layer"))
+            out.append(
+                finding(f"housekeeping = {name}", "pass" if ok else "drift", plan["housekeeping"], cpus, "cross-layer")
+            )
     nodes = {n["id"]: parse_cpulist(n["cpus"]) for n in facts["topology"]["numa_nodes"]}
     irqs = {i["irq"]: i for i in facts["irqs"]}
     for nic in facts["nics"]:
         node = nodes.get(nic["numa_node"])
         if not node or not plan["irq"]["affinity"]:
             continue
-        off = [str(i) for i in nic["irqs"] if irqs.get(i) and irqs[i]["smp_affinity_list"]
-               and not parse_cpulist(irqs[i]["smp_affinity_list"]) <= node]
-        out.append(finding(f"{nic['name']} IRQs on node {nic['numa_node']}", "drift" if off else "pass",
-                           f"CPUs of node {nic['numa_node']}", f"IRQs {', '.join(off)} elsewhere" if off else "all local",
-                           "/proc/irq/*/smp_affinity_list"))
+        off = [
+            str(i)
+            for i in nic["irqs"]
+            if irqs.get(i) and irqs[i]["smp_affinity_list"] and not parse_cpulist(irqs[i]["smp_affinity_list"]) <= node
+        ]
+        out.append(
+            finding(
+                f"{nic['name']} IRQs on node {nic['numa_node']}",
+                "drift" if off else "pass",
+                f"CPUs of node {nic['numa_node']}",
+                f"IRQs {', '.join(off)} elsewhere" if off else "all local",
+                "/proc/irq/*/smp_affinity_list",
+            )
+        )
     return out
 
 
-def run_checks(host, sysroot: str, facts: dict, plan: dict, paths: dict[str, str] | None = None,
-               view: HostView | None = None) -> list[dict]:
+def run_checks(
+    host, sysroot: str, facts: dict, plan: dict, paths: dict[str, str] | None = None, view: HostView | None = None
+) -> list[dict]:
     """Every check of one host; ``paths``: :func:`role_paths` of its inventory variables (default: the roles');
     ``view``: the host's files already read (:meth:`HostView.load`), else they are read now."""
     if view is None:
         view = HostView(host, sysroot, paths)
         view.prefetch()
-    return (check_kernel_args(view, facts, plan) + check_sysctls(facts, plan) + check_governor(facts, plan)
-            + check_sysfs(facts, plan) + check_pm_qos(facts, plan) + check_kthreads(facts, plan)
-            + check_irqs(view, facts, plan) + check_irqbalance(view, plan) + check_containerd(view, plan)
-            + check_kubelet(view, plan) + check_bios(plan) + check_cross_layer(view, facts, plan))
+    return (
+        check_kernel_args(view, facts, plan)
+        + check_sysctls(facts, plan)
+        + check_governor(facts, plan)
+        + check_sysfs(facts, plan)
+        + check_pm_qos(facts, plan)
+        + check_kthreads(facts, plan)
+        + check_irqs(view, facts, plan)
+        + check_irqbalance(view, plan)
+        + check_containerd(view, plan)
+        + check_kubelet(view, plan)
+        + check_bios(plan)
+        + check_cross_layer(view, facts, plan)
+    )

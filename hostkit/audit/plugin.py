@@ -21,8 +21,9 @@ INVENTORY_OPTIONS = "--ansible-inventory=FILE (testinfra's, with --connection=an
 
 def pytest_addoption(parser):
     group = parser.getgroup("hostkit")
-    group.addoption("--hostkit-inventory", help="Ansible inventory of the hosts to audit "
-                                                "(default: testinfra's --ansible-inventory)")
+    group.addoption(
+        "--hostkit-inventory", help="Ansible inventory of the hosts to audit (default: testinfra's --ansible-inventory)"
+    )
     group.addoption("--hostkit-limit", default=None, help="Ansible host pattern (default: testinfra's --hosts)")
     group.addoption("--hostkit-profile", default=None, help="profile (default: each host's hostkit_profile)")
 
@@ -72,8 +73,9 @@ def pytest_generate_tests(metafunc):
         connection = _opt(metafunc.config, "connection")
         metafunc.config.stash[_USAGE] = (
             "hostkit's audit needs an Ansible inventory (each host's sysroot, profile and overrides come from "
-            f"it): {INVENTORY_OPTIONS}" + (f"; --connection={connection} alone names no inventory" if connection
-                                           else ""))
+            f"it): {INVENTORY_OPTIONS}"
+            + (f"; --connection={connection} alone names no inventory" if connection else "")
+        )
         metafunc.parametrize("hostkit_finding", [None], ids=["no-inventory"])
         return
     from hostkit.errors import HostkitError
@@ -118,8 +120,15 @@ def hostkit_audit(request):
         hv = host_variables(host)
         name = str(hv.get("inventory_hostname") or host.backend.get_hostname())
         prepared = for_host(name, hv, profile or request.config.getoption("hostkit_profile"))
-        return audit_host(host, name, hv.get("hostkit_sysroot") or "/", prepared, force=force,
-                          python=hv.get("ansible_python_interpreter"), paths=role_paths(hv))
+        return audit_host(
+            host,
+            name,
+            hv.get("hostkit_sysroot") or "/",
+            prepared,
+            force=force,
+            python=hv.get("ansible_python_interpreter"),
+            paths=role_paths(hv),
+        )
 
     return run
 
@@ -128,5 +137,8 @@ def hostkit_drift(result: dict) -> list[str]:
     """One line per drifting check of a :func:`hostkit_audit` result (empty: nothing drifted)."""
     if result["status"] in ("failed", "refused"):
         return [f"{result['status']}: {result.get('error')}"]
-    return [f"{f['check']}: expected {f['expected']}, got {f['actual']} ({f['source']})"
-            for f in result["findings"] if f["status"] == "drift"]
+    return [
+        f"{f['check']}: expected {f['expected']}, got {f['actual']} ({f['source']})"
+        for f in result["findings"]
+        if f["status"] == "drift"
+    ]

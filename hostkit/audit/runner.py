@@ -40,8 +40,15 @@ STEPS = ("connect", "facts", "plan", "checks")
 OnEvent = Callable[[str, str, str], None] | None
 
 
-def audit(inventory: str, limit: str | None = None, *, profile: str | None = None, force: bool = False,
-          timeout: int = 10, on_event: OnEvent = None) -> dict[str, dict]:
+def audit(
+    inventory: str,
+    limit: str | None = None,
+    *,
+    profile: str | None = None,
+    force: bool = False,
+    timeout: int = 10,
+    on_event: OnEvent = None,
+) -> dict[str, dict]:
     hosts = load_inventory(inventory, limit)
     operator = settings()
     prepared = {}
@@ -53,8 +60,12 @@ def audit(inventory: str, limit: str | None = None, *, profile: str | None = Non
     on_event, handlers = _verbose(on_event)
     try:
         with ThreadPoolExecutor(max_workers=max(1, len(hosts))) as pool:
-            futures = {h.name: pool.submit(_audit_host, h, prepared[h.name], force, str(artifact), timeout,
-                                           control_dir, operator, on_event) for h in hosts}
+            futures = {
+                h.name: pool.submit(
+                    _audit_host, h, prepared[h.name], force, str(artifact), timeout, control_dir, operator, on_event
+                )
+                for h in hosts
+            }
             return {name: f.result() for name, f in futures.items()}
     finally:
         close_masters(control_dir)
@@ -90,8 +101,9 @@ def _verbose(on_event: OnEvent):
     return both, handlers
 
 
-def _audit_host(h: InventoryHost, prepared, force: bool, artifact: str, timeout: int, control_dir: str,
-                operator, on_event: OnEvent) -> dict:
+def _audit_host(
+    h: InventoryHost, prepared, force: bool, artifact: str, timeout: int, control_dir: str, operator, on_event: OnEvent
+) -> dict:
     def step(name: str, status: str = "ok") -> None:
         if on_event:
             on_event(h.name, f"{name}: {h.name}", status)
@@ -99,8 +111,17 @@ def _audit_host(h: InventoryHost, prepared, force: bool, artifact: str, timeout:
     try:
         step("connect")
         host = open_testinfra_host(h, timeout=timeout, control_dir=control_dir, operator=operator)
-        result = audit_host(host, h.name, h.sysroot, prepared, force=force, artifact=artifact,
-                            python=h.vars.get("ansible_python_interpreter"), paths=role_paths(h.vars), step=step)
+        result = audit_host(
+            host,
+            h.name,
+            h.sysroot,
+            prepared,
+            force=force,
+            artifact=artifact,
+            python=h.vars.get("ansible_python_interpreter"),
+            paths=role_paths(h.vars),
+            step=step,
+        )
     except BadInput as exc:
         step("connect", "failed")
         return {"status": "failed", "error": str(exc)}
@@ -112,8 +133,18 @@ def _audit_host(h: InventoryHost, prepared, force: bool, artifact: str, timeout:
     return result
 
 
-def audit_host(host, name: str, sysroot: str, prepared, *, force: bool = False, artifact: str | None = None,
-               python: str | None = None, paths: dict | None = None, step=None) -> dict:
+def audit_host(
+    host,
+    name: str,
+    sysroot: str,
+    prepared,
+    *,
+    force: bool = False,
+    artifact: str | None = None,
+    python: str | None = None,
+    paths: dict | None = None,
+    step=None,
+) -> dict:
     """Audit one host through a testinfra ``Host`` (any backend): the agent's facts, the plan
     (``prepared``: :func:`hostkit.profiles.for_host`'s profile and pins), the checks.
     Returns ``{"status", "profile", "counts", "findings", "seconds"}`` or ``{"status", "error"}``.
@@ -128,15 +159,18 @@ def audit_host(host, name: str, sysroot: str, prepared, *, force: bool = False, 
     view = HostView(host, sysroot or "/", paths or role_paths())  # where its roles write
     fetch = view.fetch_args()
     args = [python or "/usr/bin/python3", sysroot or "/", *fetch]
-    body = ('p=$1 s=$2; shift 2; "$p" "$f" facts --sysroot "$s"; printf "\\n%s facts-rc %s\\n" "$1" "$?"; '
-            'M=$1 R=$2 C=$3; shift 3; ' + FETCH_SCRIPT)
+    body = (
+        'p=$1 s=$2; shift 2; "$p" "$f" facts --sysroot "$s"; printf "\\n%s facts-rc %s\\n" "$1" "$?"; '
+        "M=$1 R=$2 C=$3; shift 3; " + FETCH_SCRIPT
+    )
     command = "sh -c %s hostkit-audit " + " ".join(["%s"] * len(args))
     step("facts")
     cmd = host.run(command, agent_zipapp.locate_script(artifact) + body, *args)
     if cmd.rc == agent_zipapp.CACHE_MISS:
         if callable(getattr(host.backend, "run_input", None)):  # ssh, hostkit.actions.RemoteHost
-            cmd = host.backend.run_input(Path(artifact).read_bytes(), command,
-                                         agent_zipapp.locate_script(artifact, upload=True) + body, *args)
+            cmd = host.backend.run_input(
+                Path(artifact).read_bytes(), command, agent_zipapp.locate_script(artifact, upload=True) + body, *args
+            )
         else:
             put_file(host, artifact, cmd.stdout.strip().splitlines()[-1])
             cmd = host.run(command, agent_zipapp.locate_script(artifact) + body, *args)
@@ -158,8 +192,13 @@ def audit_host(host, name: str, sysroot: str, prepared, *, force: bool = False, 
     findings = run_checks(host, sysroot or "/", facts, plan, view.paths, view=view)
     counts = {s: sum(1 for f in findings if f["status"] == s) for s in STATUSES}
     status = "drift" if counts["drift"] else ("pending_reboot" if counts["pending_reboot"] else "pass")
-    return {"status": status, "profile": plan["profile"], "counts": counts, "findings": findings,
-            "seconds": round(time.monotonic() - start, 2)}
+    return {
+        "status": status,
+        "profile": plan["profile"],
+        "counts": counts,
+        "findings": findings,
+        "seconds": round(time.monotonic() - start, 2),
+    }
 
 
 def junit_xml(results: dict[str, dict]) -> str:
@@ -170,11 +209,13 @@ def junit_xml(results: dict[str, dict]) -> str:
     for host, r in results.items():
         if r["status"] in ("unreachable", "failed", "refused"):
             errors += 1
-            cases.append(f'  <testcase classname={quoteattr("hostkit.audit." + host)} name="reachable">'
-                         f'<error message={quoteattr(r["status"] + ": " + (r.get("error") or ""))}/></testcase>')
+            cases.append(
+                f'  <testcase classname={quoteattr("hostkit.audit." + host)} name="reachable">'
+                f"<error message={quoteattr(r['status'] + ': ' + (r.get('error') or ''))}/></testcase>"
+            )
             continue
         for f in r["findings"]:
-            attrs = f'classname={quoteattr("hostkit.audit." + host)} name={quoteattr(f["check"])}'
+            attrs = f"classname={quoteattr('hostkit.audit.' + host)} name={quoteattr(f['check'])}"
             body = ""
             if f["status"] == "drift":
                 failures += 1
@@ -186,5 +227,7 @@ def junit_xml(results: dict[str, dict]) -> str:
             elif f["status"] in ("pending_reboot", "tolerated"):
                 body = f"<system-out>{escape(f['status'] + ': ' + (f.get('note') or ''))}</system-out>"
             cases.append(f"  <testcase {attrs}>{body}</testcase>")
-    return (f'<?xml version="1.0" encoding="utf-8"?>\n<testsuite name="hostkit-audit" tests="{len(cases)}" '
-            f'failures="{failures}" errors="{errors}" skipped="{skipped}">\n' + "\n".join(cases) + "\n</testsuite>\n")
+    return (
+        f'<?xml version="1.0" encoding="utf-8"?>\n<testsuite name="hostkit-audit" tests="{len(cases)}" '
+        f'failures="{failures}" errors="{errors}" skipped="{skipped}">\n' + "\n".join(cases) + "\n</testsuite>\n"
+    )

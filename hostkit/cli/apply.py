@@ -11,36 +11,61 @@ from hostkit.cli.args import command, fleet_args, plan_args, reboot_args
 
 
 def add_parser(sub) -> argparse.ArgumentParser:
-    ap = command(sub, "apply", "plan and apply the tuning through Ansible (journaled, check/diff)",
-                 "One Ansible run (playbooks/apply.yml): facts -> plan -> roles, per host.\n"
-                 "Every change is journaled on the host first; --check changes nothing.\n"
-                 "Bad input on any host stops every host before any change (exit 2);\n"
-                 "a host refused by a guard is reported and not touched; the others proceed.",
-                 f"roles (for --tags): {', '.join(ROLES[:5])},\n{', '.join(ROLES[5:])}. "
-                 "Run artifacts: .hostkit/runs/<run-id>/")
+    ap = command(
+        sub,
+        "apply",
+        "plan and apply the tuning through Ansible (journaled, check/diff)",
+        "One Ansible run (playbooks/apply.yml): facts -> plan -> roles, per host.\n"
+        "Every change is journaled on the host first; --check changes nothing.\n"
+        "Bad input on any host stops every host before any change (exit 2);\n"
+        "a host refused by a guard is reported and not touched; the others proceed.",
+        f"roles (for --tags): {', '.join(ROLES[:5])},\n{', '.join(ROLES[5:])}. Run artifacts: .hostkit/runs/<run-id>/",
+    )
     fleet_args(ap)
     plan_args(ap)
     ap.add_argument("--check", action="store_true", help="report what would change; change nothing")
     ap.add_argument("--diff", action="store_true", help="show file and value diffs")
     ap.add_argument("--tags", metavar="ROLES", help="comma-separated roles to run")
     ap.add_argument("--forks", type=int, default=None)
-    ap.add_argument("--verify-smoke", action="store_true",
-                    help="smoke-test every changed host after the apply; a host whose plan changes kernel "
-                         "arguments is refused (exit 3, nothing changed) unless --reboot boots them first")
-    ap.add_argument("--revert-on-fail", action="store_true",
-                    help="with --verify-smoke: roll a host back automatically when it misses its SLO")
-    ap.add_argument("--smoke-duration", type=float, default=None, metavar="S",
-                    help="seconds of smoke per host (default: the smoke test's default run, a credible p999; "
-                         "a p999 needs 10,000 samples, ~22 s with the default 2 ms model)")
+    ap.add_argument(
+        "--verify-smoke",
+        action="store_true",
+        help="smoke-test every changed host after the apply; a host whose plan changes kernel "
+        "arguments is refused (exit 3, nothing changed) unless --reboot boots them first",
+    )
+    ap.add_argument(
+        "--revert-on-fail",
+        action="store_true",
+        help="with --verify-smoke: roll a host back automatically when it misses its SLO",
+    )
+    ap.add_argument(
+        "--smoke-duration",
+        type=float,
+        default=None,
+        metavar="S",
+        help="seconds of smoke per host (default: the smoke test's default run, a credible p999; "
+        "a p999 needs 10,000 samples, ~22 s with the default 2 ms model)",
+    )
     reboot_args(ap, "kernel arguments changed")
     return ap
 
 
 def run(args) -> int:
-    req = api.ApplyRequest(inventory=args.inventory, limit=args.limit, profile=args.profile, force=args.force,
-                           check=args.check, diff=args.diff, tags=args.tags, forks=args.forks,
-                           verify_smoke=args.verify_smoke, smoke_duration=args.smoke_duration,
-                           revert_on_fail=args.revert_on_fail, reboot=args.reboot, reboot_timeout=args.reboot_timeout)
+    req = api.ApplyRequest(
+        inventory=args.inventory,
+        limit=args.limit,
+        profile=args.profile,
+        force=args.force,
+        check=args.check,
+        diff=args.diff,
+        tags=args.tags,
+        forks=args.forks,
+        verify_smoke=args.verify_smoke,
+        smoke_duration=args.smoke_duration,
+        revert_on_fail=args.revert_on_fail,
+        reboot=args.reboot,
+        reboot_timeout=args.reboot_timeout,
+    )
     if not args.json:
         output.note(f"gathering facts and planning ({args.inventory})...")
     roles = args.tags.split(",") if args.tags else ROLES
@@ -57,11 +82,22 @@ def print_result(result: api.ApplyResult, diff: bool = False, title: str = "host
     rows = []
     for n, h in result.hosts.items():
         failed_roles = [r for r, v in h.roles.items() if v["failed"]]
-        rows.append([n, h.status.upper() if h.status in ("failed", "unreachable", "refused") else h.status,
-                     str(h.changed), ",".join(failed_roles) or "-", "yes" if h.reboot_required else "no",
-                     str(len(h.would_run)), (h.msg or "; ".join(h.refused) or "")[:100]])
-    output.print_table(["host", "status", "changed", "failed roles", "reboot required", "would run", "message"], rows,
-                       title=f"{title}{' --check' if result.check else ''}: run {result.run_id}")
+        rows.append(
+            [
+                n,
+                h.status.upper() if h.status in ("failed", "unreachable", "refused") else h.status,
+                str(h.changed),
+                ",".join(failed_roles) or "-",
+                "yes" if h.reboot_required else "no",
+                str(len(h.would_run)),
+                (h.msg or "; ".join(h.refused) or "")[:100],
+            ]
+        )
+    output.print_table(
+        ["host", "status", "changed", "failed roles", "reboot required", "would run", "message"],
+        rows,
+        title=f"{title}{' --check' if result.check else ''}: run {result.run_id}",
+    )
     for n, h in result.hosts.items():
         for reason in h.refused:
             print(f"{n}: REFUSED: {reason}")
@@ -72,6 +108,8 @@ def print_result(result: api.ApplyResult, diff: bool = False, title: str = "host
     if diff:
         for n, h in result.hosts.items():
             for d in h.diffs:
-                print(f"--- {n}: {d.get('before_header', d['task'])}\n{output.unified_diff(d.get('before'), d.get('after'))}")
+                print(
+                    f"--- {n}: {d.get('before_header', d['task'])}\n{output.unified_diff(d.get('before'), d.get('after'))}"
+                )
     for host, v in result.smoke.items():
         print(f"smoke {host}: {v.verdict}" + (f"; rolled back ({v.rollback})" if v.rollback else ""))

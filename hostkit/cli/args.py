@@ -17,26 +17,41 @@ class Parser(argparse.ArgumentParser):
         self.exit(EXIT_BAD_INPUT, f"hostkit: error: {message}\n")
 
 
-def command(sub, name: str, help: str, description: str | None = None, epilog: str | None = None, *,
-            raw: bool = True):
+def command(sub, name: str, help: str, description: str | None = None, epilog: str | None = None, *, raw: bool = True):
     """A sub-command's parser; with ``raw``, its description and epilog keep their line breaks."""
     kw = {"formatter_class": argparse.RawDescriptionHelpFormatter} if raw else {}
     return sub.add_parser(name, help=help, description=description, epilog=epilog, **kw)
 
 
-def reboot_args(p: argparse.ArgumentParser, what: str, *, pending: str = "without it a pending reboot is reported",
-                timeout_default: int | None = REBOOT_TIMEOUT,
-                lost: str = "a host that does not come back is failed, the others go on") -> None:
+def reboot_args(
+    p: argparse.ArgumentParser,
+    what: str,
+    *,
+    pending: str = "without it a pending reboot is reported",
+    timeout_default: int | None = REBOOT_TIMEOUT,
+    lost: str = "a host that does not come back is failed, the others go on",
+) -> None:
     """--reboot/--reboot-timeout, the same on apply, rollback and rollout (whose default timeout is
     None, so that a value given with --resume can be told apart; it means REBOOT_TIMEOUT there too)."""
-    p.add_argument("--reboot", action="store_true",
-                   help=f"reboot hosts whose {what}, wait for SSH (bounded), re-check /proc/cmdline; {pending}")
-    p.add_argument("--reboot-timeout", type=int, default=timeout_default, metavar="S",
-                   help=f"seconds a rebooting host may take to answer again (default {REBOOT_TIMEOUT}); {lost}")
+    p.add_argument(
+        "--reboot",
+        action="store_true",
+        help=f"reboot hosts whose {what}, wait for SSH (bounded), re-check /proc/cmdline; {pending}",
+    )
+    p.add_argument(
+        "--reboot-timeout",
+        type=int,
+        default=timeout_default,
+        metavar="S",
+        help=f"seconds a rebooting host may take to answer again (default {REBOOT_TIMEOUT}); {lost}",
+    )
 
 
-def plan_args(p: argparse.ArgumentParser, profile_help: str | None = None,
-              force_help: str = "allow isolation on a VM / deceptive topology") -> None:
+def plan_args(
+    p: argparse.ArgumentParser,
+    profile_help: str | None = None,
+    force_help: str = "allow isolation on a VM / deceptive topology",
+) -> None:
     """--profile/--force: how a command computes each host's plan, as ``hostkit plan`` does."""
     p.add_argument("--profile", metavar="NAME|FILE", help=profile_help)
     p.add_argument("--force", action="store_true", help=force_help)
@@ -56,12 +71,20 @@ MAX_VERBOSITY = 4
 def ansible_output_args(p: argparse.ArgumentParser) -> None:
     """-v..-vvvv and --log FILE: Ansible's own output (commands that take ``-i`` without
     :func:`fleet_args` call this themselves)."""
-    p.add_argument("-v", "--verbose", action="count", default=0,
-                   help="Ansible's verbosity, passed through (-v .. -vvvv): the full task log of every "
-                        "run on stderr instead of the progress display, with each run's artifacts path")
-    p.add_argument("--log", metavar="FILE",
-                   help="append Ansible's log of every run to FILE (default: ansible.log in each run's "
-                        "directory, .hostkit/runs/<run-id>/, unless your ansible.cfg sets log_path)")
+    p.add_argument(
+        "-v",
+        "--verbose",
+        action="count",
+        default=0,
+        help="Ansible's verbosity, passed through (-v .. -vvvv): the full task log of every "
+        "run on stderr instead of the progress display, with each run's artifacts path",
+    )
+    p.add_argument(
+        "--log",
+        metavar="FILE",
+        help="append Ansible's log of every run to FILE (default: ansible.log in each run's "
+        "directory, .hostkit/runs/<run-id>/, unless your ansible.cfg sets log_path)",
+    )
 
 
 def run_options(args: argparse.Namespace, echo=None):

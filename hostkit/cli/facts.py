@@ -10,18 +10,30 @@ from hostkit.cli.args import ansible_output_args, command
 
 
 def add_parser(sub) -> argparse.ArgumentParser:
-    f = command(sub, "facts", "discover a host's CPU/NUMA/IRQ/kernel state",
-                "Read topology, virtualization, kernel, cpufreq, IRQ and NIC facts.\n"
-                "Locally from a sysroot (default /), or from every inventory host over SSH.",
-                "JSON fields: topology{sockets,cores_per_socket,threads_per_core,cpus,online,isolated,\n"
-                "numa_nodes,numa_per_socket,l3_groups}, virtualization{hypervisor,deceptive_topology,\n"
-                "reasons}, kernel{cmdline,sched_rt_runtime_us,...}, cpufreq, irqs, nics, steal.\n"
-                "The full shape: docs/contracts.md.")
+    f = command(
+        sub,
+        "facts",
+        "discover a host's CPU/NUMA/IRQ/kernel state",
+        "Read topology, virtualization, kernel, cpufreq, IRQ and NIC facts.\n"
+        "Locally from a sysroot (default /), or from every inventory host over SSH.",
+        "JSON fields: topology{sockets,cores_per_socket,threads_per_core,cpus,online,isolated,\n"
+        "numa_nodes,numa_per_socket,l3_groups}, virtualization{hypervisor,deceptive_topology,\n"
+        "reasons}, kernel{cmdline,sched_rt_runtime_us,...}, cpufreq, irqs, nics, steal.\n"
+        "The full shape: docs/contracts.md.",
+    )
     src = f.add_mutually_exclusive_group()
-    src.add_argument("--sysroot", default="/", metavar="DIR",
-                     help="read /proc and /sys under DIR (a fixture tree or another root); default /")
-    src.add_argument("-i", "--inventory", metavar="INVENTORY",
-                     help="gather from every host of an Ansible inventory through ansible-runner")
+    src.add_argument(
+        "--sysroot",
+        default="/",
+        metavar="DIR",
+        help="read /proc and /sys under DIR (a fixture tree or another root); default /",
+    )
+    src.add_argument(
+        "-i",
+        "--inventory",
+        metavar="INVENTORY",
+        help="gather from every host of an Ansible inventory through ansible-runner",
+    )
     f.add_argument("--limit", metavar="PATTERN", help="with -i: only hosts matching this Ansible pattern")
     f.add_argument("--forks", type=int, default=None, help="with -i: parallel hosts (default: all of them)")
     f.add_argument("--json", action="store_true", help="print JSON on stdout instead of the summary")
@@ -36,6 +48,7 @@ def run(args) -> int:
     err = output.console(stderr=True)
     progress = None
     if req.inventory and (not args.json or args.verbose):
+
         def progress(host: str, task: str, status: str) -> None:
             err.print(f"[dim]{output.escape(host)}[/dim]: {output.escape(status)}", highlight=False)
 
@@ -50,6 +63,8 @@ def run(args) -> int:
         for host in result.failed:
             err.print(f"{host}: {result.hosts[host].status}: {result.hosts[host].error}", markup=False)
         run = result.run
-        err.print(f"run {run.run_id}: {len(result.hosts) - len(result.failed)} ok, {len(result.failed)} "
-                  f"failed/unreachable ({run.seconds:.1f} s); artifacts in {run.private_data_dir}")
+        err.print(
+            f"run {run.run_id}: {len(result.hosts) - len(result.failed)} ok, {len(result.failed)} "
+            f"failed/unreachable ({run.seconds:.1f} s); artifacts in {run.private_data_dir}"
+        )
     return result.rc

@@ -27,8 +27,9 @@ examples:
 
 
 def add_parser(sub) -> argparse.ArgumentParser:
-    gp = command(sub, "gaps", "vCPU-gap probe: stalls the guest kernel cannot see, co-stops across vCPUs",
-                 DESCRIPTION, EPILOG)
+    gp = command(
+        sub, "gaps", "vCPU-gap probe: stalls the guest kernel cannot see, co-stops across vCPUs", DESCRIPTION, EPILOG
+    )
     gp.add_argument("-i", "--inventory", metavar="INVENTORY", help="probe every inventory host (through the agent)")
     gp.add_argument("--limit", metavar="PATTERN", help="with -i: only these hosts")
     gp.add_argument("--json", action="store_true", help="print JSON on stdout")
@@ -41,8 +42,10 @@ def run(args) -> int:
     if not args.inventory:
         req.options.probed_cpus()  # bad --cpus for this machine: exit 2 before anything starts
     if not args.json:
-        output.note(f"probing {'every host of ' + args.inventory if args.inventory else 'this machine'} for "
-                    f"{req.options.duration_s:g} s...")
+        output.note(
+            f"probing {'every host of ' + args.inventory if args.inventory else 'this machine'} for "
+            f"{req.options.duration_s:g} s..."
+        )
     result = api.gaps(req)
     if args.json:
         output.emit_json(result.to_dict())

@@ -28,6 +28,14 @@ def run(args) -> int:
 
 
 def _runs(host: str, doc: dict) -> list[list[str]]:
-    return [[host, run["run_id"] + (" (adopted)" if run["adopted"] else ""), str(run["changes"]),
-             ",".join(run["roles"]), run["last_change"] or "-", run["rolled_back"] or "-"]
-            for run in doc["runs"]] or [[host, "(no hostkit runs)", "", "", "", ""]]
+    return [
+        [
+            host,
+            run["run_id"] + (" (adopted)" if run["adopted"] else ""),
+            str(run["changes"]),
+            ",".join(run["roles"]),
+            run["last_change"] or "-",
+            run["rolled_back"] or "-",
+        ]
+        for run in doc["runs"]
+    ] or [[host, "(no hostkit runs)", "", "", "", ""]]

@@ -22,41 +22,70 @@ def _setups() -> dict[str, str]:
 
 
 def add_parser(sub) -> argparse.ArgumentParser:
-    lab = sub.add_parser("lab", help="start/stop lab hosts on loopback: sshd sysroots and real-kernel QEMU guests",
-                         description="A lab of real sshd hosts on 127.0.0.2, 127.0.0.3, ... each with its own "
-                                     "writable sysroot (a fixture copy), host keys in known_hosts (strict "
-                                     "checking on) and an Ansible inventory DIR/inventory.yml. With --vm, real "
-                                     "kernels: QEMU guests booted through their own GRUB from a Debian image "
-                                     "built once (mmdebstrap) and cached in /var/cache/hostkit/vm.")
+    lab = sub.add_parser(
+        "lab",
+        help="start/stop lab hosts on loopback: sshd sysroots and real-kernel QEMU guests",
+        description="A lab of real sshd hosts on 127.0.0.2, 127.0.0.3, ... each with its own "
+        "writable sysroot (a fixture copy), host keys in known_hosts (strict "
+        "checking on) and an Ansible inventory DIR/inventory.yml. With --vm, real "
+        "kernels: QEMU guests booted through their own GRUB from a Debian image "
+        "built once (mmdebstrap) and cached in /var/cache/hostkit/vm.",
+    )
     lsub = lab.add_subparsers(dest="lab_cmd", required=True, parser_class=Parser)
-    up = lsub.add_parser("up", help="start the lab",
-                         formatter_class=argparse.RawDescriptionHelpFormatter,
-                         epilog="VM specs (--vm NAME=SPEC): sockets=S,cores=C,threads=T,nodes=N"
-                                "[,mem=MiB][,vendor=vmware|kvm][,disk_queues=Q][,setup=NAME], or a preset:\n"
-                                + "\n".join(f"  {k:12s} {v}" for k, v in _presets().items())
-                                + "\n\nsetups (run, and booted into, before the guest is used; held by the saved state):\n"
-                                + "\n".join(f"  {k}: {v}" for k, v in _setups().items())
-                                + "\n\nexamples:\n"
-                                "  hostkit lab up --hosts 3                       three sshd sysroot hosts\n"
-                                "  hostkit lab up --vm g1=numa2                   one real-kernel guest (resumed in seconds from\n"
-                                "                                                 its preset's saved state; --boot: a boot)\n"
-                                "  hostkit lab up --host bm=epyc-9634-nps1 --vm vm=vmware-like\n"
-                                "  hostkit lab status; hostkit lab down")
-    up.add_argument("--hosts", type=int, default=None, metavar="N",
-                    help="N hosts built from the fixtures round-robin (default: one per fixture)")
-    up.add_argument("--host", action="append", metavar="NAME=SYSROOT_DIR",
-                    help="a host with a copy of this sysroot directory (or fixture name); repeatable")
-    up.add_argument("--vm", action="append", metavar="NAME=SPEC",
-                    help="a QEMU guest with a real kernel (SPEC or a preset, see below); repeatable, mixable with --host")
-    up.add_argument("--boot-timeout", type=float, default=None, metavar="S",
-                    help="seconds to wait for each guest's sshd, and for each boot of its setup when it "
-                         "boots (default 600)")
-    up.add_argument("--boot", action="store_true",
-                    help="boot every guest through GRUB instead of resuming a preset's saved state "
-                         "(the state is saved once per image, at the first --vm of each preset)")
+    up = lsub.add_parser(
+        "up",
+        help="start the lab",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        epilog="VM specs (--vm NAME=SPEC): sockets=S,cores=C,threads=T,nodes=N"
+        "[,mem=MiB][,vendor=vmware|kvm][,disk_queues=Q][,setup=NAME], or a preset:\n"
+        + "\n".join(f"  {k:12s} {v}" for k, v in _presets().items())
+        + "\n\nsetups (run, and booted into, before the guest is used; held by the saved state):\n"
+        + "\n".join(f"  {k}: {v}" for k, v in _setups().items())
+        + "\n\nexamples:\n"
+        "  hostkit lab up --hosts 3                       three sshd sysroot hosts\n"
+        "  hostkit lab up --vm g1=numa2                   one real-kernel guest (resumed in seconds from\n"
+        "                                                 its preset's saved state; --boot: a boot)\n"
+        "  hostkit lab up --host bm=epyc-9634-nps1 --vm vm=vmware-like\n"
+        "  hostkit lab status; hostkit lab down",
+    )
+    up.add_argument(
+        "--hosts",
+        type=int,
+        default=None,
+        metavar="N",
+        help="N hosts built from the fixtures round-robin (default: one per fixture)",
+    )
+    up.add_argument(
+        "--host",
+        action="append",
+        metavar="NAME=SYSROOT_DIR",
+        help="a host with a copy of this sysroot directory (or fixture name); repeatable",
+    )
+    up.add_argument(
+        "--vm",
+        action="append",
+        metavar="NAME=SPEC",
+        help="a QEMU guest with a real kernel (SPEC or a preset, see below); repeatable, mixable with --host",
+    )
+    up.add_argument(
+        "--boot-timeout",
+        type=float,
+        default=None,
+        metavar="S",
+        help="seconds to wait for each guest's sshd, and for each boot of its setup when it boots (default 600)",
+    )
+    up.add_argument(
+        "--boot",
+        action="store_true",
+        help="boot every guest through GRUB instead of resuming a preset's saved state "
+        "(the state is saved once per image, at the first --vm of each preset)",
+    )
     up.add_argument("--port", type=int, default=2222, help="sshd port on every loopback address (default 2222)")
-    for sp in (up, lsub.add_parser("down", help="stop exactly the sshd processes the lab started; remove it"),
-               lsub.add_parser("status", help="show lab hosts and whether their sshd answers")):
+    for sp in (
+        up,
+        lsub.add_parser("down", help="stop exactly the sshd processes the lab started; remove it"),
+        lsub.add_parser("status", help="show lab hosts and whether their sshd answers"),
+    ):
         sp.add_argument("--dir", default=".hostkit/lab", help="lab directory (default .hostkit/lab)")
         sp.add_argument("--json", action="store_true", help="print JSON")
     return lab
@@ -80,14 +109,22 @@ def run(args) -> int:
         specs = _pairs(args.host, "--host", "NAME=SYSROOT_DIR (or NAME=FIXTURE)")
         vms = _pairs(args.vm, "--vm", "NAME=SPEC (or NAME=PRESET)")
         err = output.console(stderr=True)
-        hosts = lab.up(n_hosts=args.hosts, host_specs=specs, port=args.port, vm_specs=vms,
-                       boot_timeout=args.boot_timeout, resume=not args.boot,
-                       say=lambda msg: err.print(msg, markup=False),
-                       progress=None if args.json else
-                       (lambda h: err.print(f"started {h.name} on {h.address}:{h.port} ({h.source})", markup=False)))
+        hosts = lab.up(
+            n_hosts=args.hosts,
+            host_specs=specs,
+            port=args.port,
+            vm_specs=vms,
+            boot_timeout=args.boot_timeout,
+            resume=not args.boot,
+            say=lambda msg: err.print(msg, markup=False),
+            progress=None
+            if args.json
+            else (lambda h: err.print(f"started {h.name} on {h.address}:{h.port} ({h.source})", markup=False)),
+        )
         if args.json:
-            output.emit_json({"dir": str(lab.dir), "inventory": str(lab.inventory),
-                              "hosts": [h.__dict__ for h in hosts]})
+            output.emit_json(
+                {"dir": str(lab.dir), "inventory": str(lab.inventory), "hosts": [h.__dict__ for h in hosts]}
+            )
         else:
             print(f"lab up: {len(hosts)} host(s); inventory {lab.inventory}")
             print(f"  ssh -F {lab.ssh_config} {hosts[0].name}")
@@ -106,10 +143,18 @@ def run(args) -> int:
     elif not status:
         print(f"no lab in {lab.dir}")
     else:
-        rows = [[h["name"], h["kind"], f"{h['address']}:{h['port']}", str(h["pid"]),
-                 "up" if h["answering"] else ("running" if h["running"] else "DOWN"), h["source"],
-                 h["sysroot"] or "/ (own kernel)"]
-                for h in status]
+        rows = [
+            [
+                h["name"],
+                h["kind"],
+                f"{h['address']}:{h['port']}",
+                str(h["pid"]),
+                "up" if h["answering"] else ("running" if h["running"] else "DOWN"),
+                h["source"],
+                h["sysroot"] or "/ (own kernel)",
+            ]
+            for h in status
+        ]
         output.print_table(["host", "kind", "address", "pid", "state", "fixture / VM spec", "sysroot"], rows)
     down = [h for h in status if not h["answering"]]
     return EXIT_FAILED if down else EXIT_OK

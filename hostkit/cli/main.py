@@ -32,8 +32,22 @@ from hostkit.cli import (
 from hostkit.cli.args import Parser, run_options
 from hostkit.errors import EXIT_OK, HostkitError
 
-COMMANDS = [facts, plan, apply, history, rollback, rollout, smoke, gaps, unlock, audit, migrate, lab, fixtures,
-            collection]
+COMMANDS = [
+    facts,
+    plan,
+    apply,
+    history,
+    rollback,
+    rollout,
+    smoke,
+    gaps,
+    unlock,
+    audit,
+    migrate,
+    lab,
+    fixtures,
+    collection,
+]
 
 EPILOG = """\
 exit codes: 0 ok, 1 a check/host/SLO failed, 2 bad input (nothing changed), 3 refused by a safety guard
@@ -48,9 +62,14 @@ examples:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    p = Parser(prog="hostkit", description=(
-        "Tune Linux hosts for latency-critical CPU inference, audit them, roll back, and prove the result."),
-        epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = Parser(
+        prog="hostkit",
+        description=(
+            "Tune Linux hosts for latency-critical CPU inference, audit them, roll back, and prove the result."
+        ),
+        epilog=EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     p.add_argument("--version", action="version", version="hostkit 0.1.0")
     sub = p.add_subparsers(dest="cmd", required=True, parser_class=Parser)
     for command in COMMANDS:

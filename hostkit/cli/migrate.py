@@ -18,15 +18,22 @@ def add_parser(sub) -> argparse.ArgumentParser:
     mr.add_argument("before", metavar="BEFORE.json")
     mr.add_argument("after", metavar="AFTER.json")
     mr.add_argument("--md", metavar="FILE", help="write Markdown for a change ticket")
-    mr.add_argument("--plot", metavar="FILE.png",
-                    help="before and after on one percentile axis per host (50%%..99.99%%, log latency), "
-                         "p99, p99.9 and max labelled (needs matplotlib)")
+    mr.add_argument(
+        "--plot",
+        metavar="FILE.png",
+        help="before and after on one percentile axis per host (50%%..99.99%%, log latency), "
+        "p99, p99.9 and max labelled (needs matplotlib)",
+    )
     mr.add_argument("--json", action="store_true")
     return mg
 
 
 def _side(r: dict) -> dict:
-    return {"p999_ms": r["slo"]["p999_ms"], "passed": r["slo"]["passed"], "diagnosis": [d["cause"] for d in r["diagnosis"]]}
+    return {
+        "p999_ms": r["slo"]["p999_ms"],
+        "passed": r["slo"]["passed"],
+        "diagnosis": [d["cause"] for d in r["diagnosis"]],
+    }
 
 
 def run(args) -> int:

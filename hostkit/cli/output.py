@@ -57,8 +57,11 @@ def print_table(header: list[str], rows: list[list[str]], title: str | None = No
 
 
 def unified_diff(before, after) -> str:
-    return "".join(difflib.unified_diff(str(before or "").splitlines(True), str(after or "").splitlines(True),
-                                        fromfile="before", tofile="after"))
+    return "".join(
+        difflib.unified_diff(
+            str(before or "").splitlines(True), str(after or "").splitlines(True), fromfile="before", tofile="after"
+        )
+    )
 
 
 def error_row(host: str, status: str, error: str | None, width: int, cells: int) -> list[str]:
@@ -99,8 +102,13 @@ class Progress:
 
     Use as a context manager around the API call."""
 
-    def __init__(self, roles: list[str] | None = None, total_roles: int | None = None, what: str = "roles",
-                 live: bool | None = None) -> None:
+    def __init__(
+        self,
+        roles: list[str] | None = None,
+        total_roles: int | None = None,
+        what: str = "roles",
+        live: bool | None = None,
+    ) -> None:
         self.known_roles = set(roles or [])
         self.total_roles = total_roles
         self.what = what
@@ -155,8 +163,9 @@ class Progress:
         if self.is_live:
             from rich.live import Live
 
-            self._live = Live(self._render(), console=self.err, refresh_per_second=4, transient=True,
-                              get_renderable=self._render)
+            self._live = Live(
+                self._render(), console=self.err, refresh_per_second=4, transient=True, get_renderable=self._render
+            )
             self._live.start()
         return self
 
@@ -168,8 +177,9 @@ class Progress:
             self.err.print(self.line(host, done=True), markup=False, highlight=False)
 
 
-def task_progress(quiet: bool = False, roles: list[str] | None = None, total_roles: int | None = None,
-                  what: str = "roles") -> Progress:
+def task_progress(
+    quiet: bool = False, roles: list[str] | None = None, total_roles: int | None = None, what: str = "roles"
+) -> Progress:
     """The progress display of a command (:class:`Progress`); with ``quiet`` (``--json``) it shows nothing
     (its ``on_event`` is still safe to pass)."""
     if quiet:

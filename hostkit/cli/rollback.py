@@ -29,9 +29,12 @@ def add_parser(sub) -> argparse.ArgumentParser:
     rb.add_argument("--check", action="store_true", help="report what would be restored; change nothing")
     rb.add_argument("--diff", action="store_true", help="show file diffs and value changes")
     reboot_args(rb, "boot configuration was restored")
-    rb.add_argument("--adopt", action="store_true",
-                    help="host tuned by another tool: record its current tuning as a baseline run, then apply "
-                         "the profile (--profile or hostkit_profile), so even that can be rolled back")
+    rb.add_argument(
+        "--adopt",
+        action="store_true",
+        help="host tuned by another tool: record its current tuning as a baseline run, then apply "
+        "the profile (--profile or hostkit_profile), so even that can be rolled back",
+    )
     plan_args(rb, "with --adopt: the profile to apply", "with --adopt: allow isolation on a VM")
     return rb
 
@@ -42,9 +45,19 @@ def run(args) -> int:
             raise BadInput("--adopt takes no --run-id or --all: it records a new baseline, then applies")
         return _adopt(args)
     with output.task_progress(quiet=args.json) as progress:
-        result = api.rollback(api.RollbackRequest(inventory=args.inventory, limit=args.limit, run_id=args.run_id, all=args.all,
-                                                  check=args.check, diff=args.diff, reboot=args.reboot, reboot_timeout=args.reboot_timeout),
-                              on_event=progress)
+        result = api.rollback(
+            api.RollbackRequest(
+                inventory=args.inventory,
+                limit=args.limit,
+                run_id=args.run_id,
+                all=args.all,
+                check=args.check,
+                diff=args.diff,
+                reboot=args.reboot,
+                reboot_timeout=args.reboot_timeout,
+            ),
+            on_event=progress,
+        )
     if args.json:
         output.emit_json(result.to_dict())
         return result.rc
@@ -55,29 +68,57 @@ def run(args) -> int:
                     print(f"--- {host}: {a['path']}\n{output.unified_diff(a['diff']['before'], a['diff']['after'])}")
                 elif a["kind"] == "value":
                     print(f"--- {host}: {a['path']}: {a['from']} -> {a['to']}")
-    output.print_table(HEADER, output.host_rows(result.hosts, HEADER, _restored),
-                       title=f"hostkit rollback{' --check' if args.check else ''}")
+    output.print_table(
+        HEADER,
+        output.host_rows(result.hosts, HEADER, _restored),
+        title=f"hostkit rollback{' --check' if args.check else ''}",
+    )
     for host, r in result.reboots.items():
         print(f"{host}: reboot {r.status}" + (f": booted {r.cmdline}" if r.cmdline else f": {r.msg}"))
     return result.rc
 
 
 def _restored(host: str, d: dict) -> list[list[str]]:
-    return [[host, ("would change" if d["check"] and d["changed"] else "changed" if d["changed"] else "unchanged")
-             if restored(d) else "FAILED", ",".join(d["runs"]) or "-", str(len(d["actions"])), str(d["unchanged"]),
-             "-" if d["verify"] is None else ("ok" if d["verify"]["ok"] else f"{len(d['verify']['mismatches'])} mismatch(es)"),
-             "yes" if d["reboot_required"] else "no", "; ".join(e["path"] + ": " + e["error"] for e in d["errors"])[:80]]]
+    return [
+        [
+            host,
+            ("would change" if d["check"] and d["changed"] else "changed" if d["changed"] else "unchanged")
+            if restored(d)
+            else "FAILED",
+            ",".join(d["runs"]) or "-",
+            str(len(d["actions"])),
+            str(d["unchanged"]),
+            "-"
+            if d["verify"] is None
+            else ("ok" if d["verify"]["ok"] else f"{len(d['verify']['mismatches'])} mismatch(es)"),
+            "yes" if d["reboot_required"] else "no",
+            "; ".join(e["path"] + ": " + e["error"] for e in d["errors"])[:80],
+        ]
+    ]
 
 
 def _adopt(args) -> int:
-    result = api.adopt(api.AdoptRequest(inventory=args.inventory, limit=args.limit, profile=args.profile, force=args.force,
-                                        check=args.check, diff=args.diff))
+    result = api.adopt(
+        api.AdoptRequest(
+            inventory=args.inventory,
+            limit=args.limit,
+            profile=args.profile,
+            force=args.force,
+            check=args.check,
+            diff=args.diff,
+        )
+    )
     if args.json:
         output.emit_json(result.to_dict())
         return result.rc
-    rows = [[h, v.adopted_run or "FAILED", str(len(v.adopted_files)), v.apply_status,
-             "yes" if v.reboot_required else "no"] for h, v in result.hosts.items()]
-    output.print_table(["host", "adopted baseline run", "files recorded", "apply", "reboot required"], rows,
-                       title="hostkit rollback --adopt")
+    rows = [
+        [h, v.adopted_run or "FAILED", str(len(v.adopted_files)), v.apply_status, "yes" if v.reboot_required else "no"]
+        for h, v in result.hosts.items()
+    ]
+    output.print_table(
+        ["host", "adopted baseline run", "files recorded", "apply", "reboot required"],
+        rows,
+        title="hostkit rollback --adopt",
+    )
     print(f"`hostkit rollback -i {args.inventory}` now returns these hosts to the adopted state.")
     return result.rc

@@ -45,15 +45,30 @@ back, 2 bad input (nothing changed), 3 a host's plan was refused by a safety gua
 # one not given keeps RolloutRequest's default and one given with --resume/--abort is refused.
 SETTINGS = (
     ("--canary", int, "K", "the first K hosts (inventory order) form the first batch (default 0)"),
-    ("--max-failures", int, "N", "failed hosts tolerated (each rolled back alone) before the rollout stops and "
-                                 "rolls back its batch (default 0: the first failed host stops it)"),
-    ("--max-unavailable", int, "M", "never more than M hosts out of service at once (from a host's pre-batch hook "
-                                    "to its post-batch hooks, a failed host left drained included): a larger batch "
-                                    "goes out in waves of M; a stop still rolls back the whole batch (default: a "
-                                    "batch)"),
+    (
+        "--max-failures",
+        int,
+        "N",
+        "failed hosts tolerated (each rolled back alone) before the rollout stops and "
+        "rolls back its batch (default 0: the first failed host stops it)",
+    ),
+    (
+        "--max-unavailable",
+        int,
+        "M",
+        "never more than M hosts out of service at once (from a host's pre-batch hook "
+        "to its post-batch hooks, a failed host left drained included): a larger batch "
+        "goes out in waves of M; a stop still rolls back the whole batch (default: a "
+        "batch)",
+    ),
     ("--target-p999-ms", float, "MS", "the smoke gate's p999 target for every host (default: each host's profile)"),
-    ("--smoke-duration", float, "S", "seconds per smoke run (default: the smoke test's default run, a credible "
-                                     "p999; a short run is INCONCLUSIVE, which does not stop the rollout)"),
+    (
+        "--smoke-duration",
+        float,
+        "S",
+        "seconds per smoke run (default: the smoke test's default run, a credible "
+        "p999; a short run is INCONCLUSIVE, which does not stop the rollout)",
+    ),
     ("--hook-timeout", float, "S", "seconds each hook command may run before it is killed and fails (default 600)"),
 )
 
@@ -66,14 +81,18 @@ def add_parser(sub) -> argparse.ArgumentParser:
     ro = command(sub, "rollout", SUMMARY, DESCRIPTION, EPILOG)
     ro.add_argument("-i", "--inventory", metavar="INVENTORY", help="the fleet (a new rollout)")
     ro.add_argument("--limit", metavar="PATTERN", help="only hosts matching this Ansible pattern")
-    ro.add_argument("--batch", metavar="N|P%", help="hosts per batch after the canaries: N, or P%% of the fleet "
-                    "(rounded up)")
+    ro.add_argument(
+        "--batch", metavar="N|P%", help="hosts per batch after the canaries: N, or P%% of the fleet (rounded up)"
+    )
     for flag, kind, metavar, text in SETTINGS:
         ro.add_argument(flag, type=kind, default=None, metavar=metavar, help=text)
-    reboot_args(ro, "kernel arguments changed (and, on a rollback, whose boot configuration came back)",
-                pending="a reboot still pending after it fails the audit gate (without --reboot it is only "
-                        "reported)", timeout_default=None,
-                lost="a host that does not come back fails its gate")
+    reboot_args(
+        ro,
+        "kernel arguments changed (and, on a rollback, whose boot configuration came back)",
+        pending="a reboot still pending after it fails the audit gate (without --reboot it is only reported)",
+        timeout_default=None,
+        lost="a host that does not come back fails its gate",
+    )
     plan_args(ro)
     which = ro.add_mutually_exclusive_group()
     which.add_argument("--resume", metavar="RUN", help="go on with this rollout: finished hosts are not redone")
@@ -90,10 +109,18 @@ def request(args):
         raise BadInput("a new rollout needs -i INVENTORY (or --resume RUN / --abort RUN)")
     if not args.batch:
         raise BadInput("a new rollout needs --batch N or --batch P%")
-    given = {k: getattr(args, k) for k in SETTING_NAMES + ("reboot_timeout",)
-             if getattr(args, k) is not None}  # the others keep RolloutRequest's defaults
-    return RolloutRequest(inventory=args.inventory, batch=args.batch, limit=args.limit, reboot=args.reboot, profile=args.profile,
-                          force=args.force, **given)
+    given = {
+        k: getattr(args, k) for k in SETTING_NAMES + ("reboot_timeout",) if getattr(args, k) is not None
+    }  # the others keep RolloutRequest's defaults
+    return RolloutRequest(
+        inventory=args.inventory,
+        batch=args.batch,
+        limit=args.limit,
+        reboot=args.reboot,
+        profile=args.profile,
+        force=args.force,
+        **given,
+    )
 
 
 def run(args) -> int:
@@ -103,8 +130,9 @@ def run(args) -> int:
     if existing:
         given = [f"--{n.replace('_', '-')}" for n in NEW_ONLY if getattr(args, n) not in (None, False)]
         if given:
-            raise BadInput(f"{'--resume' if args.resume else '--abort'} takes the rollout's own settings; "
-                           f"drop {', '.join(given)}")
+            raise BadInput(
+                f"{'--resume' if args.resume else '--abort'} takes the rollout's own settings; drop {', '.join(given)}"
+            )
     note = None if args.json else output.note
     if args.resume:
         result = driver.resume(args.resume, on_step=note)
@@ -127,10 +155,22 @@ def print_result(result) -> None:
     rows = []
     for h, r in s["hosts"].items():
         be, af = r.get("before") or {}, r.get("after") or {}
-        rows.append([h, str(r["batch"] + 1), r["status"], _v(be), _v(af), (r.get("audit") or {}).get("status", "-"),
-                     (r["gate"]["gate"] + ": " + r["gate"]["why"])[:100] if r.get("gate") else "-"])
-    output.print_table(["host", "batch", "status", "smoke before", "smoke after", "audit", "gate failed"], rows,
-                       title=f"hostkit rollout {s['rollout_id']}: {s['status']}")
+        rows.append(
+            [
+                h,
+                str(r["batch"] + 1),
+                r["status"],
+                _v(be),
+                _v(af),
+                (r.get("audit") or {}).get("status", "-"),
+                (r["gate"]["gate"] + ": " + r["gate"]["why"])[:100] if r.get("gate") else "-",
+            ]
+        )
+    output.print_table(
+        ["host", "batch", "status", "smoke before", "smoke after", "audit", "gate failed"],
+        rows,
+        title=f"hostkit rollout {s['rollout_id']}: {s['status']}",
+    )
     f = s.get("failure")
     if f:
         print(f"stopped at batch {f['batch'] + 1}: {f['host']} failed the {f['gate']} gate: {f['why']}")

@@ -13,31 +13,45 @@ from hostkit.smoke.options import SmokeOptions, add_smoke_arguments
 
 
 def add_parser(sub) -> argparse.ArgumentParser:
-    sm = command(sub, "smoke", "on-host SHM inference smoke test: p999 deschedule against a target",
-                 "Runs a shared-memory inference path (queue, pinned worker, clients) on this host and\n"
-                 "measures deschedule = wall - thread CPU of every inference (time runnable but not\n"
-                 "running). Exit 1 when p999 misses --target-p999-ms, the run faulted, or it has too\n"
-                 "few samples for a credible p999 (INCONCLUSIVE: see --duration).",
-                 "examples:\n"
-                 "  hostkit smoke --duration 10                        shm transport, 2 ms model\n"
-                 "  hostkit smoke --transport socket --requests 20000  TCP loopback + pickle\n"
-                 "  hostkit smoke --inject-stall 20@0.5 --duration 5   calibration: stalls it must see\n"
-                 "  hostkit smoke --with-cyclictest --plot tail.png --prom /var/lib/node_exporter/textfile/hk.prom")
-    sm.add_argument("-i", "--inventory", metavar="INVENTORY",
-                    help="run on every inventory host through the smoke role (the host agent needs only python3)")
+    sm = command(
+        sub,
+        "smoke",
+        "on-host SHM inference smoke test: p999 deschedule against a target",
+        "Runs a shared-memory inference path (queue, pinned worker, clients) on this host and\n"
+        "measures deschedule = wall - thread CPU of every inference (time runnable but not\n"
+        "running). Exit 1 when p999 misses --target-p999-ms, the run faulted, or it has too\n"
+        "few samples for a credible p999 (INCONCLUSIVE: see --duration).",
+        "examples:\n"
+        "  hostkit smoke --duration 10                        shm transport, 2 ms model\n"
+        "  hostkit smoke --transport socket --requests 20000  TCP loopback + pickle\n"
+        "  hostkit smoke --inject-stall 20@0.5 --duration 5   calibration: stalls it must see\n"
+        "  hostkit smoke --with-cyclictest --plot tail.png --prom /var/lib/node_exporter/textfile/hk.prom",
+    )
+    sm.add_argument(
+        "-i",
+        "--inventory",
+        metavar="INVENTORY",
+        help="run on every inventory host through the smoke role (the host agent needs only python3)",
+    )
     sm.add_argument("--limit", metavar="PATTERN", help="with -i: only these hosts")
     sm.add_argument("--forks", type=int, default=None, help="with -i: hosts at a time (lab: 1)")
     ansible_output_args(sm)  # with -i: Ansible's verbosity and log
     sm.add_argument("--profile", metavar="NAME|FILE", help="take transport and target from a profile")
     add_smoke_arguments(sm)
     sm.add_argument("--json", action="store_true")
-    sm.add_argument("--plot", metavar="FILE.png",
-                    help="deschedule on a percentile axis (50%%..99.99%%, log latency), p99, p99.9 and max "
-                         "labelled; with -i also FILE-<host>.png per host, FILE.png the fleet (needs matplotlib)")
-    sm.add_argument("--prom", metavar="FILE.prom",
-                    help="Prometheus textfile for node_exporter's textfile collector (seconds; deschedule and "
-                         "rpc histograms, SLO target, p999, verdict), replaced atomically; with -i also "
-                         "FILE-<host>.prom per host, FILE.prom the fleet's merged histograms")
+    sm.add_argument(
+        "--plot",
+        metavar="FILE.png",
+        help="deschedule on a percentile axis (50%%..99.99%%, log latency), p99, p99.9 and max "
+        "labelled; with -i also FILE-<host>.png per host, FILE.png the fleet (needs matplotlib)",
+    )
+    sm.add_argument(
+        "--prom",
+        metavar="FILE.prom",
+        help="Prometheus textfile for node_exporter's textfile collector (seconds; deschedule and "
+        "rpc histograms, SLO target, p999, verdict), replaced atomically; with -i also "
+        "FILE-<host>.prom per host, FILE.prom the fleet's merged histograms",
+    )
     return sm
 
 
@@ -67,16 +81,23 @@ def run(args) -> int:
     from hostkit.smoke.report import plot, prometheus, table_rows, text_summary, write_atomic
 
     # The profile is read once, here (bad input before anything runs); the run gets the resolved options.
-    opts = api.local_smoke_options(api.LocalSmokeRequest(options=SmokeOptions.from_args(args), profile=args.profile,
-                                                         given=given_options(args)))
+    opts = api.local_smoke_options(
+        api.LocalSmokeRequest(options=SmokeOptions.from_args(args), profile=args.profile, given=given_options(args))
+    )
     req = api.LocalSmokeRequest(options=opts)
     if args.json:
         result = api.smoke_here(req)
     else:
         from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
-        with Progress(TextColumn("smoke"), BarColumn(), TextColumn("{task.description}"), TimeElapsedColumn(),
-                      console=output.console(stderr=True), transient=True) as bar:
+        with Progress(
+            TextColumn("smoke"),
+            BarColumn(),
+            TextColumn("{task.description}"),
+            TimeElapsedColumn(),
+            console=output.console(stderr=True),
+            transient=True,
+        ) as bar:
             task = bar.add_task("starting", total=opts.duration or opts.total_requests or 1)
 
             def progress(done, total, elapsed, duration):
@@ -90,8 +111,11 @@ def run(args) -> int:
     if args.prom:
         write_atomic(args.prom, prometheus(report, result.hostname))
     if args.plot:
-        plot([(f"{report['transport']} (n={report['samples']})", report, result.deschedule_ms)], args.plot,
-             report["target_p999_ms"])
+        plot(
+            [(f"{report['transport']} (n={report['samples']})", report, result.deschedule_ms)],
+            args.plot,
+            report["target_p999_ms"],
+        )
     if args.json:
         output.emit_json(result.to_dict())
     else:
@@ -104,12 +128,19 @@ FLEET_HEADER = ["host", "transport", "samples", "p99 ms", "p999 ms", "max ms", "
 
 
 def _fleet(args) -> int:
-    req = api.SmokeRequest(inventory=args.inventory, limit=args.limit, forks=args.forks, profile=args.profile,
-                           options=SmokeOptions.from_args(args), given=given_options(args))
+    req = api.SmokeRequest(
+        inventory=args.inventory,
+        limit=args.limit,
+        forks=args.forks,
+        profile=args.profile,
+        options=SmokeOptions.from_args(args),
+        given=given_options(args),
+    )
     if not args.json:
         settings, forks = api.smoke_plan(req)
-        output.note(f"smoke test on {len(settings)} host(s), {forks} at a time, "
-                    f"{next(iter(settings.values()))['run']} each")
+        output.note(
+            f"smoke test on {len(settings)} host(s), {forks} at a time, {next(iter(settings.values()))['run']} each"
+        )
     result = api.smoke(req, on_event=output.task_progress(quiet=args.json))
     summary, failed = _fleet_outputs(args, result)
     if args.json:
@@ -118,12 +149,24 @@ def _fleet(args) -> int:
     from hostkit.smoke.report import verdict
 
     def measured(host: str, d: dict) -> list[list[str]]:
-        return [[host, d["transport"], str(d["samples"]), str(d["deschedule_ms"]["p99"]),
-                 str(d["deschedule_ms"]["p999"]), str(d["deschedule_ms"]["max"]),
-                 verdict(d["slo"]), ", ".join(x["cause"] for x in d["diagnosis"])]]
+        return [
+            [
+                host,
+                d["transport"],
+                str(d["samples"]),
+                str(d["deschedule_ms"]["p99"]),
+                str(d["deschedule_ms"]["p999"]),
+                str(d["deschedule_ms"]["max"]),
+                verdict(d["slo"]),
+                ", ".join(x["cause"] for x in d["diagnosis"]),
+            ]
+        ]
 
-    output.print_table(FLEET_HEADER, output.host_rows(result.hosts, FLEET_HEADER, measured, width=60),
-                       title="hostkit smoke (deschedule)")
+    output.print_table(
+        FLEET_HEADER,
+        output.host_rows(result.hosts, FLEET_HEADER, measured, width=60),
+        title="hostkit smoke (deschedule)",
+    )
     print(fleet_line(summary, failed))
     return result.rc
 
@@ -144,13 +187,19 @@ def _fleet_outputs(args, result) -> tuple[dict, list[str]]:
     if args.plot:
         targets = {d["slo"]["target_p999_ms"] for d in docs.values()}
         for h, d in docs.items():
-            report.plot_results([(h, d)], report.host_path(args.plot, h), d["slo"]["target_p999_ms"],
-                                title=f"hostkit smoke: {h}, deschedule per inference")
+            report.plot_results(
+                [(h, d)],
+                report.host_path(args.plot, h),
+                d["slo"]["target_p999_ms"],
+                title=f"hostkit smoke: {h}, deschedule per inference",
+            )
         report.plot_fleet(docs, summary, args.plot, targets.pop() if len(targets) == 1 else None)
         written.append(args.plot)
     if written:
-        output.note(f"wrote {' and '.join(written)} (the fleet) and one file per measured host beside it"
-                    + (f"; none for {', '.join(failed)} (no result)" if failed else ""))
+        output.note(
+            f"wrote {' and '.join(written)} (the fleet) and one file per measured host beside it"
+            + (f"; none for {', '.join(failed)} (no result)" if failed else "")
+        )
     return summary, failed
 
 
@@ -164,7 +213,9 @@ def fleet_line(summary: dict, failed: list[str]) -> str:
     if not summary["hosts"]:
         return f"fleet: no host measured ({len(failed)} failed)"
     b = summary["at_most_s"]["deschedule"]
-    return (f"fleet ({len(summary['hosts'])} host(s) measured, {len(failed)} failed): deschedule p99 <= "
-            f"{ms(b['p99'])} ms, p99.9 <= {ms(b['p999'])} ms (merged histogram buckets), max "
-            f"{ms(summary['max_s']['deschedule'])} ms; SLO "
-            + ", ".join(f"{v} {summary['verdicts'].get(v, 0)}" for v in VERDICTS))
+    return (
+        f"fleet ({len(summary['hosts'])} host(s) measured, {len(failed)} failed): deschedule p99 <= "
+        f"{ms(b['p99'])} ms, p99.9 <= {ms(b['p999'])} ms (merged histogram buckets), max "
+        f"{ms(summary['max_s']['deschedule'])} ms; SLO "
+        + ", ".join(f"{v} {summary['verdicts'].get(v, 0)}" for v in VERDICTS)
+    )

@@ -10,10 +10,14 @@ from hostkit.cli.args import command, fleet_args
 
 
 def add_parser(sub) -> argparse.ArgumentParser:
-    ul = command(sub, "unlock", "clear the host-side lock left by a dead run",
-                 "Every apply takes <sysroot>/var/lib/hostkit/lock on each host; a second apply is refused naming "
-                 "the holder. A run that died keeps its lock: this clears it (any holder, or only --run-id's).",
-                 raw=False)
+    ul = command(
+        sub,
+        "unlock",
+        "clear the host-side lock left by a dead run",
+        "Every apply takes <sysroot>/var/lib/hostkit/lock on each host; a second apply is refused naming "
+        "the holder. A run that died keeps its lock: this clears it (any holder, or only --run-id's).",
+        raw=False,
+    )
     fleet_args(ul)
     ul.add_argument("--run-id", metavar="ID", help="only release the lock when this run holds it")
     return ul
@@ -25,6 +29,12 @@ def run(args) -> int:
         output.emit_json(result.to_dict())
     else:
         for h in sorted(result.released.keys() | result.failed.keys()):
-            print(f"{h}: " + (f"FAILED {result.failed[h]}" if h in result.failed else
-                              ("lock released" if result.released[h] else "not locked")))
+            print(
+                f"{h}: "
+                + (
+                    f"FAILED {result.failed[h]}"
+                    if h in result.failed
+                    else ("lock released" if result.released[h] else "not locked")
+                )
+            )
     return result.rc

@@ -63,8 +63,10 @@ except ImportError:  # inside an Ansible module
     from ansible.module_utils.hostkit_sysroot import HostFileError, read_bytes, sysroot_path
 
 BACKENDS = ("grub-debian", "bls", "systemd-boot")
-SUPPORTED = "Debian/Ubuntu GRUB (/etc/default/grub), BLS entries with GRUB (/boot/loader/entries + /boot/grub2), " \
-            "systemd-boot (<esp>/loader/entries)"
+SUPPORTED = (
+    "Debian/Ubuntu GRUB (/etc/default/grub), BLS entries with GRUB (/boot/loader/entries + /boot/grub2), "
+    "systemd-boot (<esp>/loader/entries)"
+)
 
 GRUB = "/etc/default/grub"
 GRUB_D = "/etc/default/grub.d"
@@ -78,8 +80,15 @@ ESPS = ("/boot/efi", "/efi", "/boot")
 # kernel image booted this kernel.
 STUB_INFO = "/sys/firmware/efi/efivars/StubInfo-4a67b082-0a4c-41cf-b6c7-440b29bb8c4f"
 # Boot files of loaders hostkit does not edit: named when nothing supported is found.
-OTHER_BOOT_FILES = ("/boot/grub/grub.cfg", "/boot/grub2/grub.cfg", "/boot/extlinux/extlinux.conf",
-                    "/boot/syslinux/syslinux.cfg", "/etc/zipl.conf", "/boot/efi/EFI/Linux", "/efi/EFI/Linux")
+OTHER_BOOT_FILES = (
+    "/boot/grub/grub.cfg",
+    "/boot/grub2/grub.cfg",
+    "/boot/extlinux/extlinux.conf",
+    "/boot/syslinux/syslinux.cfg",
+    "/etc/zipl.conf",
+    "/boot/efi/EFI/Linux",
+    "/efi/EFI/Linux",
+)
 GRUB_VARS = ("GRUB_CMDLINE_LINUX", "GRUB_CMDLINE_LINUX_DEFAULT")
 GRUBENV_HEADER = "# GRUB Environment Block\n"
 # tuned on Debian GRUB (tuned/consts.py GRUB2_TUNED_TEMPLATE_PATH, BOOT_CMDLINE_FILE, GRUB2_TUNED_VAR).
@@ -88,8 +97,10 @@ TUNED_BOOTCMDLINE = "/etc/tuned/bootcmdline"
 TUNED_VAR = "tuned_params"
 _TUNED_LINE = re.compile(r"^(\s*TUNED_BOOT_CMDLINE=)(.*)$", re.MULTILINE)
 
-DROPIN_HEADER = ("# Managed by hostkit: kernel arguments for latency-critical inference.\n"
-                 "# Remove with `hostkit rollback`; edits here are overwritten by `hostkit apply`.\n")
+DROPIN_HEADER = (
+    "# Managed by hostkit: kernel arguments for latency-critical inference.\n"
+    "# Remove with `hostkit rollback`; edits here are overwritten by `hostkit apply`.\n"
+)
 
 
 class BootConfigError(ValueError):
@@ -101,6 +112,7 @@ MAX_BOOT_FILE = 1 << 20
 
 
 # --------------------------------------------------------------------------------------- files
+
 
 def _read(sysroot, path):
     """A boot configuration file's text (None: absent or unreadable). A FIFO, device, symlink loop
@@ -140,10 +152,12 @@ def detect(sysroot):
     [boot files of unsupported loaders], "esp": path or None}``."""
     texts, found = {}, []
     if _exists(sysroot, STUB_INFO):
-        images = ["%s/EFI/Linux/%s" % (esp.rstrip("/"), n) for esp in ESPS
-                  for n in _listdir(sysroot, esp.rstrip("/") + "/EFI/Linux", ".efi")]
-        return {"backend": "uki", "files": [], "texts": texts, "found": [STUB_INFO] + images, "esp": None,
-                "real": {}}
+        images = [
+            "%s/EFI/Linux/%s" % (esp.rstrip("/"), n)
+            for esp in ESPS
+            for n in _listdir(sysroot, esp.rstrip("/") + "/EFI/Linux", ".efi")
+        ]
+        return {"backend": "uki", "files": [], "texts": texts, "found": [STUB_INFO] + images, "esp": None, "real": {}}
     grub = _read(sysroot, GRUB)
     bls = ["%s/%s" % (BLS_ENTRIES, n) for n in _listdir(sysroot, BLS_ENTRIES, ".conf")]
     if bls and _isdir(sysroot, GRUB2_DIR):
@@ -184,8 +198,14 @@ def _loaded(sysroot, backend, files, esp, found):
         text = _read(sysroot, p)
         if text is not None:
             texts[p] = text
-    return {"backend": backend, "files": [p for p in files if p in texts], "texts": texts, "found": found,
-            "esp": esp, "real": {}}
+    return {
+        "backend": backend,
+        "files": [p for p in files if p in texts],
+        "texts": texts,
+        "found": found,
+        "esp": esp,
+        "real": {},
+    }
 
 
 def _link_target(sysroot, path):
@@ -198,7 +218,7 @@ def _link_target(sysroot, path):
     root = os.path.realpath(sysroot_path(sysroot, "/")).rstrip("/")
     if root and not real.startswith(root + "/"):
         return None
-    return real[len(root):] if root else real
+    return real[len(root) :] if root else real
 
 
 def real_path(cfg, path):
@@ -209,16 +229,20 @@ def real_path(cfg, path):
 def describe_uki(cfg):
     """The one line a refusal of kernel arguments gives on a host booted from a unified kernel image."""
     images = [p for p in cfg.get("found") or [] if p.endswith(".efi")]
-    return ("booted from a unified kernel image (systemd-stub's StubInfo EFI variable%s): its command line "
-            "is the image's embedded .cmdline, kept under Secure Boot whatever a boot entry says; changing "
-            "kernel arguments means rebuilding and re-signing the image (ukify, kernel-install), which "
-            "hostkit does not do" % ("; images: " + ", ".join(images) if images else ""))
+    return (
+        "booted from a unified kernel image (systemd-stub's StubInfo EFI variable%s): its command line "
+        "is the image's embedded .cmdline, kept under Secure Boot whatever a boot entry says; changing "
+        "kernel arguments means rebuilding and re-signing the image (ukify, kernel-install), which "
+        "hostkit does not do" % ("; images: " + ", ".join(images) if images else "")
+    )
 
 
 def describe_none(cfg):
     """The one line a refusal gives for a host without a supported boot configuration."""
-    found = ", ".join(cfg.get("found") or []) or "none of /etc/default/grub, /boot/loader/entries/*.conf, " \
-        "<esp>/loader/entries/*.conf"
+    found = (
+        ", ".join(cfg.get("found") or [])
+        or "none of /etc/default/grub, /boot/loader/entries/*.conf, <esp>/loader/entries/*.conf"
+    )
     return "no supported boot configuration (found: %s; supported: %s)" % (found, SUPPORTED)
 
 
@@ -256,7 +280,7 @@ def shell_word(raw, env):
             j = raw.find("'", i + 1)
             if j < 0:
                 raise ValueError("unbalanced single quote")
-            out.append(raw[i + 1:j])
+            out.append(raw[i + 1 : j])
             i = j + 1
         elif c == '"':
             i += 1
@@ -273,7 +297,7 @@ def shell_word(raw, env):
             out.append(_expand("".join(buf), env).replace("\0", "$"))
             i += 1
         elif c == "\\":
-            out.append(raw[i + 1:i + 2])
+            out.append(raw[i + 1 : i + 2])
             i += 2
         else:
             j = i
@@ -327,8 +351,9 @@ def _grub_next_boot(texts, booted):
 
 
 def dropin_text(want):
-    return (DROPIN_HEADER + 'GRUB_CMDLINE_LINUX_DEFAULT="${GRUB_CMDLINE_LINUX_DEFAULT} %s"\n'
-            % " ".join(format_arg(k, v) for k, v in sorted(want.items())))
+    return DROPIN_HEADER + 'GRUB_CMDLINE_LINUX_DEFAULT="${GRUB_CMDLINE_LINUX_DEFAULT} %s"\n' % " ".join(
+        format_arg(k, v) for k, v in sorted(want.items())
+    )
 
 
 def _grub_edit(texts, want, managed):
@@ -358,6 +383,7 @@ def _grub_edit(texts, want, managed):
 
 # --------------------------------------------------------------------------------------- BLS and grubenv
 
+
 def parse_grubenv(text):
     """GRUB environment block (``grub-editenv``'s format: a header line, ``name=value`` lines, then
     ``#`` padding to the block size) -> ordered list of (name, value); ``\\`` escapes undone."""
@@ -375,8 +401,9 @@ def format_grubenv(pairs, size):
     bytes (the block keeps its size; GRUB refuses a block whose padding is gone)."""
     body = GRUBENV_HEADER + "".join("%s=%s\n" % (k, v.replace("\\", "\\\\").replace("\n", "\\n")) for k, v in pairs)
     if len(body.encode("utf-8")) > size:
-        raise BootConfigError("%s: the variables need %d bytes, more than the block's %d"
-                              % (GRUBENV, len(body.encode("utf-8")), size))
+        raise BootConfigError(
+            "%s: the variables need %d bytes, more than the block's %d" % (GRUBENV, len(body.encode("utf-8")), size)
+        )
     return body + "#" * (size - len(body.encode("utf-8")))
 
 
@@ -408,15 +435,16 @@ def expand_options(options, env):
 def _entries(texts, entries_dir):
     """Entry paths, newest kernel first (GRUB's blscfg and systemd-boot sort by version, descending)."""
     paths = [p for p in texts if p.startswith(entries_dir + "/") and p.endswith(".conf")]
-    return sorted(paths, key=lambda p: _version_key(parse_entry(texts[p]).get("version") or os.path.basename(p)),
-                  reverse=True)
+    return sorted(
+        paths, key=lambda p: _version_key(parse_entry(texts[p]).get("version") or os.path.basename(p)), reverse=True
+    )
 
 
 def _default_entry(texts, entries, saved=None, pattern=None):
     """The entry the next boot takes: GRUB's ``saved_entry`` (an entry id: its file name without
     ``.conf``, or its title), systemd-boot's ``default`` glob, else the newest."""
     for p in entries:
-        entry_id = os.path.basename(p)[:-len(".conf")]
+        entry_id = os.path.basename(p)[: -len(".conf")]
         if saved and saved in (entry_id, parse_entry(texts[p]).get("title")):
             return p
         if pattern and (fnmatch.fnmatch(entry_id, pattern) or fnmatch.fnmatch(entry_id + ".conf", pattern)):
@@ -507,6 +535,7 @@ def _kernel_cmdline_edit(texts, want, managed, new):
 
 # --------------------------------------------------------------------------------------- systemd-boot
 
+
 def _sdboot_next_boot(texts, esp):
     entries = _entries(texts, esp.rstrip("/") + "/loader/entries")
     conf = parse_loader_conf(texts.get(esp.rstrip("/") + "/loader/loader.conf"))
@@ -533,6 +562,7 @@ def _sdboot_edit(texts, want, managed, esp):
 
 # --------------------------------------------------------------------------------------- the interface
 
+
 def next_boot(cfg, booted=None):
     """The kernel command line the next boot will use (None for ``none`` and ``uki``), and the file
     it comes from (the default entry for BLS and systemd-boot)."""
@@ -554,11 +584,12 @@ def every_boot_cmdline(cfg, booted=None):
         return {GRUB: _grub_next_boot(texts, booted)}
     if cfg["backend"] == "bls":
         env = dict(parse_grubenv(texts.get(GRUBENV)))
-        return {p: expand_options(parse_entry(texts[p]).get("options", ""), env)
-                    for p in _entries(texts, BLS_ENTRIES)}
+        return {p: expand_options(parse_entry(texts[p]).get("options", ""), env) for p in _entries(texts, BLS_ENTRIES)}
     if cfg["backend"] == "systemd-boot":
-        return {p: " ".join(parse_entry(texts[p]).get("options", "").split())
-                    for p in _entries(texts, cfg["esp"].rstrip("/") + "/loader/entries")}
+        return {
+            p: " ".join(parse_entry(texts[p]).get("options", "").split())
+            for p in _entries(texts, cfg["esp"].rstrip("/") + "/loader/entries")
+        }
     return {}
 
 
@@ -585,8 +616,9 @@ def edit(cfg, want, remove=()):
             after["texts"][p] = text
     problems = check(after, want, remove)
     if problems:
-        raise BootConfigError("the edited boot configuration would still be wrong, nothing changed: "
-                              + "; ".join(problems))
+        raise BootConfigError(
+            "the edited boot configuration would still be wrong, nothing changed: " + "; ".join(problems)
+        )
     return new
 
 
@@ -616,5 +648,18 @@ def boot_loader_facts(sysroot, booted=None):
     return facts, line
 
 
-__all__ = ["BACKENDS", "BootConfigError", "detect", "edit", "check", "next_boot", "every_boot_cmdline",
-           "boot_loader_facts", "grub_effective", "parse_grubenv", "format_grubenv", "parse_entry", "split_cmdline"]
+__all__ = [
+    "BACKENDS",
+    "BootConfigError",
+    "detect",
+    "edit",
+    "check",
+    "next_boot",
+    "every_boot_cmdline",
+    "boot_loader_facts",
+    "grub_effective",
+    "parse_grubenv",
+    "format_grubenv",
+    "parse_entry",
+    "split_cmdline",
+]

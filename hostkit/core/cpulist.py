@@ -18,8 +18,10 @@ __metaclass__ = type
 try:  # in the hostkit package: a BadInput (exit code 2) as well as a ValueError
     from hostkit.errors import CpulistError
 except ImportError:  # inside an Ansible module (module_utils/hostkit_cpulist.py)
+
     class CpulistError(ValueError):
         """A kernel cpulist or CPU mask that does not parse."""
+
 
 # Large enough for any real machine (the kernel's NR_CPUS tops out at 8192),
 # small enough that "0-99999999" cannot eat the controller's memory.
@@ -62,8 +64,9 @@ def parse_cpulist(text, max_cpus=MAX_CPUS):
     if _digits(body):  # the common single-CPU case, on the hot path of sysfs reads
         cpu = _int(body, text)
         if cpu >= max_cpus:
-            raise CpulistError("invalid cpulist %s: CPU %d is beyond the limit of %d CPUs"
-                               % (_shown(text), cpu, max_cpus))
+            raise CpulistError(
+                "invalid cpulist %s: CPU %d is beyond the limit of %d CPUs" % (_shown(text), cpu, max_cpus)
+            )
         return frozenset((cpu,))
     for part in body.split(","):
         part = part.strip()
@@ -84,8 +87,9 @@ def parse_cpulist(text, max_cpus=MAX_CPUS):
         if hi < lo:
             raise CpulistError("invalid cpulist %s: range %d-%d runs backwards" % (_shown(text), lo, hi))
         if hi >= max_cpus:
-            raise CpulistError("invalid cpulist %s: CPU %d is beyond the limit of %d CPUs"
-                               % (_shown(text), hi, max_cpus))
+            raise CpulistError(
+                "invalid cpulist %s: CPU %d is beyond the limit of %d CPUs" % (_shown(text), hi, max_cpus)
+            )
         if stride_group == 1:
             cpus.update(range(lo, hi + 1))
         else:

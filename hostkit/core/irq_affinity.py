@@ -62,14 +62,16 @@ def parse_interrupts(text):
             counts = [int(c) for c in counts_txt]
         except ValueError:
             raise ValueError("for IRQ %s: %r" % (label, line.strip()))
-        rows.append({
-            "irq": int(label),
-            "total": sum(counts),
-            "per_cpu": counts,
-            "chip": tail[0] if tail else "",
-            "hwirq": tail[1] if len(tail) > 1 else "",
-            "name": " ".join(tail[2:]) if len(tail) > 2 else "",
-        })
+        rows.append(
+            {
+                "irq": int(label),
+                "total": sum(counts),
+                "per_cpu": counts,
+                "chip": tail[0] if tail else "",
+                "hwirq": tail[1] if len(tail) > 1 else "",
+                "name": " ".join(tail[2:]) if len(tail) > 2 else "",
+            }
+        )
     return rows
 
 

@@ -24,7 +24,7 @@ ISOLCPUS_FLAGS = ("nohz", "domain", "managed_irq")
 ISOLCPUS_DEFAULT_FLAGS = ("domain",)
 
 # A GRUB_CMDLINE_LINUX(_DEFAULT)= assignment line: (indent and "export ", variable, raw value).
-GRUB_CMDLINE_VAR = re.compile(r'^(\s*(?:export\s+)?)(GRUB_CMDLINE_LINUX(?:_DEFAULT)?)=(.*)$')
+GRUB_CMDLINE_VAR = re.compile(r"^(\s*(?:export\s+)?)(GRUB_CMDLINE_LINUX(?:_DEFAULT)?)=(.*)$")
 
 
 _BLANKS = " \t\r\n"
@@ -56,7 +56,7 @@ def shell_words(text, comments=False):
             end = text.find("'", i + 1)
             if end < 0:
                 raise ValueError("No closing quotation")
-            cur.append(text[i + 1:end])
+            cur.append(text[i + 1 : end])
             have, i = True, end + 1
         elif c == '"':
             i, have = _double_quoted(text, i + 1, cur), True
@@ -101,7 +101,7 @@ def cmdline_tokens(text):
     except ValueError:  # an unbalanced quote: split on blanks as a last resort
         tokens = text.split()
     if "--" in tokens:
-        tokens = tokens[:tokens.index("--")]
+        tokens = tokens[: tokens.index("--")]
     return tokens
 
 
@@ -150,7 +150,7 @@ def shell_value(raw):
 # One kernel argument as written, quotes kept: blanks separate, double quotes group (next_arg).
 _KERNEL_WORD = re.compile(r'(?:"[^"]*(?:"|$)|[^\s"])+')
 # A shell assignment's right-hand side that is one word (quoted or bare), then maybe a comment.
-_SHELL_WORD = re.compile(r'''^\s*(?:"(?:[^"\\]|\\.)*"|('[^']*')|[^\s"'#][^\s"']*)?(\s+#.*)?\s*$''')
+_SHELL_WORD = re.compile(r"""^\s*(?:"(?:[^"\\]|\\.)*"|('[^']*')|[^\s"'#][^\s"']*)?(\s+#.*)?\s*$""")
 
 
 def arg_name(word):
@@ -202,7 +202,7 @@ def remove_grub_args(text, names):
                 if shape and shape.group(1) and "'" not in value:
                     quoted = "'%s'" % value
                 else:
-                    quoted = '"%s"' % re.sub(r'(["\\`])', r'\\\1', value)
-                line = "%s%s=%s%s%s" % (m.group(1), m.group(2), quoted, comment, line[len(body):])
+                    quoted = '"%s"' % re.sub(r'(["\\`])', r"\\\1", value)
+                line = "%s%s=%s%s%s" % (m.group(1), m.group(2), quoted, comment, line[len(body) :])
         out.append(line)
     return "".join(out)

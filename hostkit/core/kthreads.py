@@ -65,8 +65,8 @@ def read_thread(pid, proc="/proc"):
     status = _read("%s/%d/status" % (proc, pid))
     if stat is None or status is None:
         return None
-    comm = stat[stat.index("(") + 1:stat.rindex(")")]
-    fields = stat[stat.rindex(")") + 2:].split()  # fields[0] is field 3 (state)
+    comm = stat[stat.index("(") + 1 : stat.rindex(")")]
+    fields = stat[stat.rindex(")") + 2 :].split()  # fields[0] is field 3 (state)
     cpus = None
     for line in status.splitlines():
         if line.startswith("Cpus_allowed_list:"):
@@ -114,9 +114,12 @@ def facts(live, proc="/proc"):
     if not live:
         return {"available": False, "reason": NOT_LIVE, "movable": [], "bound": None}
     threads = kernel_threads(proc)
-    return {"available": True, "reason": None,
-            "movable": [{"pid": t["pid"], "comm": t["comm"], "cpus": t["cpus"]} for t in threads if movable(t)],
-            "bound": sum(1 for t in threads if not movable(t))}
+    return {
+        "available": True,
+        "reason": None,
+        "movable": [{"pid": t["pid"], "comm": t["comm"], "cpus": t["cpus"]} for t in threads if movable(t)],
+        "bound": sum(1 for t in threads if not movable(t)),
+    }
 
 
 def boot_id(proc="/proc"):
@@ -130,8 +133,17 @@ def plan_moves(threads, housekeeping, isolated, boot=None):
     out = []
     for t in strays(threads, isolated):
         after = format_cpulist(target(parse_cpulist(t["cpus"]), housekeeping))
-        out.append({"pid": t["pid"], "start": t["start"], "boot": boot, "comm": t["comm"],
-                    "path": "/proc/%d" % t["pid"], "before": t["cpus"], "after": after})
+        out.append(
+            {
+                "pid": t["pid"],
+                "start": t["start"],
+                "boot": boot,
+                "comm": t["comm"],
+                "path": "/proc/%d" % t["pid"],
+                "before": t["cpus"],
+                "after": after,
+            }
+        )
     return out
 
 
@@ -201,6 +213,7 @@ def boot(argv=None, proc="/proc"):
     """The boot-time unit: the same moves as :func:`move`, logged on stdout (the unit's journal),
     not journaled (the unit file is, and rollback removes it). Exit 0; 2 on bad arguments."""
     import argparse
+
     ap = argparse.ArgumentParser(description="Move the kernel threads that may move off the isolated CPUs.")
     ap.add_argument("--housekeeping", required=True, help="cpulist the threads go to")
     ap.add_argument("--isolated", required=True, help="cpulist no movable kernel thread may stay on")
@@ -213,8 +226,9 @@ def boot(argv=None, proc="/proc"):
         ap.error("--housekeeping is empty")
     for t in plan_moves(kernel_threads(proc), housekeeping, isolated, boot_id(proc)):
         why = _set(t["pid"], t["after"])
-        sys.stdout.write("%s %d (%s): %s -> %s\n" % ("moved" if why is None else why, t["pid"], t["comm"],
-                                                     t["before"], t["after"]))
+        sys.stdout.write(
+            "%s %d (%s): %s -> %s\n" % ("moved" if why is None else why, t["pid"], t["comm"], t["before"], t["after"])
+        )
     return 0
 
 

@@ -72,8 +72,15 @@ def read_bytes(path, limit=MAX_READ):
         if stat.S_ISDIR(st.st_mode):
             return None
         if not stat.S_ISREG(st.st_mode):
-            kind = ("a FIFO" if stat.S_ISFIFO(st.st_mode) else "a device" if stat.S_ISCHR(st.st_mode)
-                    or stat.S_ISBLK(st.st_mode) else "a socket" if stat.S_ISSOCK(st.st_mode) else "not a file")
+            kind = (
+                "a FIFO"
+                if stat.S_ISFIFO(st.st_mode)
+                else "a device"
+                if stat.S_ISCHR(st.st_mode) or stat.S_ISBLK(st.st_mode)
+                else "a socket"
+                if stat.S_ISSOCK(st.st_mode)
+                else "not a file"
+            )
             raise HostFileError(path, "%s, not a regular file: not read" % kind)
         chunks, size = [], 0
         while True:

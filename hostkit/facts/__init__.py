@@ -48,9 +48,12 @@ def gather(sysroot: str = "/") -> dict:
         "default_smp_affinity": read_default_affinity(sr),
         "nics": read_nics(sr, irqs),
         "steal": steal,
-        "cpu_flags": {"count": len(cpuinfo["flags"]), "hypervisor": "hypervisor" in cpuinfo["flags"],
-                      # each /proc/cpuinfo flag a kernel argument of hostkit.tunables depends on
-                      "checked": {f: f in cpuinfo["flags"] for f in cpu_flags_asked()}},
+        "cpu_flags": {
+            "count": len(cpuinfo["flags"]),
+            "hypervisor": "hypervisor" in cpuinfo["flags"],
+            # each /proc/cpuinfo flag a kernel argument of hostkit.tunables depends on
+            "checked": {f: f in cpuinfo["flags"] for f in cpu_flags_asked()},
+        },
         "services": read_services(sr),
         "memory": read_memory(sr),
         "tuned": read_tuned(sr),

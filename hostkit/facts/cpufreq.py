@@ -24,9 +24,14 @@ def read_cpufreq(sr: Sysroot, online: frozenset[int]) -> dict:
         avail = set((sr.read(f"{base}/scaling_available_governors", "") or "").split())
         available = avail if available is None else available & avail
     if not governors:
-        return {"available": False,
-                "reason": "no cpufreq in sysfs (typical of a virtual machine, or no cpufreq driver loaded)",
-                "drivers": {}, "governors": {}, "available_governors": [], "without_cpufreq": format_cpulist(missing)}
+        return {
+            "available": False,
+            "reason": "no cpufreq in sysfs (typical of a virtual machine, or no cpufreq driver loaded)",
+            "drivers": {},
+            "governors": {},
+            "available_governors": [],
+            "without_cpufreq": format_cpulist(missing),
+        }
     return {
         "available": True,
         "drivers": {d: format_cpulist(c) for d, c in sorted(drivers.items())},

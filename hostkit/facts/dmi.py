@@ -51,11 +51,11 @@ def structures(raw: bytes):
         if length < 4 or pos + length > len(raw):
             return  # a truncated table: what came before still counts
         handle = struct.unpack_from("<H", raw, pos + 2)[0]
-        formatted = raw[pos:pos + length]
+        formatted = raw[pos : pos + length]
         end = raw.find(b"\0\0", pos + length)
         if end < 0:
             return
-        text = raw[pos + length:end]
+        text = raw[pos + length : end]
         strings = [s.decode("ascii", "replace").strip() for s in text.split(b"\0")] if text else []
         yield stype, handle, formatted, strings
         if stype == END_OF_TABLE:
@@ -86,8 +86,13 @@ def memory_device(f: bytes, strings: list[str]) -> dict:
         size_mb = size
     speed = _word(f, 0x15)
     configured = _word(f, 0x20)
-    return {"locator": _string(f, 0x10, strings), "bank_locator": _string(f, 0x11, strings), "size_mb": size_mb,
-            "speed_mts": speed or None, "configured_speed_mts": configured or None}
+    return {
+        "locator": _string(f, 0x10, strings),
+        "bank_locator": _string(f, 0x11, strings),
+        "size_mb": size_mb,
+        "speed_mts": speed or None,
+        "configured_speed_mts": configured or None,
+    }
 
 
 def channel_of(device: dict) -> tuple[int, str] | None:
@@ -126,8 +131,15 @@ def read_memory(sr: Sysroot) -> dict:
     """The memory facts: every slot, populated channels per socket, the slowest populated speed."""
     raw = read_table(sr)
     if raw is None:
-        return {"source": None, "slots": 0, "populated": 0, "total_mb": None, "speed_mts": None,
-                "channels": None, "unrecognised": 0}
+        return {
+            "source": None,
+            "slots": 0,
+            "populated": 0,
+            "total_mb": None,
+            "speed_mts": None,
+            "channels": None,
+            "unrecognised": 0,
+        }
     devices = [memory_device(f, s) for t, _, f, s in structures(raw) if t == MEMORY_DEVICE]
     populated = [d for d in devices if d["size_mb"]]
     channels: dict[int, dict[str, bool]] = {}
@@ -149,7 +161,13 @@ def read_memory(sr: Sysroot) -> dict:
         "total_mb": sum(d["size_mb"] for d in populated) if populated else 0,
         "speed_mts": min(speeds) if speeds else None,
         # socket -> channels seen (a slot in it) and channels populated; None when no locator was recognised
-        "channels": ({str(s): {"total": len(c), "populated": sorted(ch for ch, on in c.items() if on)}
-                      for s, c in sorted(channels.items())} if channels else None),
+        "channels": (
+            {
+                str(s): {"total": len(c), "populated": sorted(ch for ch, on in c.items() if on)}
+                for s, c in sorted(channels.items())
+            }
+            if channels
+            else None
+        ),
         "unrecognised": unrecognised,
     }

@@ -35,15 +35,17 @@ def read_irqs(sr: Sysroot) -> list[dict]:
         if effective is None:
             effective = sr.read_mask(f"{base}/effective_affinity")
         actions = [d for d in sr.listdir(base) if sr.is_dir(f"{base}/{d}")]
-        out.append({
-            "irq": irq,
-            "name": row["name"] or ",".join(actions),
-            "chip": row["chip"],
-            "total": row["total"],
-            "smp_affinity_list": None if affinity is None else format_cpulist(affinity),
-            "effective_affinity_list": None if effective is None else format_cpulist(effective),
-            "node": sr.read_int(f"{base}/node"),
-        })
+        out.append(
+            {
+                "irq": irq,
+                "name": row["name"] or ",".join(actions),
+                "chip": row["chip"],
+                "total": row["total"],
+                "smp_affinity_list": None if affinity is None else format_cpulist(affinity),
+                "effective_affinity_list": None if effective is None else format_cpulist(effective),
+                "node": sr.read_int(f"{base}/node"),
+            }
+        )
     return out
 
 
@@ -76,13 +78,15 @@ def read_nics(sr: Sysroot, irqs: list[dict]) -> list[dict]:
         local = sr.read_cpulist(f"{attrs}/local_cpulist") if attrs else None
         msi = sorted(int(x) for x in sr.listdir(f"{attrs}/msi_irqs") if x.isdigit()) if attrs else []
         named = [i["irq"] for i in irqs if _irq_names_nic(i["name"], name)]
-        nics.append({
-            "name": name,
-            "numa_node": node,
-            "local_cpulist": None if local is None else format_cpulist(local),
-            "device": "/" + dev,
-            "irqs": sorted(set(msi) | set(named)),
-        })
+        nics.append(
+            {
+                "name": name,
+                "numa_node": node,
+                "local_cpulist": None if local is None else format_cpulist(local),
+                "device": "/" + dev,
+                "irqs": sorted(set(msi) | set(named)),
+            }
+        )
     return nics
 
 
@@ -107,8 +111,7 @@ def read_steal(sr: Sysroot) -> dict:
             raise FactsError(f"malformed line in {sr.path('proc/stat')}: {line!r}") from None
         steal = vals[7] if len(vals) > 7 else 0
         busy = sum(vals[:8])
-        entry = {"ticks": steal, "seconds": steal / USER_HZ,
-                 "percent": round(100.0 * steal / busy, 3) if busy else 0.0}
+        entry = {"ticks": steal, "seconds": steal / USER_HZ, "percent": round(100.0 * steal / busy, 3) if busy else 0.0}
         if name == "cpu":
             total = entry
         else:

@@ -37,13 +37,18 @@ def read_cpuidle(sr: Sysroot) -> dict:
     states = []
     for n in sr.numbered(f"{CPU_DIR}/cpu0/cpuidle", "state"):
         base = f"{CPU_DIR}/cpu0/cpuidle/state{n}"
-        states.append({"name": (sr.read(f"{base}/name", "") or "").strip(),
-                       "latency_us": sr.read_int(f"{base}/latency")})
-    return {"driver": (sr.read(f"{CPU_DIR}/cpuidle/current_driver") or "").strip() or None,
-            "latency_ceiling_us": read_latency_ceiling(sr),
-            "governor": (sr.read(f"{CPU_DIR}/cpuidle/current_governor_ro")
-                         or sr.read(f"{CPU_DIR}/cpuidle/current_governor") or "").strip() or None,
-            "states": states}
+        states.append(
+            {"name": (sr.read(f"{base}/name", "") or "").strip(), "latency_us": sr.read_int(f"{base}/latency")}
+        )
+    return {
+        "driver": (sr.read(f"{CPU_DIR}/cpuidle/current_driver") or "").strip() or None,
+        "latency_ceiling_us": read_latency_ceiling(sr),
+        "governor": (
+            sr.read(f"{CPU_DIR}/cpuidle/current_governor_ro") or sr.read(f"{CPU_DIR}/cpuidle/current_governor") or ""
+        ).strip()
+        or None,
+        "states": states,
+    }
 
 
 def read_latency_ceiling(sr: Sysroot) -> int | None:

@@ -70,8 +70,12 @@ def read_services(sr: Sysroot) -> dict:
     if config is not None:
         old = _assignments(sr.read(config.lstrip("/")) or "").get(IRQBALANCE_BANNED_CPUS) or None
     return {
-        "irqbalance": {"installed": _installed(sr, "irqbalance") or config is not None,
-                       "running": "irqbalance" in comms, "config": config, "banned_cpus": old},
+        "irqbalance": {
+            "installed": _installed(sr, "irqbalance") or config is not None,
+            "running": "irqbalance" in comms,
+            "config": config,
+            "banned_cpus": old,
+        },
         "stalld": {"installed": _installed(sr, "stalld"), "running": "stalld" in comms},
         "containerd": {"installed": _installed(sr, "containerd"), "running": "containerd" in comms},
         "kubelet": {"installed": _installed(sr, "kubelet"), "running": "kubelet" in comms},

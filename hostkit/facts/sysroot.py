@@ -90,8 +90,8 @@ class Sysroot:
         """Numbers N of the entries ``prefixN`` in a directory, sorted."""
         out = []
         for name in self.listdir(rel):
-            if name.startswith(prefix) and is_number(name[len(prefix):]):
-                out.append(int(name[len(prefix):]))
+            if name.startswith(prefix) and is_number(name[len(prefix) :]):
+                out.append(int(name[len(prefix) :]))
         return sorted(out)
 
     def realpath(self, rel: str) -> str | None:
@@ -103,4 +103,4 @@ class Sysroot:
         root = os.path.realpath(self.root).rstrip("/") + "/"
         if not real.startswith(root):
             return None  # a link that leaves the sysroot is not followed
-        return real[len(root):]
+        return real[len(root) :]

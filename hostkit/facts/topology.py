@@ -37,8 +37,9 @@ def read_topology(sr: Sysroot, cpuinfo: dict) -> dict:
     isolated = sr.read_cpulist(f"{CPU_DIR}/isolated", frozenset())
     packages, cpu_package, cores, cpu_core = _packages_and_cores(sr, online)
     core_text = {core: format_cpulist(core) for core in cores}
-    cpu_rows = [{"cpu": cpu, "socket": cpu_package[cpu], "siblings": core_text[cpu_core[cpu]]}
-                for cpu in sorted(online)]
+    cpu_rows = [
+        {"cpu": cpu, "socket": cpu_package[cpu], "siblings": core_text[cpu_core[cpu]]} for cpu in sorted(online)
+    ]
 
     threads_per_core = max(len(s) for s in cores) if cores else 1
     sockets = len(packages)
@@ -68,8 +69,10 @@ def read_topology(sr: Sysroot, cpuinfo: dict) -> dict:
         "numa_per_socket": numa_per_socket,
         "numa_mode": numa_mode_name(cpuinfo["vendor"], numa_per_socket),
         "l3_groups": read_l3_groups(sr, online),
-        "smt": {"control": sr.read(f"{CPU_DIR}/smt/control"),
-                "active": threads_per_core > 1 if smt_active is None else bool(smt_active)},
+        "smt": {
+            "control": sr.read(f"{CPU_DIR}/smt/control"),
+            "active": threads_per_core > 1 if smt_active is None else bool(smt_active),
+        },
         "sockets_cpus": [{"id": p, "cpus": format_cpulist(c)} for p, c in sorted(packages.items())],
         "cores": [core_text[c] for c in sorted(cores, key=min)],
         "per_cpu": cpu_rows,
@@ -193,8 +196,14 @@ def read_numa_nodes(sr: Sysroot, online: frozenset[int]) -> list[dict]:
         if not all(is_number(x) for x in dist_text.split()):
             raise FactsError(f"malformed distances in {sr.path(base + '/distance')}: {excerpt(dist_text)}")
         distances = [int(x) for x in dist_text.split()]
-        nodes.append({"id": nid, "cpus": format_cpulist(cpus & online),
-                      "distances": distances, "memory_kb": _node_memtotal(sr, base)})
+        nodes.append(
+            {
+                "id": nid,
+                "cpus": format_cpulist(cpus & online),
+                "distances": distances,
+                "memory_kb": _node_memtotal(sr, base),
+            }
+        )
     return nodes
 
 
@@ -230,8 +239,13 @@ def read_l3_groups(sr: Sysroot, online: frozenset[int]) -> list[dict]:
             groups[shared] = {"id": sr.read_int(f"{leaf}/id"), "size": sr.read(f"{leaf}/size")}
     out = []
     for n, (cpus, meta) in enumerate(sorted(groups.items(), key=lambda kv: min(kv[0]))):
-        out.append({"id": meta["id"] if meta["id"] is not None else n,
-                    "cpus": format_cpulist(cpus & online), "size": meta["size"]})
+        out.append(
+            {
+                "id": meta["id"] if meta["id"] is not None else n,
+                "cpus": format_cpulist(cpus & online),
+                "size": meta["size"],
+            }
+        )
     return out
 
 

@@ -55,10 +55,12 @@ _BOOT_VAR = re.compile(r'^\s*(\w+)\s*=\s*"(.*)"\s*$')
 # Profiles including one another: deeper than any tuned ships, far from the recursion limit.
 MAX_INCLUDE_DEPTH = 32
 
+
 def _ini(text: str, headerless: bool = False) -> configparser.RawConfigParser:
     """tuned's ConfigParser settings (delimiters '=', inline '#' comments, non-strict, names as written)."""
-    cfg = configparser.RawConfigParser(delimiters=("=",), inline_comment_prefixes=("#",), allow_no_value=True,
-                                       strict=False, interpolation=None)
+    cfg = configparser.RawConfigParser(
+        delimiters=("=",), inline_comment_prefixes=("#",), allow_no_value=True, strict=False, interpolation=None
+    )
     cfg.optionxform = str  # type: ignore[assignment,method-assign]
     cfg.read_string(("[magic]\n" if headerless else "") + text)
     return cfg
@@ -207,8 +209,9 @@ def base_profile(sr: Sysroot, name: str) -> dict:
     """What the planner needs of a profile hostkit's profile includes: its merged ``[bootloader]``
     cmdline options and ``[variables]`` definitions as written (``${...}`` unexpanded)."""
     chain, missing = load_chain(sr, [name])
-    return {"found": bool(chain) and not missing,
-            "bootloader_cmdline": {k: v for k, v in merged(chain, "bootloader").items() if k.startswith("cmdline")
-                                   and v},
-            "initrd": any(k.startswith("initrd_add") and v for k, v in merged(chain, "bootloader").items()),
-            "variable_defs": {k: v for k, v in merged(chain, "variables").items() if v is not None}}
+    return {
+        "found": bool(chain) and not missing,
+        "bootloader_cmdline": {k: v for k, v in merged(chain, "bootloader").items() if k.startswith("cmdline") and v},
+        "initrd": any(k.startswith("initrd_add") and v for k, v in merged(chain, "bootloader").items()),
+        "variable_defs": {k: v for k, v in merged(chain, "variables").items() if v is not None},
+    }

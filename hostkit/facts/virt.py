@@ -80,8 +80,14 @@ def _platform_hypervisor(sr: Sysroot) -> tuple[str, str] | None:
     (a partition name and an HMC in the device tree: a PowerVM LPAR, pHyp); ``/proc/xen``."""
     sysinfo = sr.read("proc/sysinfo", "") or ""
     if sysinfo:
-        control = next((line.split(":", 1)[1].strip() for line in sysinfo.splitlines()
-                        if line.startswith("VM00 Control Program:")), "")
+        control = next(
+            (
+                line.split(":", 1)[1].strip()
+                for line in sysinfo.splitlines()
+                if line.startswith("VM00 Control Program:")
+            ),
+            "",
+        )
         if "z/VM" in control:
             return "zvm", f"/proc/sysinfo: VM00 Control Program: {control}"
         if "KVM" in control:
@@ -118,11 +124,13 @@ def read_virtualization(sr: Sysroot, cpuinfo: dict, topo: dict, steal: dict) -> 
         if cpus > 1 and topo["sockets"] == cpus and topo["cores_per_socket"] == 1 and topo["threads_per_core"] == 1:
             reasons.append(
                 f"every vCPU is shown as its own socket ({topo['sockets']} sockets x 1 core x 1 thread): "
-                "the guest cannot see which vCPUs share a physical core, cache or socket")
+                "the guest cannot see which vCPUs share a physical core, cache or socket"
+            )
         if nodes == 1 and cpus >= LARGE_GUEST_CPUS:
             reasons.append(
                 f"{cpus} vCPUs in one NUMA node: a guest this large spans physical NUMA nodes, "
-                "so the hypervisor hides where memory lives and first-touch placement is blind")
+                "so the hypervisor hides where memory lives and first-touch placement is blind"
+            )
         if topo["numa_per_socket"] == 0 and nodes > 1:
             reasons.append(f"{nodes} NUMA nodes span {topo['sockets']} sockets: virtual sockets do not match NUMA")
     return {

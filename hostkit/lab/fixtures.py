@@ -96,6 +96,7 @@ def materialize(name: str, dest: str | os.PathLike) -> Path:
 
 # --------------------------------------------------------------------------- generation
 
+
 @dataclass
 class _Layout:
     """A spec's CPU numbering: CPU ids thread-major (all first threads, then the siblings), NUMA nodes
@@ -112,8 +113,14 @@ class _Layout:
 
     @classmethod
     def of(cls, spec: dict) -> _Layout:
-        lay = cls(spec["sockets"], spec["cores_per_socket"], spec["threads_per_core"], spec["numa_per_socket"],
-                  spec.get("single_node", False), spec["cores_per_l3"])
+        lay = cls(
+            spec["sockets"],
+            spec["cores_per_socket"],
+            spec["threads_per_core"],
+            spec["numa_per_socket"],
+            spec.get("single_node", False),
+            spec["cores_per_l3"],
+        )
         for s, c, th in lay.positions():
             cpu = lay.cpu_id(th, s, c)
             lay.nodes.setdefault(lay.node_of(s, c), set()).add(cpu)
@@ -182,9 +189,14 @@ def _put_cpu(t: Tree, spec: dict, lay: _Layout, s: int, c: int, th: int) -> None
     t.put(f"{topo}/die_id", 0)
     t.put(f"{topo}/core_id", c)
     t.put(f"{topo}/cluster_id", c)
-    for leaf, cpus in (("core_cpus", siblings), ("thread_siblings", siblings),
-                       ("core_siblings", package), ("package_cpus", package),
-                       ("die_cpus", package), ("cluster_cpus", siblings)):
+    for leaf, cpus in (
+        ("core_cpus", siblings),
+        ("thread_siblings", siblings),
+        ("core_siblings", package),
+        ("package_cpus", package),
+        ("die_cpus", package),
+        ("cluster_cpus", siblings),
+    ):
         t.put(f"{topo}/{leaf}", format_mask(cpus, lay.ncpus))
         t.put(f"{topo}/{leaf}_list", format_cpulist(cpus))
     if cpu != 0:
@@ -208,7 +220,8 @@ def _put_caches(t: Tree, spec: dict, lay: _Layout, base: str, s: int, c: int, si
     amd = spec["vendor"] == "AuthenticAMD"
     l3 = sorted(lay.l3_groups[(s, c // lay.cores_per_l3)])
     caches = [  # (level, type, size KiB, shared by, ways)
-        (1, "Data", 48, siblings, 12), (1, "Instruction", 32, siblings, 8),
+        (1, "Data", 48, siblings, 12),
+        (1, "Instruction", 32, siblings, 8),
         (2, "Unified", 1024 if amd else 2048, siblings, 8 if amd else 16),
         (3, "Unified", spec["l3_size_kb"], l3, 16 if amd else 15),
     ]
@@ -234,23 +247,30 @@ def _put_nodes(t: Tree, spec: dict, lay: _Layout) -> None:
     for n in node_ids:
         t.put(f"{sys_node}/node{n}/cpumap", format_mask(lay.nodes[n], lay.ncpus))
         t.put(f"{sys_node}/node{n}/cpulist", format_cpulist(lay.nodes[n]))
-        t.put(f"{sys_node}/node{n}/distance", " ".join(str(_distance(a, n, lay.nps, lay.single_node))
-                                                       for a in node_ids))
+        t.put(
+            f"{sys_node}/node{n}/distance", " ".join(str(_distance(a, n, lay.nps, lay.single_node)) for a in node_ids)
+        )
         mem = spec["memory_per_node_kb"]
-        t.put(f"{sys_node}/node{n}/meminfo",
-              f"Node {n} MemTotal:       {mem} kB\nNode {n} MemFree:        {mem * 9 // 10} kB\n")
+        t.put(
+            f"{sys_node}/node{n}/meminfo",
+            f"Node {n} MemTotal:       {mem} kB\nNode {n} MemFree:        {mem * 9 // 10} kB\n",
+        )
 
 
 def _put_virtualization(t: Tree, spec: dict) -> None:
     for key, value in (spec.get("dmi") or {}).items():
         t.put(f"sys/class/dmi/id/{key}", value)
-    t.put("sys/devices/system/clocksource/clocksource0/available_clocksource",
-          "kvm-clock tsc acpi_pm" if spec.get("hypervisor") == "kvm" else "tsc hpet acpi_pm")
+    t.put(
+        "sys/devices/system/clocksource/clocksource0/available_clocksource",
+        "kvm-clock tsc acpi_pm" if spec.get("hypervisor") == "kvm" else "tsc hpet acpi_pm",
+    )
 
 
-CPUINFO_FLAGS = ("fpu vme de pse tsc msr pae mce cx8 apic sep mtrr pge mca cmov pat pse36 clflush mmx fxsr sse sse2 ht "
-                 "syscall nx lm constant_tsc rep_good nopl xtopology nonstop_tsc cpuid pni ssse3 fma cx16 sse4_1 "
-                 "sse4_2 x2apic movbe popcnt aes xsave avx f16c rdrand lahf_lm abm avx2 bmi1 bmi2")
+CPUINFO_FLAGS = (
+    "fpu vme de pse tsc msr pae mce cx8 apic sep mtrr pge mca cmov pat pse36 clflush mmx fxsr sse sse2 ht "
+    "syscall nx lm constant_tsc rep_good nopl xtopology nonstop_tsc cpuid pni ssse3 fma cx16 sse4_1 "
+    "sse4_2 x2apic movbe popcnt aes xsave avx f16c rdrand lahf_lm abm avx2 bmi1 bmi2"
+)
 
 
 def _put_cpuinfo(t: Tree, spec: dict, lay: _Layout) -> None:
@@ -264,7 +284,8 @@ def _put_cpuinfo(t: Tree, spec: dict, lay: _Layout) -> None:
             f"model\t\t: {spec['model']}\nmodel name\t: {spec['model_name']}\nstepping\t: 1\n"
             f"cpu MHz\t\t: 2250.000\ncache size\t: 1024 KB\nphysical id\t: {s}\nsiblings\t: {lay.cores * lay.threads}\n"
             f"core id\t\t: {c}\ncpu cores\t: {lay.cores}\napicid\t\t: {s * 256 + c * 2 + th}\n"
-            f"fpu\t\t: yes\nflags\t\t: {flags}\nbogomips\t: 4500.00\n")
+            f"fpu\t\t: yes\nflags\t\t: {flags}\nbogomips\t: 4500.00\n"
+        )
     t.put("proc/cpuinfo", "\n".join(blocks))
 
 
@@ -293,8 +314,14 @@ def _put_proc_stat(t: Tree, spec: dict, lay: _Layout) -> None:
         vals = [user, 0, system, idle, 500, 0, 200, steal, 0, 0]
         tot = [a + b for a, b in zip(tot, vals)]
         lines.append(f"cpu{cpu} " + " ".join(map(str, vals)))
-    t.put("proc/stat", "cpu  " + " ".join(map(str, tot)) + "\n" + "\n".join(lines)
-          + "\nintr 0\nctxt 123456789\nbtime 1764400000\nprocesses 4242\nprocs_running 1\nprocs_blocked 0\n")
+    t.put(
+        "proc/stat",
+        "cpu  "
+        + " ".join(map(str, tot))
+        + "\n"
+        + "\n".join(lines)
+        + "\nintr 0\nctxt 123456789\nbtime 1764400000\nprocesses 4242\nprocs_running 1\nprocs_blocked 0\n",
+    )
 
 
 def _put_etc(t: Tree, spec: dict, name: str) -> None:
@@ -304,15 +331,25 @@ def _put_etc(t: Tree, spec: dict, name: str) -> None:
     if spec.get("boot"):  # a distribution's real boot loader layout (boot_layouts.yml)
         _put_boot_layout(t, spec["boot"])
     else:
-        extra = " ".join(tok for tok in spec["cmdline"].split()
-                         if not tok.startswith(("BOOT_IMAGE=", "root=")) and tok not in ("ro", "quiet"))
-        t.put("etc/default/grub", 'GRUB_DEFAULT=0\nGRUB_TIMEOUT=5\nGRUB_DISTRIBUTOR="Debian"\n'
-              f'GRUB_CMDLINE_LINUX_DEFAULT="quiet"\nGRUB_CMDLINE_LINUX="{extra}"\n')
+        extra = " ".join(
+            tok
+            for tok in spec["cmdline"].split()
+            if not tok.startswith(("BOOT_IMAGE=", "root=")) and tok not in ("ro", "quiet")
+        )
+        t.put(
+            "etc/default/grub",
+            'GRUB_DEFAULT=0\nGRUB_TIMEOUT=5\nGRUB_DISTRIBUTOR="Debian"\n'
+            f'GRUB_CMDLINE_LINUX_DEFAULT="quiet"\nGRUB_CMDLINE_LINUX="{extra}"\n',
+        )
         t.dirs.add("etc/default/grub.d")
     if spec.get("irqbalance"):  # Debian's file; {banned_cpus: MASK}: an old ban left set in it
         old_ban = (spec["irqbalance"] or {}).get("banned_cpus") if isinstance(spec["irqbalance"], dict) else None
-        t.put("etc/default/irqbalance", IRQBALANCE_DEBIAN if old_ban is None else
-              IRQBALANCE_DEBIAN.replace("\n#IRQBALANCE_BANNED_CPUS=\n", f"\nIRQBALANCE_BANNED_CPUS={old_ban}\n"))
+        t.put(
+            "etc/default/irqbalance",
+            IRQBALANCE_DEBIAN
+            if old_ban is None
+            else IRQBALANCE_DEBIAN.replace("\n#IRQBALANCE_BANNED_CPUS=\n", f"\nIRQBALANCE_BANNED_CPUS={old_ban}\n"),
+        )
     for program in spec.get("programs") or []:  # what facts.services looks for; never run from the tree
         t.put(f"usr/bin/{program}", f"#!/bin/sh\n# {program} of a fixture host: facts see it installed\nexit 1\n")
     for state_file, policy in (spec.get("kubelet_state") or {}).items():
@@ -408,9 +445,16 @@ def _cmdline_isolcpus(cmdline: str) -> str:
 def _build_irqs_and_nics(t: Tree, spec: dict, ncpus: int, nodes: dict[int, set[int]], node_of) -> None:
     """Legacy IRQs, NIC queues (MSI-X) and NVMe managed IRQs in /proc/interrupts and /proc/irq."""
     allcpus = set(range(ncpus))
-    irqs: list[tuple[int, str, str, str, set[int], set[int], int]] = []  # irq, chip, hwirq, name, affinity, effective, node
-    for irq, hw, name in ((0, "2-edge", "timer"), (1, "1-edge", "i8042"), (4, "4-edge", "ttyS0"),
-                          (8, "8-edge", "rtc0"), (9, "9-fasteoi", "acpi")):
+    irqs: list[
+        tuple[int, str, str, str, set[int], set[int], int]
+    ] = []  # irq, chip, hwirq, name, affinity, effective, node
+    for irq, hw, name in (
+        (0, "2-edge", "timer"),
+        (1, "1-edge", "i8042"),
+        (4, "4-edge", "ttyS0"),
+        (8, "8-edge", "rtc0"),
+        (9, "9-fasteoi", "acpi"),
+    ):
         irqs.append((irq, "IO-APIC", hw, name, allcpus, {0}, -1))
     nxt = 24
     for nic in spec.get("nics") or []:
@@ -441,7 +485,7 @@ def _build_irqs_and_nics(t: Tree, spec: dict, ncpus: int, nodes: dict[int, set[i
         t.put(f"{devrel_net}/address", "0c:42:a1:00:00:%02x" % (len(t.symlinks) + 1))
         t.put(f"{devrel_net}/operstate", "up")
         t.symlinks[f"{devrel_net}/device"] = "../../../virtio1" if nic.get("virtio") else "../../../" + pci
-        t.symlinks[f"sys/class/net/{nic['name']}"] = "../../" + devrel_net[len("sys/"):]
+        t.symlinks[f"sys/class/net/{nic['name']}"] = "../../" + devrel_net[len("sys/") :]
     t.dirs.add("sys/class/net")
     nvme = spec.get("nvme")
     if nvme:
@@ -450,7 +494,7 @@ def _build_irqs_and_nics(t: Tree, spec: dict, ncpus: int, nodes: dict[int, set[i
         irqs.append((nxt, f"PCI-MSIX-{nvme['pci']}", "0-edge", "nvme0q0", allcpus, {0}, 0))
         nxt += 1
         for q in range(nvme["queues"]):
-            chunk = set(cpus_sorted[q * per:(q + 1) * per]) or {cpus_sorted[-1]}
+            chunk = set(cpus_sorted[q * per : (q + 1) * per]) or {cpus_sorted[-1]}
             irqs.append((nxt, f"PCI-MSIX-{nvme['pci']}", f"{q + 1}-edge", f"nvme0q{q + 1}", chunk, {min(chunk)}, 0))
             t.put(f"proc/irq/{nxt}/.managed", "1")  # hostkit-lab marker: the kernel refuses writes (EIO)
             nxt += 1
@@ -467,8 +511,11 @@ def _build_irqs_and_nics(t: Tree, spec: dict, ncpus: int, nodes: dict[int, set[i
         t.put(f"{base}/effective_affinity_list", format_cpulist(eff))
         t.put(f"{base}/node", node)
         t.dirs.add(f"{base}/{name}")
-    for label, text in (("NMI", "Non-maskable interrupts"), ("LOC", "Local timer interrupts"),
-                        ("RES", "Rescheduling interrupts")):
+    for label, text in (
+        ("NMI", "Non-maskable interrupts"),
+        ("LOC", "Local timer interrupts"),
+        ("RES", "Rescheduling interrupts"),
+    ):
         rows.append(f"{label}:" + "".join(f"{100:>11}" for _ in range(ncpus)) + f"   {text}")
     rows.append("ERR:          0")
     t.put("proc/interrupts", "\n".join(rows))

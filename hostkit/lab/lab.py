@@ -82,8 +82,10 @@ def _check_free(address: str, port: int) -> None:
         try:
             s.bind((address, port))
         except OSError as exc:
-            raise LabError(f"cannot start a lab host on {address}:{port}: {exc.strerror}; "
-                           f"is another lab running? (hostkit lab status / --port)") from None
+            raise LabError(
+                f"cannot start a lab host on {address}:{port}: {exc.strerror}; "
+                f"is another lab running? (hostkit lab status / --port)"
+            ) from None
 
 
 def _wait_port(address: str, port: int, timeout: float, banner_timeout: float = 0.5) -> bool:
@@ -159,15 +161,24 @@ class Lab:
             hosts = data["hosts"]
             out = [LabHost(**h) for h in hosts]
         except (BadInput, KeyError, TypeError) as exc:
-            raise LabError(f"the lab's state file {self.state_file} is damaged ({excerpt(str(exc))}); "
-                           f"remove {self.dir} "
-                           "after stopping its sshd and QEMU processes by hand") from None
+            raise LabError(
+                f"the lab's state file {self.state_file} is damaged ({excerpt(str(exc))}); "
+                f"remove {self.dir} "
+                "after stopping its sshd and QEMU processes by hand"
+            ) from None
         for h in out:
-            if not (isinstance(h.name, str) and isinstance(h.address, str) and isinstance(h.port, int)
-                    and (h.pid is None or isinstance(h.pid, int)) and h.kind in ("sshd", "vm")
-                    and (h.kind == "sshd" or isinstance(h.vm, str))):
-                raise LabError(f"the lab's state file {self.state_file} is damaged (host {excerpt(h.name)}); "
-                               f"remove {self.dir} after stopping its processes by hand")
+            if not (
+                isinstance(h.name, str)
+                and isinstance(h.address, str)
+                and isinstance(h.port, int)
+                and (h.pid is None or isinstance(h.pid, int))
+                and h.kind in ("sshd", "vm")
+                and (h.kind == "sshd" or isinstance(h.vm, str))
+            ):
+                raise LabError(
+                    f"the lab's state file {self.state_file} is damaged (host {excerpt(h.name)}); "
+                    f"remove {self.dir} after stopping its processes by hand"
+                )
         return out
 
     def _save(self, hosts: list[LabHost], port: int) -> None:
@@ -175,9 +186,17 @@ class Lab:
         _write_private(self.state_file, json.dumps(data, indent=2) + "\n")
 
     # ------------------------------------------------------------------ up
-    def up(self, n_hosts: int | None = None, host_specs: list[tuple[str, str]] | None = None,
-           port: int = DEFAULT_PORT, progress=None, vm_specs: list[tuple[str, str]] | None = None,
-           say=None, boot_timeout: float | None = None, resume: bool = True) -> list[LabHost]:
+    def up(
+        self,
+        n_hosts: int | None = None,
+        host_specs: list[tuple[str, str]] | None = None,
+        port: int = DEFAULT_PORT,
+        progress=None,
+        vm_specs: list[tuple[str, str]] | None = None,
+        say=None,
+        boot_timeout: float | None = None,
+        resume: bool = True,
+    ) -> list[LabHost]:
         """Start the lab. ``host_specs``: (name, fixture-name-or-directory) pairs; ``vm_specs``:
         (name, VM spec or preset) pairs for real-kernel QEMU guests (see :mod:`hostkit.lab.vm`).
         A guest of a preset topology resumes from its saved state (:mod:`hostkit.lab.vm_state`)
@@ -214,11 +233,25 @@ class Lab:
                     progress(hosts[-1])
             for j, (name, spec) in enumerate(guests):
                 address = f"127.0.0.{len(specs) + j + 2}"
-                host = LabHost(name=name, address=address, port=port, sysroot="", source=spec.to_text(),
-                               kind="vm", vm=spec.to_text())
-                host.pid, host.started = self._start_guest(vmlab.Guest(name, self.host_dir(name), spec), image,
-                                                           accel, address, port, resume, say,
-                                                           boot_timeout=boot_timeout or vmlab.BOOT_TIMEOUT)
+                host = LabHost(
+                    name=name,
+                    address=address,
+                    port=port,
+                    sysroot="",
+                    source=spec.to_text(),
+                    kind="vm",
+                    vm=spec.to_text(),
+                )
+                host.pid, host.started = self._start_guest(
+                    vmlab.Guest(name, self.host_dir(name), spec),
+                    image,
+                    accel,
+                    address,
+                    port,
+                    resume,
+                    say,
+                    boot_timeout=boot_timeout or vmlab.BOOT_TIMEOUT,
+                )
                 hosts.append(host)
                 self._save(hosts, port)
             for h in hosts:
@@ -280,8 +313,9 @@ class Lab:
         host.pid = self._start_sshd(host, authorized)
         return host
 
-    def _start_guest(self, guest, image, accel, address: str, port: int, resume: bool, say, *,
-                     boot_timeout: float | None = None) -> tuple[int, str]:
+    def _start_guest(
+        self, guest, image, accel, address: str, port: int, resume: bool, say, *, boot_timeout: float | None = None
+    ) -> tuple[int, str]:
         """Resume the guest from its preset's saved state, or boot it (saying why); (pid, how). A guest
         that boots runs its spec's setup, each of its boots bounded by ``boot_timeout`` (``--boot-timeout``)."""
         from hostkit.lab import vm as vmlab
@@ -290,8 +324,10 @@ class Lab:
 
         client_pub = self.client_key.with_suffix(".pub")
         spec = guest.spec
-        shape = (f"{spec.cpus} vCPUs ({spec.sockets}s/{spec.cores}c/{spec.threads}t), "
-                 f"{spec.nodes} NUMA node(s), {vmlab.accel_name(accel)}")
+        shape = (
+            f"{spec.cpus} vCPUs ({spec.sockets}s/{spec.cores}c/{spec.threads}t), "
+            f"{spec.nodes} NUMA node(s), {vmlab.accel_name(accel)}"
+        )
         preset = vmlab.preset_of(spec)
         if not resume:
             why = "--boot"
@@ -310,8 +346,10 @@ class Lab:
                     why = f"{exc} (removed: the next start saves a new one)"
                 else:
                     if say:
-                        say(f"{guest.name}: resumed from the saved state of {preset} in "
-                            f"{time.monotonic() - t0:.1f} s, {shape}")
+                        say(
+                            f"{guest.name}: resumed from the saved state of {preset} in "
+                            f"{time.monotonic() - t0:.1f} s, {shape}"
+                        )
                     return pid, "resumed"
         if say:
             say(f"{guest.name}: booting, {shape} (saved state not used: {why})")
@@ -341,8 +379,10 @@ class Lab:
                 if not (Path(source) / "sys/devices/system/cpu").is_dir():
                     raise BadInput(f"sysroot {source} for lab host {name!r} has no sys/devices/system/cpu")
             elif source not in known:
-                raise BadInput(f"lab host {name!r}: {source!r} is neither a directory nor a fixture "
-                               f"(fixtures: {', '.join(sorted(known))})")
+                raise BadInput(
+                    f"lab host {name!r}: {source!r} is neither a directory nor a fixture "
+                    f"(fixtures: {', '.join(sorted(known))})"
+                )
         if len(specs) > MAX_HOSTS:
             raise BadInput(f"at most {MAX_HOSTS} lab hosts, got {len(specs)}")
 
@@ -352,27 +392,31 @@ class Lab:
         _keygen(key, f"hostkit-lab-{host.name}")
         config = hd / "sshd_config"
         pidfile = hd / "sshd.pid"
-        config.write_text("\n".join([
-            "# hostkit lab host " + host.name,
-            f"ListenAddress {host.address}:{host.port}",
-            f"HostKey {key}",
-            f"PidFile {pidfile}",
-            f"AuthorizedKeysFile {authorized}",
-            "PermitRootLogin prohibit-password",
-            "PubkeyAuthentication yes",
-            "PasswordAuthentication no",
-            "KbdInteractiveAuthentication no",
-            "UsePAM no",
-            # The lab directory may live under /tmp (pytest), which StrictModes refuses as a
-            # parent; the lab's own directory is 0700 and authorized_keys 0600 (written here).
-            "StrictModes no",
-            "PrintMotd no",
-            "MaxStartups 64:30:128",
-            "MaxSessions 64",
-            "Subsystem sftp internal-sftp",
-            f"SetEnv HOSTKIT_LAB_HOST={host.name}",
-            "",
-        ]))
+        config.write_text(
+            "\n".join(
+                [
+                    "# hostkit lab host " + host.name,
+                    f"ListenAddress {host.address}:{host.port}",
+                    f"HostKey {key}",
+                    f"PidFile {pidfile}",
+                    f"AuthorizedKeysFile {authorized}",
+                    "PermitRootLogin prohibit-password",
+                    "PubkeyAuthentication yes",
+                    "PasswordAuthentication no",
+                    "KbdInteractiveAuthentication no",
+                    "UsePAM no",
+                    # The lab directory may live under /tmp (pytest), which StrictModes refuses as a
+                    # parent; the lab's own directory is 0700 and authorized_keys 0600 (written here).
+                    "StrictModes no",
+                    "PrintMotd no",
+                    "MaxStartups 64:30:128",
+                    "MaxSessions 64",
+                    "Subsystem sftp internal-sftp",
+                    f"SetEnv HOSTKIT_LAB_HOST={host.name}",
+                    "",
+                ]
+            )
+        )
         test = subprocess.run([SSHD, "-t", "-f", str(config)], capture_output=True, text=True)
         if test.returncode != 0:
             raise LabError(f"sshd rejected the config of {host.name}: {test.stderr.strip()}")
@@ -403,8 +447,11 @@ class Lab:
                 f"  UserKnownHostsFile {self.known_hosts}",
                 "  StrictHostKeyChecking yes",
                 "  BatchMode yes",
-                *([f"  ConnectTimeout {VM_SSH_TIMEOUT}", "  ServerAliveInterval 10", "  ServerAliveCountMax 6"]
-                  if h.kind == "vm" else []),
+                *(
+                    [f"  ConnectTimeout {VM_SSH_TIMEOUT}", "  ServerAliveInterval 10", "  ServerAliveCountMax 6"]
+                    if h.kind == "vm"
+                    else []
+                ),
                 "",
             ]
         _write_private(self.known_hosts, "\n".join(kh_lines) + "\n")
@@ -417,7 +464,8 @@ class Lab:
                     "ansible_ssh_private_key_file": str(self.client_key),
                     "ansible_ssh_common_args": (
                         f"-o UserKnownHostsFile={self.known_hosts} -o StrictHostKeyChecking=yes "
-                        "-o IdentitiesOnly=yes -o BatchMode=yes"),
+                        "-o IdentitiesOnly=yes -o BatchMode=yes"
+                    ),
                     "hostkit_known_hosts": str(self.known_hosts),
                     "hostkit_lab": True,
                 },
@@ -430,11 +478,18 @@ class Lab:
                                 "hostkit_sysroot": h.sysroot,
                                 "hostkit_fixture": h.source,
                                 "hostkit_lab_kind": h.kind,
-                                **({"ansible_ssh_timeout": VM_SSH_TIMEOUT, "ansible_ssh_retries": VM_SSH_RETRIES,
-                                    "ansible_ssh_extra_args": VM_SSH_KEEPALIVE,
-                                    "hostkit_reboot_connect_timeout": VM_REBOOT_PROBE_TIMEOUT}
-                                   if h.kind == "vm" else {}),
-                            } for h in hosts
+                                **(
+                                    {
+                                        "ansible_ssh_timeout": VM_SSH_TIMEOUT,
+                                        "ansible_ssh_retries": VM_SSH_RETRIES,
+                                        "ansible_ssh_extra_args": VM_SSH_KEEPALIVE,
+                                        "hostkit_reboot_connect_timeout": VM_REBOOT_PROBE_TIMEOUT,
+                                    }
+                                    if h.kind == "vm"
+                                    else {}
+                                ),
+                            }
+                            for h in hosts
                         }
                     }
                 },
@@ -477,8 +532,10 @@ class Lab:
             if say and time.monotonic() - last >= 30:
                 last = time.monotonic()
                 say(f"{h.name}: still booting ({last - t0:.0f} s): {guest.console_tail(1) if guest else ''}")
-        raise LabError(f"{h.name}: sshd did not answer on {h.address}:{h.port} within {timeout:.0f} s"
-                       + (f"; console: {guest.console_tail()}" if guest else ""))
+        raise LabError(
+            f"{h.name}: sshd did not answer on {h.address}:{h.port} within {timeout:.0f} s"
+            + (f"; console: {guest.console_tail()}" if guest else "")
+        )
 
     def _stop(self, hosts: list[LabHost]) -> list[str]:
         stopped = []
@@ -588,8 +645,9 @@ def _keygen(path: Path, comment: str) -> None:
     if path.exists():
         path.unlink()
         path.with_suffix(".pub").unlink(missing_ok=True)
-    subprocess.run([SSH_KEYGEN, "-q", "-t", "ed25519", "-N", "", "-C", comment, "-f", str(path)],
-                   check=True, capture_output=True)
+    subprocess.run(
+        [SSH_KEYGEN, "-q", "-t", "ed25519", "-N", "", "-C", comment, "-f", str(path)], check=True, capture_output=True
+    )
     os.chmod(path, 0o600)
 
 

@@ -83,8 +83,10 @@ def parse_spec(text: str) -> VmSpec:
     """``sockets=S,cores=C,threads=T,nodes=N[,mem=MiB][,vendor=vmware|kvm][,nic_queues=Q][,disk_queues=Q]
     [,setup=NAME]`` or a preset."""
     if not isinstance(text, str) or len(text) > 300:
-        raise BadInput(f"VM spec {excerpt(text)}: a spec is KEY=VALUE,... (at most 300 characters) or a preset "
-                       f"({', '.join(PRESETS)})")
+        raise BadInput(
+            f"VM spec {excerpt(text)}: a spec is KEY=VALUE,... (at most 300 characters) or a preset "
+            f"({', '.join(PRESETS)})"
+        )
     src = PRESETS.get(text, text)
     fields: dict[str, str] = {}
     for part in src.split(","):
@@ -119,16 +121,20 @@ def parse_spec(text: str) -> VmSpec:
     if spec.nodes > spec.cpus or spec.nodes > MAX_NODES:
         raise BadInput(f"VM spec {text!r}: {spec.nodes} NUMA nodes for {spec.cpus} vCPUs")
     if spec.cpus % spec.nodes or (spec.sockets % spec.nodes and spec.nodes % spec.sockets):
-        raise BadInput(f"VM spec {text!r}: {spec.nodes} NUMA nodes do not split {spec.sockets} socket(s) "
-                       f"of {spec.cores * spec.threads} vCPUs evenly")
+        raise BadInput(
+            f"VM spec {text!r}: {spec.nodes} NUMA nodes do not split {spec.sockets} socket(s) "
+            f"of {spec.cores * spec.threads} vCPUs evenly"
+        )
     if not MEM_RANGE[0] <= spec.mem <= MEM_RANGE[1]:
         raise BadInput(f"VM spec {text!r}: mem={spec.mem} MiB is outside {MEM_RANGE[0]}-{MEM_RANGE[1]}")
     if spec.mem % spec.nodes:
         raise BadInput(f"VM spec {text!r}: mem={spec.mem} MiB does not split over {spec.nodes} nodes")
     if spec.nic_queues != 1:
-        raise BadInput(f"VM spec {text!r}: nic_queues={spec.nic_queues}: the lab's NIC is QEMU user networking, "
-                       "which has one queue pair (a multi-queue NIC needs a tap device; not built). "
-                       "For per-queue IRQs use disk_queues=N (a multi-queue virtio disk)")
+        raise BadInput(
+            f"VM spec {text!r}: nic_queues={spec.nic_queues}: the lab's NIC is QEMU user networking, "
+            "which has one queue pair (a multi-queue NIC needs a tap device; not built). "
+            "For per-queue IRQs use disk_queues=N (a multi-queue virtio disk)"
+        )
     if spec.disk_queues > 16:
         raise BadInput(f"VM spec {text!r}: disk_queues={spec.disk_queues}: at most 16")
     return spec
@@ -144,8 +150,23 @@ def kvm_runs_guests(kernel: Path, timeout: float = 20.0) -> bool:
     """Does a guest kernel really start under KVM here? (QEMU may hang or abort even with /dev/kvm.)"""
     if not os.access("/dev/kvm", os.R_OK | os.W_OK):
         return False
-    cmd = [QEMU, "-accel", "kvm", "-cpu", "host", "-m", "256", "-nographic", "-no-reboot", "-monitor", "none",
-           "-kernel", str(kernel), "-append", "console=ttyS0 panic=-1"]
+    cmd = [
+        QEMU,
+        "-accel",
+        "kvm",
+        "-cpu",
+        "host",
+        "-m",
+        "256",
+        "-nographic",
+        "-no-reboot",
+        "-monitor",
+        "none",
+        "-kernel",
+        str(kernel),
+        "-append",
+        "console=ttyS0 panic=-1",
+    ]
     try:
         proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True)
     except OSError:
@@ -215,6 +236,7 @@ def preset_of(spec: VmSpec) -> str | None:
 @dataclass
 class Guest:
     """Files of one guest under ``<lab>/hosts/<name>/``."""
+
     name: str
     dir: Path
     spec: VmSpec
@@ -252,8 +274,11 @@ class Guest:
         self.dir.mkdir(parents=True, exist_ok=True)
         for stale in (self.overlay, self.pidfile, self.console, self.qemu_log, self.qmp_socket, self.agent_socket):
             stale.unlink(missing_ok=True)
-        proc = subprocess.run(["qemu-img", "create", "-q", "-f", "qcow2", "-F", "qcow2", "-b", str(backing),
-                               str(self.overlay)], capture_output=True, text=True)
+        proc = subprocess.run(
+            ["qemu-img", "create", "-q", "-f", "qcow2", "-F", "qcow2", "-b", str(backing), str(self.overlay)],
+            capture_output=True,
+            text=True,
+        )
         if proc.returncode != 0:
             raise LabError(f"qemu-img could not create the overlay of {self.name}: {proc.stderr.strip()}")
         if not self.host_key.exists():
@@ -267,32 +292,71 @@ class Guest:
 
     def argv(self, image, address: str, port: int, accel: list[str], incoming: bool = False) -> list[str]:
         s = self.spec
-        argv = [QEMU, *accel, "-name", f"hostkit-lab-{self.name}", "-machine", "pc",
-                "-smp", f"{s.cpus},sockets={s.sockets},cores={s.cores},threads={s.threads}",
-                "-m", str(s.mem), "-display", "none", "-monitor", "none", "-pidfile", str(self.pidfile),
-                "-chardev", f"file,id=con0,path={self.console},append=on", "-serial", "chardev:con0",
-                "-qmp", f"unix:{self.qmp_socket},server=on,wait=off",
-                "-drive", f"file={self.overlay},format=qcow2,if=none,id=root,cache=unsafe",
-                "-device", f"virtio-blk-pci,drive=root,num-queues={s.disk_queues}",
-                "-cdrom", str(image.iso), "-boot", "d",
-                "-netdev", f"user,id=n0,restrict=on,hostfwd=tcp:{address}:{port}-:22",
-                "-device", "virtio-net-pci,netdev=n0",
-                # the guest agent's port (the lab's way in before sshd, after a resume) and a VM
-                # generation ID, which a resumed guest's kernel takes as the signal to reseed its RNG
-                "-chardev", f"socket,id=qga0,path={self.agent_socket},server=on,wait=off",
-                "-device", "virtio-serial-pci,id=vser0", "-device", f"virtserialport,chardev=qga0,name={AGENT_PORT}",
-                "-device", "vmgenid,guid=auto"]
+        argv = [
+            QEMU,
+            *accel,
+            "-name",
+            f"hostkit-lab-{self.name}",
+            "-machine",
+            "pc",
+            "-smp",
+            f"{s.cpus},sockets={s.sockets},cores={s.cores},threads={s.threads}",
+            "-m",
+            str(s.mem),
+            "-display",
+            "none",
+            "-monitor",
+            "none",
+            "-pidfile",
+            str(self.pidfile),
+            "-chardev",
+            f"file,id=con0,path={self.console},append=on",
+            "-serial",
+            "chardev:con0",
+            "-qmp",
+            f"unix:{self.qmp_socket},server=on,wait=off",
+            "-drive",
+            f"file={self.overlay},format=qcow2,if=none,id=root,cache=unsafe",
+            "-device",
+            f"virtio-blk-pci,drive=root,num-queues={s.disk_queues}",
+            "-cdrom",
+            str(image.iso),
+            "-boot",
+            "d",
+            "-netdev",
+            f"user,id=n0,restrict=on,hostfwd=tcp:{address}:{port}-:22",
+            "-device",
+            "virtio-net-pci,netdev=n0",
+            # the guest agent's port (the lab's way in before sshd, after a resume) and a VM
+            # generation ID, which a resumed guest's kernel takes as the signal to reseed its RNG
+            "-chardev",
+            f"socket,id=qga0,path={self.agent_socket},server=on,wait=off",
+            "-device",
+            "virtio-serial-pci,id=vser0",
+            "-device",
+            f"virtserialport,chardev=qga0,name={AGENT_PORT}",
+            "-device",
+            "vmgenid,guid=auto",
+        ]
         if s.nodes > 1:
             per_mem = s.mem // s.nodes
             for n, (first, last) in enumerate(s.node_cpus()):
-                argv += ["-object", f"memory-backend-ram,id=mem{n},size={per_mem}M",
-                         "-numa", f"node,nodeid={n},cpus={first}-{last},memdev=mem{n}"]
+                argv += [
+                    "-object",
+                    f"memory-backend-ram,id=mem{n},size={per_mem}M",
+                    "-numa",
+                    f"node,nodeid={n},cpus={first}-{last},memdev=mem{n}",
+                ]
         maker, product = VENDORS[s.vendor]
         esc = lambda v: v.replace(",", ",,")  # noqa: E731  QEMU's escape for a comma in an option value
         argv += ["-smbios", f"type=1,manufacturer={esc(maker)},product={esc(product)}"]
-        for key, path in (("host_key", self.host_key), ("host_key_pub", self.host_key.with_suffix(".pub")),
-                          ("authorized_keys", self.dir / "authorized_keys"), ("hostname", self.dir / "hostname"),
-                          ("machine_id", self.dir / "machine-id")):
+        for key, path in (
+            ("host_key", self.host_key),
+            ("host_key_pub", self.host_key.with_suffix(".pub")),
+            ("authorized_keys", self.dir / "authorized_keys"),
+            ("hostname", self.dir / "hostname"),
+            ("machine_id", self.dir / "machine-id"),
+        ):
             argv += ["-fw_cfg", f"name=opt/hostkit/{key},file={path}"]
         if incoming:
             argv += ["-incoming", "defer"]

@@ -38,9 +38,24 @@ from hostkit.errors import LabError
 RECIPE_VERSION = "2"
 SUITE = "bookworm"
 PACKAGES = (
-    "systemd-sysv", "udev", "kmod", "openssh-server", "python3", "linux-image-amd64",
-    "grub-pc-bin", "grub2-common", "irqbalance", "iproute2", "procps", "rt-tests", "numactl",
-    "util-linux", "e2fsprogs", "dbus", "tuned", "qemu-guest-agent",
+    "systemd-sysv",
+    "udev",
+    "kmod",
+    "openssh-server",
+    "python3",
+    "linux-image-amd64",
+    "grub-pc-bin",
+    "grub2-common",
+    "irqbalance",
+    "iproute2",
+    "procps",
+    "rt-tests",
+    "numactl",
+    "util-linux",
+    "e2fsprogs",
+    "dbus",
+    "tuned",
+    "qemu-guest-agent",
 )
 # Installed for the tuned coexistence test (tests/vm/test_tuned.py) but disabled: a guest runs tuned
 # only when a test enables it (`systemctl enable --now tuned`), so every other guest is tuned-free.
@@ -48,12 +63,26 @@ DISABLED_UNITS = ("tuned.service",)
 DISK_SIZE = "3G"
 # Periodic jobs that would wake up in a lab guest (and reach for a network it does not have):
 # masked, so what runs in the guest is the kernel, sshd, irqbalance and what hostkit starts.
-MASKED_UNITS = ("apt-daily.timer", "apt-daily-upgrade.timer", "man-db.timer", "e2scrub_all.timer",
-                "e2scrub_reap.service", "fstrim.timer", "dpkg-db-backup.timer", "systemd-timesyncd.service")
+MASKED_UNITS = (
+    "apt-daily.timer",
+    "apt-daily-upgrade.timer",
+    "man-db.timer",
+    "e2scrub_all.timer",
+    "e2scrub_reap.service",
+    "fstrim.timer",
+    "dpkg-db-backup.timer",
+    "systemd-timesyncd.service",
+)
 FIRSTBOOT_TIMEOUT = 600  # seconds; TCG on a busy 2-core machine
-TOOLS = {"mmdebstrap": "mmdebstrap", "mke2fs": "e2fsprogs", "debugfs": "e2fsprogs",
-         "qemu-img": "qemu-utils", "qemu-system-x86_64": "qemu-system-x86",
-         "grub-mkrescue": "grub-common (+ grub-pc-bin, xorriso, mtools)", "xorriso": "xorriso"}
+TOOLS = {
+    "mmdebstrap": "mmdebstrap",
+    "mke2fs": "e2fsprogs",
+    "debugfs": "e2fsprogs",
+    "qemu-img": "qemu-utils",
+    "qemu-system-x86_64": "qemu-system-x86",
+    "grub-mkrescue": "grub-common (+ grub-pc-bin, xorriso, mtools)",
+    "xorriso": "xorriso",
+}
 
 SEED_SCRIPT = """#!/bin/sh
 # hostkit lab: seed this guest from the QEMU fw_cfg entries `hostkit lab up --vm` passes
@@ -158,10 +187,27 @@ def cache_dir() -> Path:
 
 
 def image_key() -> str:
-    recipe = json.dumps({"suite": SUITE, "packages": sorted(PACKAGES), "recipe": RECIPE_VERSION,
-                         "files": [SEED_SCRIPT, RESEED_SCRIPT, SEED_UNIT, INITRAMFS_CONF, FIRSTBOOT_UNIT, SSHD_DROPIN, NETWORK, RESCUE_CFG],
-                         "size": DISK_SIZE, "masked": MASKED_UNITS,
-                         "disabled": DISABLED_UNITS}, sort_keys=True)
+    recipe = json.dumps(
+        {
+            "suite": SUITE,
+            "packages": sorted(PACKAGES),
+            "recipe": RECIPE_VERSION,
+            "files": [
+                SEED_SCRIPT,
+                RESEED_SCRIPT,
+                SEED_UNIT,
+                INITRAMFS_CONF,
+                FIRSTBOOT_UNIT,
+                SSHD_DROPIN,
+                NETWORK,
+                RESCUE_CFG,
+            ],
+            "size": DISK_SIZE,
+            "masked": MASKED_UNITS,
+            "disabled": DISABLED_UNITS,
+        },
+        sort_keys=True,
+    )
     return hashlib.sha256(recipe.encode()).hexdigest()[:16]
 
 
@@ -258,8 +304,11 @@ class Image:
             rootfs = work / "rootfs"
             t0 = time.monotonic()
             say(f"building the guest root file system with mmdebstrap ({SUITE}, {len(PACKAGES)} packages)")
-            _run(["mmdebstrap", "--variant=minbase", "--include=" + ",".join(PACKAGES), SUITE, str(rootfs)],
-                 "mmdebstrap", timeout=1800)
+            _run(
+                ["mmdebstrap", "--variant=minbase", "--include=" + ",".join(PACKAGES), SUITE, str(rootfs)],
+                "mmdebstrap",
+                timeout=1800,
+            )
             self._configure(rootfs)
             kernels = sorted((rootfs / "boot").glob("vmlinuz-*"))
             if not kernels:
@@ -267,8 +316,7 @@ class Image:
             shutil.copy2(kernels[-1], work / "vmlinuz")
             raw = work / "disk.raw"
             say(f"making the ext4 disk ({DISK_SIZE}) with mke2fs -d")
-            _run(["mke2fs", "-q", "-t", "ext4", "-L", "hostkit-root", "-d", str(rootfs), str(raw), DISK_SIZE],
-                 "mke2fs")
+            _run(["mke2fs", "-q", "-t", "ext4", "-L", "hostkit-root", "-d", str(rootfs), str(raw), DISK_SIZE], "mke2fs")
             shutil.rmtree(rootfs)
             self._rescue_iso(work / "boot.iso")
             say("first boot: the guest's own update-grub writes /boot/grub/grub.cfg (TCG: a minute or two)")
@@ -277,10 +325,15 @@ class Image:
             _run(["qemu-img", "convert", "-O", "qcow2", str(raw), str(work / "base.qcow2")], "qemu-img convert")
             raw.unlink()
             sizes = {n: (work / n).stat().st_size for n in ("base.qcow2", "boot.iso", "vmlinuz")}
-            manifest = {"key": self.key, "suite": SUITE, "packages": list(PACKAGES), "sizes": sizes,
-                        "sha256": file_sha256(work / "base.qcow2"), "built": time.strftime("%Y-%m-%dT%H:%M:%SZ",
-                                                                                           time.gmtime()),
-                        "build_seconds": round(time.monotonic() - t0, 1)}
+            manifest = {
+                "key": self.key,
+                "suite": SUITE,
+                "packages": list(PACKAGES),
+                "sizes": sizes,
+                "sha256": file_sha256(work / "base.qcow2"),
+                "built": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+                "build_seconds": round(time.monotonic() - t0, 1),
+            }
             (work / "manifest.json").write_text(json.dumps(manifest, indent=2) + "\n")
             if self.dir.exists():
                 shutil.rmtree(self.dir)
@@ -314,9 +367,10 @@ class Image:
         write("etc/initramfs-tools/conf.d/hostkit-lab.conf", INITRAMFS_CONF)
         # Debian's grub-pc postinst would create /etc/default/grub from this template.
         template = (root / "usr/share/grub/default/grub").read_text()
-        template = template.replace('GRUB_TIMEOUT=5', 'GRUB_TIMEOUT=0')
-        template = template.replace('GRUB_CMDLINE_LINUX_DEFAULT="quiet"',
-                                    'GRUB_CMDLINE_LINUX_DEFAULT="console=ttyS0,115200"')
+        template = template.replace("GRUB_TIMEOUT=5", "GRUB_TIMEOUT=0")
+        template = template.replace(
+            'GRUB_CMDLINE_LINUX_DEFAULT="quiet"', 'GRUB_CMDLINE_LINUX_DEFAULT="console=ttyS0,115200"'
+        )
         template += '\nGRUB_TERMINAL="serial console"\nGRUB_SERIAL_COMMAND="serial --unit=0 --speed=115200"\n'
         write("etc/default/grub", template)
         # Host keys made by openssh-server's postinst would be shared by every guest: drop them.
@@ -325,8 +379,10 @@ class Image:
         # The first boot runs before any grub.cfg exists: a minimal one, replaced by update-grub.
         kernel = sorted((root / "boot").glob("vmlinuz-*"))[-1].name
         initrd = kernel.replace("vmlinuz", "initrd.img")
-        write("boot/grub/grub.cfg", f"set timeout=0\nlinux /boot/{kernel} root=/dev/vda ro console=ttyS0,115200\n"
-                                    f"initrd /boot/{initrd}\nboot\n")
+        write(
+            "boot/grub/grub.cfg",
+            f"set timeout=0\nlinux /boot/{kernel} root=/dev/vda ro console=ttyS0,115200\ninitrd /boot/{initrd}\nboot\n",
+        )
         for unit in ("systemd-networkd.service", "hostkit-seed.service", "hostkit-firstboot.service"):
             _run(["chroot", str(root), "systemctl", "enable", unit], f"systemctl enable {unit} in the image")
         for unit in DISABLED_UNITS:  # enabled by the package's postinst (dh_installsystemd)
@@ -342,22 +398,42 @@ class Image:
         src = dest.parent / "iso-src"
         (src / "boot/grub").mkdir(parents=True)
         (src / "boot/grub/grub.cfg").write_text(RESCUE_CFG)
-        _run(["grub-mkrescue", "-o", str(dest), str(src), "--", "-volid", "HOSTKIT_BOOT"], "grub-mkrescue",
-             timeout=300)
+        _run(["grub-mkrescue", "-o", str(dest), str(src), "--", "-volid", "HOSTKIT_BOOT"], "grub-mkrescue", timeout=300)
         shutil.rmtree(src)
 
     @staticmethod
     def _firstboot(raw: Path, iso: Path, log: Path) -> None:
         from hostkit.lab.vm import accel_args  # the KVM/TCG choice lives with the guests
 
-        cmd = ["qemu-system-x86_64", *accel_args(), "-m", "1024", "-smp", "2", "-nographic", "-no-reboot",
-               "-serial", f"file:{log}", "-monitor", "none",
-               "-drive", f"file={raw},format=raw,if=virtio", "-cdrom", str(iso), "-boot", "d",
-               "-netdev", "user,id=n0,restrict=on", "-device", "virtio-net-pci,netdev=n0"]
+        cmd = [
+            "qemu-system-x86_64",
+            *accel_args(),
+            "-m",
+            "1024",
+            "-smp",
+            "2",
+            "-nographic",
+            "-no-reboot",
+            "-serial",
+            f"file:{log}",
+            "-monitor",
+            "none",
+            "-drive",
+            f"file={raw},format=raw,if=virtio",
+            "-cdrom",
+            str(iso),
+            "-boot",
+            "d",
+            "-netdev",
+            "user,id=n0,restrict=on",
+            "-device",
+            "virtio-net-pci,netdev=n0",
+        ]
         _run(cmd, "the image's first boot (update-grub)", timeout=FIRSTBOOT_TIMEOUT)
         cfg = subprocess.run(["debugfs", "-R", "cat /boot/grub/grub.cfg", str(raw)], capture_output=True, text=True)
-        marker = subprocess.run(["debugfs", "-R", "stat /etc/hostkit-image-firstboot", str(raw)],
-                                capture_output=True, text=True)
+        marker = subprocess.run(
+            ["debugfs", "-R", "stat /etc/hostkit-image-firstboot", str(raw)], capture_output=True, text=True
+        )
         if "### BEGIN /etc/grub.d/10_linux ###" not in cfg.stdout or "not found" not in marker.stderr:
             tail = " | ".join(log.read_text(errors="replace").strip().splitlines()[-5:]) if log.exists() else ""
             raise LabError(f"the image's first boot did not write grub.cfg with update-grub: {tail}")

@@ -41,14 +41,18 @@ class Setup:
 SETUPS = {
     "tuned-cpu-partitioning": Setup(
         about="tuned enabled and running cpu-partitioning (CPU 1 isolated), booted with its arguments",
-        script=("printf 'isolated_cores=1\\nno_balance_cores=1\\n' > /etc/tuned/cpu-partitioning-variables.conf && "
-                "mkdir -p /etc/systemd/system/tuned.service.d && "
-                "printf '[Service]\\nTimeoutStartSec=900\\n' "
-                "> /etc/systemd/system/tuned.service.d/hostkit-lab-timeout.conf && systemctl daemon-reload && "
-                "systemctl enable --now tuned && tuned-adm profile cpu-partitioning"),
-        check=("systemctl is-active --quiet tuned && "
-               "[ \"$(tuned-adm active)\" = 'Current active profile: cpu-partitioning' ] && "
-               "grep -qw isolcpus=1 /proc/cmdline"),
+        script=(
+            "printf 'isolated_cores=1\\nno_balance_cores=1\\n' > /etc/tuned/cpu-partitioning-variables.conf && "
+            "mkdir -p /etc/systemd/system/tuned.service.d && "
+            "printf '[Service]\\nTimeoutStartSec=900\\n' "
+            "> /etc/systemd/system/tuned.service.d/hostkit-lab-timeout.conf && systemctl daemon-reload && "
+            "systemctl enable --now tuned && tuned-adm profile cpu-partitioning"
+        ),
+        check=(
+            "systemctl is-active --quiet tuned && "
+            "[ \"$(tuned-adm active)\" = 'Current active profile: cpu-partitioning' ] && "
+            "grep -qw isolcpus=1 /proc/cmdline"
+        ),
     ),
 }
 
@@ -78,8 +82,10 @@ def run(guest, name: str, boot_timeout: float, say=None) -> None:
     deadline = time.monotonic() + boot_timeout
     while guest.boots() <= boots:
         if time.monotonic() >= deadline:
-            raise LabError(f"setup {name}: {guest.name} did not boot again within {boot_timeout:.0f} s "
-                           f"(console: {guest.console_tail()})")
+            raise LabError(
+                f"setup {name}: {guest.name} did not boot again within {boot_timeout:.0f} s "
+                f"(console: {guest.console_tail()})"
+            )
         time.sleep(1)
     with guest.agent(timeout=10) as agent:
         wait_booted(agent, boot_timeout)

@@ -88,8 +88,9 @@ class SavedState:
         if not isinstance(m, dict):
             return "its manifest is unreadable"
         if m.get("shape") != shape(self.image, self.spec, self.accel):
-            return (f"saved for another machine shape or QEMU build ({m.get('qemu', '?')}; "
-                    f"this is {vmlab._qemu_version()})")
+            return (
+                f"saved for another machine shape or QEMU build ({m.get('qemu', '?')}; this is {vmlab._qemu_version()})"
+            )
         for path in (self.disk, self.stream):
             want = m.get("files", {}).get(path.name, {})
             if not path.exists():
@@ -165,21 +166,37 @@ class SavedState:
             for name in ("disk.qcow2", "state.bin"):
                 path = work / name
                 files[name] = {"size": path.stat().st_size, "sha256": file_sha256(path)}
-            manifest = {"preset": self.preset, "spec": self.spec.to_text(),
-                        "shape": shape(self.image, self.spec, self.accel), "qemu": vmlab._qemu_version(),
-                        "accel": vmlab.accel_name(self.accel), "files": files,
-                        "saved": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-                        "build_seconds": round(time.monotonic() - t0, 1)}
-            for stale in ("qemu.pid", "console.log", "qemu.argv", "qemu.log", "hostname", "machine-id",
-                          "authorized_keys", "ssh_host_ed25519_key", "ssh_host_ed25519_key.pub"):
+            manifest = {
+                "preset": self.preset,
+                "spec": self.spec.to_text(),
+                "shape": shape(self.image, self.spec, self.accel),
+                "qemu": vmlab._qemu_version(),
+                "accel": vmlab.accel_name(self.accel),
+                "files": files,
+                "saved": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+                "build_seconds": round(time.monotonic() - t0, 1),
+            }
+            for stale in (
+                "qemu.pid",
+                "console.log",
+                "qemu.argv",
+                "qemu.log",
+                "hostname",
+                "machine-id",
+                "authorized_keys",
+                "ssh_host_ed25519_key",
+                "ssh_host_ed25519_key.pub",
+            ):
                 (work / stale).unlink(missing_ok=True)  # the template's: no guest's'
             (work / "manifest.json").write_text(json.dumps(manifest, indent=2) + "\n")
             if self.dir.exists():
                 shutil.rmtree(self.dir)
             os.rename(work, self.dir)  # atomic: a cut-off build never looks complete
             if say:
-                say(f"saved state of {self.preset} ready in {manifest['build_seconds']} s "
-                    f"({files['state.bin']['size'] >> 20} MiB)")
+                say(
+                    f"saved state of {self.preset} ready in {manifest['build_seconds']} s "
+                    f"({files['state.bin']['size'] >> 20} MiB)"
+                )
         except BaseException:
             guest.stop(pid)
             raise

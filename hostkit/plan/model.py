@@ -38,8 +38,13 @@ class NodePartition:
     irq_cpus: frozenset[int]
 
     def to_dict(self) -> dict:
-        return {"id": self.id, "cpus": format_cpulist(self.cpus), "housekeeping": format_cpulist(self.housekeeping),
-                "isolated": format_cpulist(self.isolated), "irq_cpus": format_cpulist(self.irq_cpus)}
+        return {
+            "id": self.id,
+            "cpus": format_cpulist(self.cpus),
+            "housekeeping": format_cpulist(self.housekeeping),
+            "isolated": format_cpulist(self.isolated),
+            "irq_cpus": format_cpulist(self.irq_cpus),
+        }
 
 
 @dataclass(frozen=True)
@@ -61,10 +66,17 @@ class IrqPlan:
     owner: str = "none"
 
     def to_dict(self) -> dict:
-        return {"affinity": self.affinity, "assignments": dict(self.assignments),
-                "by_name": dict(self.by_name), "unmatched": list(self.unmatched), "owner": self.owner,
-                "default_smp_affinity": self.default_smp_affinity, "irqbalance": self.irqbalance,
-                "banned_cpulist": self.banned_cpulist, "irqbalance_config": self.irqbalance_config}
+        return {
+            "affinity": self.affinity,
+            "assignments": dict(self.assignments),
+            "by_name": dict(self.by_name),
+            "unmatched": list(self.unmatched),
+            "owner": self.owner,
+            "default_smp_affinity": self.default_smp_affinity,
+            "irqbalance": self.irqbalance,
+            "banned_cpulist": self.banned_cpulist,
+            "irqbalance_config": self.irqbalance_config,
+        }
 
 
 @dataclass(frozen=True)
@@ -122,8 +134,9 @@ class Plan:
     def boot_changes(self, booted: dict[str, str | None]) -> list[str]:
         """The kernel arguments this plan sets or removes that the running kernel (``booted``: facts'
         ``kernel.cmdline_args.args``) was not booted with: each takes effect at the next boot only."""
-        changes = [k if v is None else f"{k}={v}" for k, v in self.cmdline_set.items()
-                   if k not in booted or booted[k] != v]
+        changes = [
+            k if v is None else f"{k}={v}" for k, v in self.cmdline_set.items() if k not in booted or booted[k] != v
+        ]
         return changes + [f"-{k}" for k in self.cmdline_remove if k in booted]
 
     @property

@@ -32,8 +32,9 @@ ISOLATION_ARGS = ("isolcpus", "nohz_full", "rcu_nocbs", "irqaffinity")
 SYSTEMD_AFFINITY_ARG = "systemd.cpu_affinity"
 
 
-def make_plan(facts: dict, profile: dict, pinned: dict | None = None, *, force: bool = False,
-              host: str | None = None) -> dict:
+def make_plan(
+    facts: dict, profile: dict, pinned: dict | None = None, *, force: bool = False, host: str | None = None
+) -> dict:
     """The plan JSON document (:meth:`Plan.to_dict`) of :func:`build_plan`."""
     return build_plan(facts, profile, pinned, force=force, host=host).to_dict()
 
@@ -51,14 +52,18 @@ class _Topology:
     @classmethod
     def of(cls, facts: dict) -> _Topology:
         topo = facts["topology"]
-        return cls(online=parse_cpulist(topo["online"]), cores=[parse_cpulist(c) for c in topo["cores"]],
-                   nodes=[(n["id"], parse_cpulist(n["cpus"])) for n in topo["numa_nodes"] if n["cpus"]],
-                   nic_nodes=sorted({n["numa_node"] for n in facts.get("nics", []) if n.get("numa_node", -1) >= 0}),
-                   nr_cpus=topo["cpus"])
+        return cls(
+            online=parse_cpulist(topo["online"]),
+            cores=[parse_cpulist(c) for c in topo["cores"]],
+            nodes=[(n["id"], parse_cpulist(n["cpus"])) for n in topo["numa_nodes"] if n["cpus"]],
+            nic_nodes=sorted({n["numa_node"] for n in facts.get("nics", []) if n.get("numa_node", -1) >= 0}),
+            nr_cpus=topo["cpus"],
+        )
 
 
-def build_plan(facts: dict, profile: dict, pinned: dict | None = None, *, force: bool = False,
-               host: str | None = None) -> Plan:
+def build_plan(
+    facts: dict, profile: dict, pinned: dict | None = None, *, force: bool = False, host: str | None = None
+) -> Plan:
     """Facts + a validated profile (+ the inventory's pinned values) -> the host's :class:`Plan`.
 
     Each step below is a pure function of its arguments that writes its reasons, warnings and
@@ -82,30 +87,57 @@ def build_plan(facts: dict, profile: dict, pinned: dict | None = None, *, force:
     sysctl = _sysctls(wanted, facts["kernel"], notes)
     governor, governor_cpus = _governor(profile["governor"], facts["cpufreq"], topo.online, notes)
     _notes(isolation, facts, profile, sysctl, notes)
-    sysfs = _sysfs_values(profile, facts, topo, housekeeping, isolation and bool(isolated) and not notes.refused,
-                          notes)
+    sysfs = _sysfs_values(profile, facts, topo, housekeeping, isolation and bool(isolated) and not notes.refused, notes)
     latency = profile["cpu_power"][PM_QOS.key]
-    tuned = plan_tuned(profile.get("tuned"), facts, notes, online=topo.online, isolated=frozenset(isolated),
-                       managed=set(cmdline_set) | set(cmdline_remove), sysctl=sysctl, governor=governor,
-                       force_latency=latency,
-                       thp=next((s["value"] for s in sysfs if s["key"] == "thp_enabled"), None))
+    tuned = plan_tuned(
+        profile.get("tuned"),
+        facts,
+        notes,
+        online=topo.online,
+        isolated=frozenset(isolated),
+        managed=set(cmdline_set) | set(cmdline_remove),
+        sysctl=sysctl,
+        governor=governor,
+        force_latency=latency,
+        thp=next((s["value"] for s in sysfs if s["key"] == "thp_enabled"), None),
+    )
     pm_qos = _pm_qos(latency, facts.get("cpuidle") or {}, tuned["mode"], notes)
-    kthreads = _kthreads(profile, facts, housekeeping, isolated, isolation and bool(isolated) and not notes.refused,
-                         notes)
+    kthreads = _kthreads(
+        profile, facts, housekeeping, isolated, isolation and bool(isolated) and not notes.refused, notes
+    )
     irq = _irq_plan(profile, facts, topo, isolation, irq_cpus, nic_irq_cpus, pinned, notes)
     containerd, kubelet = _container_stack(profile, facts, format_cpulist(housekeeping), topo.nodes, notes)
     return Plan(
-        host=host, profile=profile["name"], isolation=isolation, nr_cpus=topo.nr_cpus, online=topo.online,
-        housekeeping=frozenset(housekeeping), irq_cpus=frozenset(irq_cpus), nic_irq_cpus=nic_irq_cpus,
-        nodes=tuple(NodePartition(nid, cpus, cpus & housekeeping, cpus & isolated, cpus & irq_cpus)
-                    for nid, cpus in topo.nodes),
-        cmdline_set=cmdline_set, cmdline_remove=tuple(cmdline_remove), sysctl=sysctl,
-        governor=governor, governor_cpus=governor_cpus,
+        host=host,
+        profile=profile["name"],
+        isolation=isolation,
+        nr_cpus=topo.nr_cpus,
+        online=topo.online,
+        housekeeping=frozenset(housekeeping),
+        irq_cpus=frozenset(irq_cpus),
+        nic_irq_cpus=nic_irq_cpus,
+        nodes=tuple(
+            NodePartition(nid, cpus, cpus & housekeeping, cpus & isolated, cpus & irq_cpus) for nid, cpus in topo.nodes
+        ),
+        cmdline_set=cmdline_set,
+        cmdline_remove=tuple(cmdline_remove),
+        sysctl=sysctl,
+        governor=governor,
+        governor_cpus=governor_cpus,
         irq=irq,
-        containerd=containerd, kubelet=kubelet,
-        bios=_bios(profile, facts["topology"], facts.get("memory") or {}), smoke=dict(profile["smoke"]),
-        warnings=tuple(notes.warnings), reasons=tuple(notes.reasons), refused=tuple(notes.refused), tuned=tuned,
-        sysfs=tuple(sysfs), pm_qos=pm_qos, kthreads=kthreads, refused_parts=tuple(notes.refused_parts))
+        containerd=containerd,
+        kubelet=kubelet,
+        bios=_bios(profile, facts["topology"], facts.get("memory") or {}),
+        smoke=dict(profile["smoke"]),
+        warnings=tuple(notes.warnings),
+        reasons=tuple(notes.reasons),
+        refused=tuple(notes.refused),
+        tuned=tuned,
+        sysfs=tuple(sysfs),
+        pm_qos=pm_qos,
+        kthreads=kthreads,
+        refused_parts=tuple(notes.refused_parts),
+    )
 
 
 def _boot_guard(isolation: bool, profile: dict, kernel: dict, notes: Notes) -> None:
@@ -130,9 +162,12 @@ def _embedded_cmdline(kernel: dict, cmdline_set: dict, cmdline_remove: list, not
     missing = [format_arg(k, v) for k, v in cmdline_set.items() if k not in booted or booted[k] != v]
     stale = [k for k in cmdline_remove if k in booted]
     if missing or stale:
-        notes.refused_parts.append(f"kernel arguments refused: {loader.get('reason')}; not set: "
-                                   f"{' '.join(missing) or '-'}" + (f"; not removed: {' '.join(stale)}" if stale else "")
-                                   + "; the rest of the plan applies")
+        notes.refused_parts.append(
+            f"kernel arguments refused: {loader.get('reason')}; not set: "
+            f"{' '.join(missing) or '-'}"
+            + (f"; not removed: {' '.join(stale)}" if stale else "")
+            + "; the rest of the plan applies"
+        )
     return {}, []
 
 
@@ -141,15 +176,19 @@ def _guards(isolation: bool, virt: dict, profile: dict, force: bool, notes: Note
     if not isolation or force:
         return
     if virt["deceptive_topology"]:
-        notes.refused.append("isolation asked on a host with deceptive topology: " + "; ".join(virt["reasons"])
-                             + " (use a virtual-guest profile, or --force)")
+        notes.refused.append(
+            "isolation asked on a host with deceptive topology: "
+            + "; ".join(virt["reasons"])
+            + " (use a virtual-guest profile, or --force)"
+        )
     elif virt["virtual"] and not profile["allow_virtual"]:
-        notes.refused.append(f"isolation asked on a virtual machine ({virt['hypervisor']}): vCPUs are not physical "
-                             "cores, isolation cannot stop hypervisor stalls (use vmware-guest, or --force)")
+        notes.refused.append(
+            f"isolation asked on a virtual machine ({virt['hypervisor']}): vCPUs are not physical "
+            "cores, isolation cannot stop hypervisor stalls (use vmware-guest, or --force)"
+        )
 
 
-def _partition(isolation: bool, refused: bool, profile: dict, topo: _Topology, pinned: dict,
-               notes: Notes) -> set[int]:
+def _partition(isolation: bool, refused: bool, profile: dict, topo: _Topology, pinned: dict, notes: Notes) -> set[int]:
     """Why: inference runs on the isolated CPUs; the housekeeping ones keep the kernel, kubelet and IRQs."""
     if not isolation:
         notes.reasons.append(f"profile {profile['name']}: no CPU isolation; every online CPU stays housekeeping")
@@ -161,8 +200,9 @@ def _partition(isolation: bool, refused: bool, profile: dict, topo: _Topology, p
     return _reserve(profile, topo.cores, topo.nodes, topo.nic_nodes, notes.reasons)
 
 
-def _irq_cpus(nics: list[dict], topo: _Topology, housekeeping: set[int], pinned: dict, isolation: bool,
-              notes: Notes) -> tuple[dict[str, str], set[int]]:
+def _irq_cpus(
+    nics: list[dict], topo: _Topology, housekeeping: set[int], pinned: dict, isolation: bool, notes: Notes
+) -> tuple[dict[str, str], set[int]]:
     """Why: an IRQ served on an isolated CPU interrupts inference; a NIC's IRQs stay on its own node."""
     refused, reasons = notes.refused, notes.reasons
     nic_irq_cpus = {}
@@ -173,14 +213,17 @@ def _irq_cpus(nics: list[dict], topo: _Topology, housekeeping: set[int], pinned:
     if "irq_cpus" in pinned:
         irq_cpus = set(parse_cpulist(pinned["irq_cpus"]))
         if not irq_cpus <= housekeeping:
-            refused.append(f"irq_cpus {pinned['irq_cpus']} include isolated CPUs "
-                           f"{format_cpulist(irq_cpus - housekeeping)}")
+            refused.append(
+                f"irq_cpus {pinned['irq_cpus']} include isolated CPUs {format_cpulist(irq_cpus - housekeeping)}"
+            )
         reasons.append(f"IRQ CPUs pinned by the inventory: {pinned['irq_cpus']}")
     else:
         irq_cpus = set(housekeeping)
         if nic_irq_cpus and isolation:
-            reasons.append("NIC IRQs on housekeeping CPUs of the NIC's node: "
-                           + ", ".join(f"{n} -> {c}" for n, c in nic_irq_cpus.items()))
+            reasons.append(
+                "NIC IRQs on housekeeping CPUs of the NIC's node: "
+                + ", ".join(f"{n} -> {c}" for n, c in nic_irq_cpus.items())
+            )
     return nic_irq_cpus, irq_cpus
 
 
@@ -190,8 +233,15 @@ def _kubelet_static(profile: dict) -> bool:
     return bool(k["enabled"]) and k["cpu_manager_policy"] == "static"
 
 
-def _cmdline(isolation: bool, isolated: set[int], housekeeping: set[int], profile: dict, facts: dict,
-             kubelet_static: bool, notes: Notes) -> tuple[dict[str, str | None], list[str]]:
+def _cmdline(
+    isolation: bool,
+    isolated: set[int],
+    housekeeping: set[int],
+    profile: dict,
+    facts: dict,
+    kubelet_static: bool,
+    notes: Notes,
+) -> tuple[dict[str, str | None], list[str]]:
     """Why: isolcpus keeps the scheduler off, nohz_full the tick, rcu_nocbs RCU callbacks, irqaffinity IRQs."""
     reasons = notes.reasons
     iso_text, hk_text = format_cpulist(isolated), format_cpulist(housekeeping)
@@ -201,12 +251,16 @@ def _cmdline(isolation: bool, isolated: set[int], housekeeping: set[int], profil
         if kubelet_static:
             # No flag word at all means domain to the kernel: keep at least managed_irq.
             flags = [f for f in flags if f != "domain"] or ["managed_irq"]
-            reasons.append("isolcpus without domain: kubelet's static CPU manager gives a pod several exclusive "
-                           "CPUs and the scheduler must balance the pod's threads across them (domain takes the "
-                           "isolated CPUs out of load balancing)")
+            reasons.append(
+                "isolcpus without domain: kubelet's static CPU manager gives a pod several exclusive "
+                "CPUs and the scheduler must balance the pod's threads across them (domain takes the "
+                "isolated CPUs out of load balancing)"
+            )
         elif "domain" in flags or not flags:
-            reasons.append("isolcpus with domain: a static partition without kubelet's CPU manager; each "
-                           "inference thread is pinned to its own CPU, so no load balancing is wanted there")
+            reasons.append(
+                "isolcpus with domain: a static partition without kubelet's CPU manager; each "
+                "inference thread is pinned to its own CPU, so no load balancing is wanted there"
+            )
         flag_text = ",".join(flags)
         cmdline_set = {
             "isolcpus": f"{flag_text},{iso_text}" if flag_text else iso_text,
@@ -217,9 +271,11 @@ def _cmdline(isolation: bool, isolated: set[int], housekeeping: set[int], profil
         reasons.append(f"kernel: isolcpus/nohz_full/rcu_nocbs={iso_text}, irqaffinity={hk_text}")
         if kubelet_static:
             cmdline_set[SYSTEMD_AFFINITY_ARG] = hk_text
-            reasons.append(f"{SYSTEMD_AFFINITY_ARG}={hk_text}: without domain nothing else keeps host processes "
-                           "off the isolated CPUs; systemd starts every service there, and kubelet's CPU manager "
-                           "moves each pod onto its own CPUs through its cpuset")
+            reasons.append(
+                f"{SYSTEMD_AFFINITY_ARG}={hk_text}: without domain nothing else keeps host processes "
+                "off the isolated CPUs; systemd starts every service there, and kubelet's CPU manager "
+                "moves each pod onto its own CPUs through its cpuset"
+            )
         cmdline_set.update(_kernel_noise(profile, facts, notes))
     for arg in profile["cmdline_extra"]:
         key, _, value = arg.partition("=")
@@ -249,16 +305,19 @@ def _kernel_noise(profile: dict, facts: dict, notes: Notes) -> dict[str, str | N
         shown = k.arg if text is None else f"{k.arg}={text}"
         missing = [f for f in k.cpu_flags if not checked.get(f)]
         if missing:
-            reasons.append(f"{shown} left out: /proc/cpuinfo lacks {', '.join(missing)} (the TSC may stop or "
-                           "drift, so the clocksource watchdog must keep checking it)")
+            reasons.append(
+                f"{shown} left out: /proc/cpuinfo lacks {', '.join(missing)} (the TSC may stop or "
+                "drift, so the clocksource watchdog must keep checking it)"
+            )
             continue
         args[k.arg] = text
         reasons.append(f"{shown}: {k.doc.split(': ', 1)[-1]}")
     return args
 
 
-def _sysfs_values(profile: dict, facts: dict, topo: _Topology, housekeeping: set[int], isolating: bool,
-                  notes: Notes) -> list[dict]:
+def _sysfs_values(
+    profile: dict, facts: dict, topo: _Topology, housekeeping: set[int], isolating: bool, notes: Notes
+) -> list[dict]:
     """Why: the runtime /sys values of hostkit.tunables.SYSFS_VALUES the profile sets, each written only where
     the host has the file and the kernel offers the value: unbound workqueue and writeback workers on the
     housekeeping CPUs, the energy-performance preference, transparent hugepages, KSM, hugepages per node."""
@@ -272,16 +331,21 @@ def _sysfs_values(profile: dict, facts: dict, topo: _Topology, housekeeping: set
             continue
         found = (present.get(v.key) or {}).get("values") or {}
         if not found:
-            reasons.append(f"{v.key} left out: this host has no {v.path.replace('{cpu}', 'N').replace('{node}', 'N')}"
-                           + _why_absent(v, facts))
+            reasons.append(
+                f"{v.key} left out: this host has no {v.path.replace('{cpu}', 'N').replace('{node}', 'N')}"
+                + _why_absent(v, facts)
+            )
             continue
         if v.partition:
             target = housekeeping if isolating else topo.online
             value = format_mask(target, topo.nr_cpus)
             if not isolating and all(parse_mask(t) >= topo.online for t in found.values()):
                 continue  # nothing isolated and no earlier tuning narrowed it: the kernel's mask stands
-            why = (f"{v.key}={value} (CPUs {format_cpulist(target)}): {v.doc}" if isolating else
-                   f"{v.key}={value}: every online CPU again (an earlier tuning narrowed it; nothing is isolated)")
+            why = (
+                f"{v.key}={value} (CPUs {format_cpulist(target)}): {v.doc}"
+                if isolating
+                else f"{v.key}={value}: every online CPU again (an earlier tuning narrowed it; nothing is isolated)"
+            )
         else:
             value = str(wanted)
             offered = _offered(v, present.get(v.key) or {}, found)
@@ -330,9 +394,11 @@ def _hugepages_too_big(pages: int, nodes: list[dict]) -> list[str]:
             continue
         limit = mem - max(1 << 20, mem // 8)
         if want_kb > limit:
-            out.append(f"hugepages_2m_per_node={pages} needs {want_kb // 1024} MiB on NUMA node {n['id']}, which has "
-                       f"{mem // 1024} MiB: at most {max(0, limit) // 1024} MiB ({max(0, limit) // HUGEPAGE_KB} pages) "
-                       "may be hugepages (1 GiB and an eighth stay for the kernel and the node's other processes)")
+            out.append(
+                f"hugepages_2m_per_node={pages} needs {want_kb // 1024} MiB on NUMA node {n['id']}, which has "
+                f"{mem // 1024} MiB: at most {max(0, limit) // 1024} MiB ({max(0, limit) // HUGEPAGE_KB} pages) "
+                "may be hugepages (1 GiB and an eighth stay for the kernel and the node's other processes)"
+            )
     return out
 
 
@@ -343,26 +409,39 @@ def _pm_qos(latency: int | None, cpuidle: dict, tuned_mode: str, notes: Notes) -
         return {PM_QOS.key: None, "holder": None}
     holder = "tuned" if tuned_mode == "drive" else "unit"
     states = cpuidle.get("states") or []
-    skipped = [f"{s['name']} ({s['latency_us']} us)" for s in states
-               if s.get("latency_us") is not None and s["latency_us"] > latency]
+    skipped = [
+        f"{s['name']} ({s['latency_us']} us)"
+        for s in states
+        if s.get("latency_us") is not None and s["latency_us"] > latency
+    ]
     kept = [s["name"] for s in states if s.get("latency_us") is not None and s["latency_us"] <= latency]
-    seen = (f"; cpuidle {cpuidle.get('driver')}: skips {', '.join(skipped) or 'none'}, "
-            f"keeps {', '.join(kept) or 'none'}" if states else "; no cpuidle states in the facts")
-    by = ("tuned's force_latency in hostkit's tuned profile (tuned holds /dev/cpu_dma_latency)" if holder == "tuned"
-          else f"hostkit-pm-qos.service holding {PM_QOS.path} open from boot")
+    seen = (
+        f"; cpuidle {cpuidle.get('driver')}: skips {', '.join(skipped) or 'none'}, keeps {', '.join(kept) or 'none'}"
+        if states
+        else "; no cpuidle states in the facts"
+    )
+    by = (
+        "tuned's force_latency in hostkit's tuned profile (tuned holds /dev/cpu_dma_latency)"
+        if holder == "tuned"
+        else f"hostkit-pm-qos.service holding {PM_QOS.path} open from boot"
+    )
     notes.reasons.append(f"{PM_QOS.key}={latency}: every CPU wakes within {latency} us, by {by}{seen}")
     return {PM_QOS.key: latency, "holder": holder}
 
 
-def _kthreads(profile: dict, facts: dict, housekeeping: set[int], isolated: set[int], isolating: bool,
-              notes: Notes) -> dict:
+def _kthreads(
+    profile: dict, facts: dict, housekeeping: set[int], isolated: set[int], isolating: bool, notes: Notes
+) -> dict:
     """Why: a kernel thread allowed on an isolated CPU may be scheduled there and preempt inference;
     nohz_full= keeps the threads kthreadd creates on housekeeping CPUs from boot, but per-node threads
     (kswapd<N>, kcompactd<N>) set their node's CPUs themselves (Debian 12's 6.1), and nothing moves
     the threads of a running kernel before the reboot."""
     wanted = isolating and profile[KTHREADS.section][KTHREADS.key]
-    out = {"move": bool(wanted), "housekeeping": format_cpulist(housekeeping) if wanted else "",
-           "isolated": format_cpulist(isolated) if wanted else ""}
+    out = {
+        "move": bool(wanted),
+        "housekeeping": format_cpulist(housekeeping) if wanted else "",
+        "isolated": format_cpulist(isolated) if wanted else "",
+    }
     if not isolating:
         return out
     if not wanted:
@@ -371,14 +450,17 @@ def _kthreads(profile: dict, facts: dict, housekeeping: set[int], isolated: set[
     seen = facts.get("kthreads") or {}
     if seen.get("available"):
         on = [t["comm"] for t in allowed_on(seen["movable"], isolated)]
-        now = f"; {len(on)} allowed on isolated CPUs now" + (f" ({', '.join(on[:4])}{', ...' if len(on) > 4 else ''})"
-                                                             if on else "")
+        now = f"; {len(on)} allowed on isolated CPUs now" + (
+            f" ({', '.join(on[:4])}{', ...' if len(on) > 4 else ''})" if on else ""
+        )
     else:
         now = "; " + (seen.get("reason") or "no kernel threads in the facts")
-    notes.reasons.append(f"kernel threads: kthreadd and every kernel thread that may move go to the housekeeping "
-                         f"CPUs {out['housekeeping']} (a per-node thread such as kswapd<N> to its node's), now and "
-                         f"at every boot (hostkit-kthreads.service): nohz_full= covers what kthreadd creates, not "
-                         f"kswapd/kcompactd, which take their node's CPUs themselves{now}")
+    notes.reasons.append(
+        f"kernel threads: kthreadd and every kernel thread that may move go to the housekeeping "
+        f"CPUs {out['housekeeping']} (a per-node thread such as kswapd<N> to its node's), now and "
+        f"at every boot (hostkit-kthreads.service): nohz_full= covers what kthreadd creates, not "
+        f"kswapd/kcompactd, which take their node's CPUs themselves{now}"
+    )
     return out
 
 
@@ -391,26 +473,37 @@ def _partition_sysctls(isolating: bool, kubelet_static: bool, profile: dict, fac
         return wanted
     if kubelet_static:
         wanted["kernel.timer_migration"] = 1
-        reasons.append("timer_migration=1: CPUs kubelet hands to pods were housekeeping or another pod's before; "
-                       "timers armed there must be able to move off them")
+        reasons.append(
+            "timer_migration=1: CPUs kubelet hands to pods were housekeeping or another pod's before; "
+            "timers armed there must be able to move off them"
+        )
     elif wanted.get("kernel.timer_migration") == 0:
-        reasons.append("timer_migration=0: static partition; a timer stays on the CPU that armed it instead of "
-                       "being pulled onto a busy isolated CPU")
+        reasons.append(
+            "timer_migration=0: static partition; a timer stays on the CPU that armed it instead of "
+            "being pulled onto a busy isolated CPU"
+        )
     stalld = (facts.get("services") or {}).get("stalld") or {}
     if profile["stalld"] == "use":
         if stalld.get("running"):
             wanted["kernel.sched_rt_runtime_us"] = -1
-            reasons.append("sched_rt_runtime_us=-1: inference CPUs are isolated and dedicated, and stalld runs to "
-                           "boost any kernel thread a FIFO worker starves there; measured on a 2-CPU VM (docs/operator-guide.md, "
-                           "The RT budget): deschedule p999/max 0.80/3.8 ms at -1 against 1.53/9.1 ms at 950000")
+            reasons.append(
+                "sched_rt_runtime_us=-1: inference CPUs are isolated and dedicated, and stalld runs to "
+                "boost any kernel thread a FIFO worker starves there; measured on a 2-CPU VM (docs/operator-guide.md, "
+                "The RT budget): deschedule p999/max 0.80/3.8 ms at -1 against 1.53/9.1 ms at 950000"
+            )
         else:
-            state = "installed but not running (systemctl enable --now stalld)" if stalld.get("installed") \
+            state = (
+                "installed but not running (systemctl enable --now stalld)"
+                if stalld.get("installed")
                 else "not installed"
-            reasons.append(f"sched_rt_runtime_us stays {wanted.get('kernel.sched_rt_runtime_us')}: stalld is {state}, "
-                           "so RT throttling is what keeps a starved kernel thread running on an isolated CPU; a "
-                           "worker that stays in SCHED_FIFO beyond the budget is parked for the rest of the period "
-                           "(hostkit smoke's default worker, --fifo budget, leaves SCHED_FIFO before that: do the "
-                           "same, or run the worker SCHED_OTHER on its isolated CPU, where nothing competes)")
+            )
+            reasons.append(
+                f"sched_rt_runtime_us stays {wanted.get('kernel.sched_rt_runtime_us')}: stalld is {state}, "
+                "so RT throttling is what keeps a starved kernel thread running on an isolated CPU; a "
+                "worker that stays in SCHED_FIFO beyond the budget is parked for the rest of the period "
+                "(hostkit smoke's default worker, --fifo budget, leaves SCHED_FIFO before that: do the "
+                "same, or run the worker SCHED_OTHER on its isolated CPU, where nothing competes)"
+            )
     return wanted
 
 
@@ -424,20 +517,32 @@ def _sysctls(wanted: dict, kernel: dict, notes: Notes) -> dict[str, int]:
         if rt != -1 and rt > period:
             raise BadInput(f"kernel.sched_rt_runtime_us={rt} exceeds sched_rt_period_us={period}")
         if rt != -1 and rt < 0.9 * period:
-            warnings.append(f"kernel.sched_rt_runtime_us={rt} lets RT throttling park a SCHED_FIFO thread for "
-                            f"{(period - rt) / 1000:g} ms of every {period / 1000:g} ms")
-        reasons.append(f"sysctl kernel.sched_rt_runtime_us={rt}: RT throttling at most "
-                       f"{max(0, period - rt) / 1000 if rt != -1 else 0:g} ms per period")
+            warnings.append(
+                f"kernel.sched_rt_runtime_us={rt} lets RT throttling park a SCHED_FIFO thread for "
+                f"{(period - rt) / 1000:g} ms of every {period / 1000:g} ms"
+            )
+        reasons.append(
+            f"sysctl kernel.sched_rt_runtime_us={rt}: RT throttling at most "
+            f"{max(0, period - rt) / 1000 if rt != -1 else 0:g} ms per period"
+        )
     current_rt = kernel.get("sched_rt_runtime_us")
-    if (current_rt is not None and current_rt != -1 and current_rt < 0.9 * period
-            and rt is not None and rt != current_rt):
-        reasons.append(f"sched_rt_runtime_us {current_rt} -> {rt}: the current value parks FIFO threads "
-                       f"{(period - current_rt) / 1000:g} ms per period")
+    if (
+        current_rt is not None
+        and current_rt != -1
+        and current_rt < 0.9 * period
+        and rt is not None
+        and rt != current_rt
+    ):
+        reasons.append(
+            f"sched_rt_runtime_us {current_rt} -> {rt}: the current value parks FIFO threads "
+            f"{(period - current_rt) / 1000:g} ms per period"
+        )
     return sysctl
 
 
-def _governor(governor: str | None, cpufreq: dict, online: frozenset[int],
-              notes: Notes) -> tuple[str | None, frozenset[int]]:
+def _governor(
+    governor: str | None, cpufreq: dict, online: frozenset[int], notes: Notes
+) -> tuple[str | None, frozenset[int]]:
     """Why: a frequency ramp on wake-up is latency; the governor must be one the host offers."""
     if not governor:
         return None, frozenset()
@@ -455,9 +560,11 @@ def _governor(governor: str | None, cpufreq: dict, online: frozenset[int],
 
 
 # A VMware guest with no steal time on any CPU since boot: the hypervisor keeps no steal clock for it.
-NO_STEAL_CLOCK = ("VMware guest with no steal time on any CPU since boot: without stealclock.enable = \"TRUE\" in "
-                  "the VM's .vmx it has no steal clock and reads 0 whatever the hypervisor takes, so steal-based "
-                  "diagnosis is blind here (hostkit gaps measures the vCPU stops directly)")
+NO_STEAL_CLOCK = (
+    'VMware guest with no steal time on any CPU since boot: without stealclock.enable = "TRUE" in '
+    "the VM's .vmx it has no steal clock and reads 0 whatever the hypervisor takes, so steal-based "
+    "diagnosis is blind here (hostkit gaps measures the vCPU stops directly)"
+)
 
 
 def _notes(isolation: bool, facts: dict, profile: dict, sysctl: dict, notes: Notes) -> None:
@@ -474,8 +581,16 @@ def _notes(isolation: bool, facts: dict, profile: dict, sysctl: dict, notes: Not
         warnings.append(NO_STEAL_CLOCK)
 
 
-def _irq_plan(profile: dict, facts: dict, topo: _Topology, isolation: bool, irq_cpus: set[int],
-              nic_irq_cpus: dict[str, str], pinned: dict, notes: Notes) -> IrqPlan:
+def _irq_plan(
+    profile: dict,
+    facts: dict,
+    topo: _Topology,
+    isolation: bool,
+    irq_cpus: set[int],
+    nic_irq_cpus: dict[str, str],
+    pinned: dict,
+    notes: Notes,
+) -> IrqPlan:
     """Why: IRQs have one owner. Where irqbalance runs it places them, banned from every CPU that is
     not an IRQ CPU; elsewhere hostkit pins every movable IRQ (NIC queues to their node's IRQ CPUs)."""
     # Without isolation IRQs may still be steered (e.g. a guest keeping CPU 0 for IRQs through a
@@ -486,13 +601,17 @@ def _irq_plan(profile: dict, facts: dict, topo: _Topology, isolation: bool, irq_
     owner = _irq_owner(irqbalance, service, affinity, isolation, irq_cpus, notes)
     why, warned = notes.reasons, notes.warnings
     if service.get("banned_cpus") and irqbalance == "banned":
-        why.append(f"irqbalance: IRQBALANCE_BANNED_CPUS={service['banned_cpus']} in {service['config']} wins over "
-                   "IRQBALANCE_BANNED_CPULIST (irqbalance reads the old name first): the apply removes it and "
-                   "writes the ban as IRQBALANCE_BANNED_CPULIST (journaled: rollback puts it back)")
+        why.append(
+            f"irqbalance: IRQBALANCE_BANNED_CPUS={service['banned_cpus']} in {service['config']} wins over "
+            "IRQBALANCE_BANNED_CPULIST (irqbalance reads the old name first): the apply removes it and "
+            "writes the ban as IRQBALANCE_BANNED_CPULIST (journaled: rollback puts it back)"
+        )
     elif service.get("banned_cpus"):
-        warned.append(f"irqbalance: IRQBALANCE_BANNED_CPUS={service['banned_cpus']} in {service['config']} bans "
-                      f"CPUs from irqbalance, whatever IRQBALANCE_BANNED_CPULIST says (irqbalance: {irqbalance} "
-                      "leaves it)")
+        warned.append(
+            f"irqbalance: IRQBALANCE_BANNED_CPUS={service['banned_cpus']} in {service['config']} bans "
+            f"CPUs from irqbalance, whatever IRQBALANCE_BANNED_CPULIST says (irqbalance: {irqbalance} "
+            "leaves it)"
+        )
     wanted, names = {}, {}
     if affinity and owner == "hostkit":
         nic_of = {irq: nic["name"] for nic in facts.get("nics", []) for irq in nic["irqs"]}
@@ -500,30 +619,41 @@ def _irq_plan(profile: dict, facts: dict, topo: _Topology, isolation: bool, irq_
             if irq.get("smp_affinity_list") is None:
                 continue
             nic = nic_of.get(irq["irq"])
-            wanted[str(irq["irq"])] = (nic_irq_cpus[nic] if nic and "irq_cpus" not in pinned
-                                       else format_cpulist(irq_cpus))
+            wanted[str(irq["irq"])] = (
+                nic_irq_cpus[nic] if nic and "irq_cpus" not in pinned else format_cpulist(irq_cpus)
+            )
             names[str(irq["irq"])] = irq.get("name") or ""
     # IRQ numbers change between boots: apply and the boot-time unit find each IRQ by its action name.
     by_name, unmatched = name_rules(wanted, names)
     irqs_of: dict[str, list[str]] = {}
     for irq in sorted(unmatched, key=int):
         irqs_of.setdefault(unmatched[irq], []).append(irq)
-    why += [f"IRQ(s) {', '.join(irqs)} cannot be found by name after a reboot ({reason}): hostkit leaves them to "
-            "the kernel's irqaffinity= and default_smp_affinity" for reason, irqs in irqs_of.items()]
+    why += [
+        f"IRQ(s) {', '.join(irqs)} cannot be found by name after a reboot ({reason}): hostkit leaves them to "
+        "the kernel's irqaffinity= and default_smp_affinity"
+        for reason, irqs in irqs_of.items()
+    ]
     if by_name:
-        why.append(f"{len(by_name)} IRQ rule(s) by action name: apply and the boot-time unit find the IRQs by name "
-                   "in /proc/interrupts, never by a number from another boot")
+        why.append(
+            f"{len(by_name)} IRQ rule(s) by action name: apply and the boot-time unit find the IRQs by name "
+            "in /proc/interrupts, never by a number from another boot"
+        )
     return IrqPlan(
-        affinity=affinity, assignments={k: v for k, v in wanted.items() if k not in unmatched},
-        by_name=by_name, unmatched=tuple(sorted(unmatched, key=int)), owner=owner,
+        affinity=affinity,
+        assignments={k: v for k, v in wanted.items() if k not in unmatched},
+        by_name=by_name,
+        unmatched=tuple(sorted(unmatched, key=int)),
+        owner=owner,
         default_smp_affinity=format_mask(irq_cpus, topo.nr_cpus) if affinity and irq_cpus else None,
         irqbalance=irqbalance,
         banned_cpulist=format_cpulist(set(topo.online) - irq_cpus) if irqbalance == "banned" else "",
-        irqbalance_config=service.get("config"))
+        irqbalance_config=service.get("config"),
+    )
 
 
-def _irq_owner(irqbalance: str, service: dict, affinity: bool, isolation: bool, irq_cpus: set[int],
-               notes: Notes) -> str:
+def _irq_owner(
+    irqbalance: str, service: dict, affinity: bool, isolation: bool, irq_cpus: set[int], notes: Notes
+) -> str:
     """Why: one owner places IRQs, irqbalance (running, banned from every CPU but the IRQ CPUs) or
     hostkit (pins); the other never undoes its placement."""
     # A running irqbalance rewrites the affinity of every IRQ it balances at its next pass (10 s):
@@ -534,22 +664,32 @@ def _irq_owner(irqbalance: str, service: dict, affinity: bool, isolation: bool, 
     # them to that CPU (the only one irqbalance may use, so the two cannot disagree) and its boot
     # unit pins them again at every boot.
     banned_running = irqbalance == "banned" and service.get("running") and service.get("config")
-    owner = ("irqbalance" if banned_running and len(irq_cpus) >= 2 else "hostkit" if affinity else "none")
+    owner = "irqbalance" if banned_running and len(irq_cpus) >= 2 else "hostkit" if affinity else "none"
     why, warned = notes.reasons, notes.warnings
     if banned_running and owner == "hostkit":
-        why.append(f"irqbalance runs, banned in {service['config']} from every CPU but the one IRQ CPU "
-                   f"{format_cpulist(irq_cpus)}: it has nothing to balance and does not move IRQs there, so hostkit "
-                   "pins them there, now and at every boot (the only CPU irqbalance may use: no conflict)")
+        why.append(
+            f"irqbalance runs, banned in {service['config']} from every CPU but the one IRQ CPU "
+            f"{format_cpulist(irq_cpus)}: it has nothing to balance and does not move IRQs there, so hostkit "
+            "pins them there, now and at every boot (the only CPU irqbalance may use: no conflict)"
+        )
     elif owner == "irqbalance":
-        why.append(f"irqbalance runs: it keeps placing IRQs, banned in {service['config']} from every CPU but "
-                   f"the IRQ CPUs {format_cpulist(irq_cpus)}; hostkit pins no IRQ itself, so nothing undoes the "
-                   "other's placement" + ("; irqaffinity= covers the IRQs set up at boot before it starts"
-                                          if isolation else ""))
+        why.append(
+            f"irqbalance runs: it keeps placing IRQs, banned in {service['config']} from every CPU but "
+            f"the IRQ CPUs {format_cpulist(irq_cpus)}; hostkit pins no IRQ itself, so nothing undoes the "
+            "other's placement"
+            + ("; irqaffinity= covers the IRQs set up at boot before it starts" if isolation else "")
+        )
     elif owner == "hostkit" and service.get("running"):
-        warned.append("irqbalance runs " + ("with no environment file found to ban it in" if irqbalance == "banned"
-                                            else f"and the profile leaves it unbanned (irqbalance: {irqbalance})")
-                      + ": it will move hostkit's IRQ pins at its next pass; stop it, or give it "
-                      "/etc/default/irqbalance (or /etc/sysconfig/irqbalance) with irqbalance: banned")
+        warned.append(
+            "irqbalance runs "
+            + (
+                "with no environment file found to ban it in"
+                if irqbalance == "banned"
+                else f"and the profile leaves it unbanned (irqbalance: {irqbalance})"
+            )
+            + ": it will move hostkit's IRQ pins at its next pass; stop it, or give it "
+            "/etc/default/irqbalance (or /etc/sysconfig/irqbalance) with irqbalance: banned"
+        )
     return owner
 
 
@@ -562,13 +702,18 @@ def _reserve(profile, cores, nodes, nic_nodes, reasons) -> set[int]:
         node_cores = sorted((c for c in cores if c <= cpus), key=min)
         want = per_node + (extra if nid in nic_nodes else 0)
         if want >= len(node_cores):
-            raise BadInput(f"reserve_per_node={per_node}" + (f" + irq_cores={extra}" if nid in nic_nodes else "")
-                           + f" leaves no isolated core on NUMA node {nid} (it has {len(node_cores)} cores)")
+            raise BadInput(
+                f"reserve_per_node={per_node}"
+                + (f" + irq_cores={extra}" if nid in nic_nodes else "")
+                + f" leaves no isolated core on NUMA node {nid} (it has {len(node_cores)} cores)"
+            )
         for core in node_cores[:want]:
             housekeeping |= core
-        reasons.append(f"node {nid}: {want} housekeeping core(s) "
-                       + (f"({per_node} reserved + {extra} for NIC IRQs) " if nid in nic_nodes and extra else "")
-                       + f"-> CPUs {format_cpulist(cpus & housekeeping)}")
+        reasons.append(
+            f"node {nid}: {want} housekeeping core(s) "
+            + (f"({per_node} reserved + {extra} for NIC IRQs) " if nid in nic_nodes and extra else "")
+            + f"-> CPUs {format_cpulist(cpus & housekeeping)}"
+        )
     zero_core = next((c for c in cores if 0 in c), frozenset({0}))
     if not zero_core <= housekeeping:
         housekeeping |= zero_core
@@ -582,12 +727,16 @@ def _pinned_partition(pinned, online, reasons) -> set[int]:
     hk = set(parse_cpulist(pinned["housekeeping"])) if "housekeeping" in pinned else None
     for name, cpus in (("isolated", iso), ("housekeeping", hk)):
         if cpus is not None and not cpus <= online:
-            raise BadInput(f"hostkit_overrides.{name}: CPU(s) {format_cpulist(cpus - online)} are not online "
-                           f"(online: {format_cpulist(online)})")
+            raise BadInput(
+                f"hostkit_overrides.{name}: CPU(s) {format_cpulist(cpus - online)} are not online "
+                f"(online: {format_cpulist(online)})"
+            )
     if iso is not None and hk is not None:
         if iso & hk or (iso | hk) != online:
-            raise BadInput(f"hostkit_overrides: isolated {pinned['isolated']} and housekeeping "
-                           f"{pinned['housekeeping']} must partition the online CPUs {format_cpulist(online)}")
+            raise BadInput(
+                f"hostkit_overrides: isolated {pinned['isolated']} and housekeeping "
+                f"{pinned['housekeeping']} must partition the online CPUs {format_cpulist(online)}"
+            )
     housekeeping = hk if hk is not None else set(online) - iso
     reasons.append(f"partition pinned by the inventory: housekeeping {format_cpulist(housekeeping)}")
     return housekeeping
@@ -613,8 +762,14 @@ def _bios(profile, topo, memory) -> dict:
     b = profile["bios"]
     checks = []
     if b["numa_per_socket"] is not None:
-        checks.append({"name": "numa_per_socket", "expected": b["numa_per_socket"], "actual": topo["numa_per_socket"],
-                       "mode": topo["numa_mode"]})
+        checks.append(
+            {
+                "name": "numa_per_socket",
+                "expected": b["numa_per_socket"],
+                "actual": topo["numa_per_socket"],
+                "mode": topo["numa_mode"],
+            }
+        )
     if b["smt"] is not None:
         checks.append({"name": "smt", "expected": b["smt"], "actual": topo["smt"]["active"]})
     channels = memory.get("channels")  # socket -> {"total", "populated"} from the SMBIOS memory devices
@@ -623,16 +778,33 @@ def _bios(profile, topo, memory) -> dict:
         want = b["min_memory_channels_per_socket"] or 0
         if b["all_memory_channels"] and channels:
             want = max(want, max(c["total"] for c in channels.values()))
-        checks.append({"name": "memory_channels_per_socket", "expected": want or "all", "actual": populated,
-                       "per_socket": {s: f"{len(c['populated'])}/{c['total']}" for s, c in channels.items()}
-                       if channels else None, "source": memory.get("source")})
+        checks.append(
+            {
+                "name": "memory_channels_per_socket",
+                "expected": want or "all",
+                "actual": populated,
+                "per_socket": {s: f"{len(c['populated'])}/{c['total']}" for s, c in channels.items()}
+                if channels
+                else None,
+                "source": memory.get("source"),
+            }
+        )
     if b["min_memory_speed_mts"] is not None:
-        checks.append({"name": "memory_speed_mts", "expected": b["min_memory_speed_mts"],
-                       "actual": memory.get("speed_mts"), "source": memory.get("source")})
+        checks.append(
+            {
+                "name": "memory_speed_mts",
+                "expected": b["min_memory_speed_mts"],
+                "actual": memory.get("speed_mts"),
+                "source": memory.get("source"),
+            }
+        )
     for c in checks:
         at_least = c["name"] in ("memory_channels_per_socket", "memory_speed_mts")
-        c["ok"] = None if c["actual"] is None else (c["actual"] >= c["expected"] if at_least
-                                                    else c["actual"] == c["expected"])
+        c["ok"] = (
+            None
+            if c["actual"] is None
+            else (c["actual"] >= c["expected"] if at_least else c["actual"] == c["expected"])
+        )
     return {"enforce": b["enforce"], "checks": checks}
 
 
@@ -647,19 +819,25 @@ def _container_stack(profile, facts, hk_text, nodes, notes: Notes) -> tuple[dict
     containerd = dict(profile["containerd"])
     if containerd["enabled"] and (services.get("containerd") or {}).get("installed") is False:
         containerd.update(enabled=False, installed=False)
-        reasons.append("containerd: not installed: no config written (it is rendered from and validated by the "
-                       "installed containerd)")
+        reasons.append(
+            "containerd: not installed: no config written (it is rendered from and validated by the "
+            "installed containerd)"
+        )
     kubelet = _kubelet(profile, hk_text, nodes)
     installed = (services.get("kubelet") or {}).get("installed")
     if kubelet["enabled"]:
         kubelet["installed"] = installed is not False
         if installed is False and not profile["kubelet"]["preseed"]:
             kubelet = {"enabled": False, "installed": False}
-            reasons.append("kubelet: not installed: no drop-in written, no restart (kubelet.preseed: true writes "
-                           "the drop-in for a kubelet installed later)")
+            reasons.append(
+                "kubelet: not installed: no drop-in written, no restart (kubelet.preseed: true writes "
+                "the drop-in for a kubelet installed later)"
+            )
         elif installed is False:
-            reasons.append("kubelet: not installed: the drop-in is written for the kubelet installed later "
-                           "(kubelet.preseed), no restart")
+            reasons.append(
+                "kubelet: not installed: the drop-in is written for the kubelet installed later "
+                "(kubelet.preseed), no restart"
+            )
     return containerd, kubelet
 
 

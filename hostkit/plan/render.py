@@ -4,8 +4,10 @@ from __future__ import annotations
 
 
 def plan_rows(plan: dict) -> list[list[str]]:
-    return [[str(n["id"]), n["cpus"], n["housekeeping"] or "-", n["isolated"] or "-", n["irq_cpus"] or "-"]
-            for n in plan["nodes"]]
+    return [
+        [str(n["id"]), n["cpus"], n["housekeeping"] or "-", n["isolated"] or "-", n["irq_cpus"] or "-"]
+        for n in plan["nodes"]
+    ]
 
 
 PLAN_HEADER = ["node", "CPUs", "housekeeping", "isolated", "IRQ CPUs"]
@@ -18,18 +20,27 @@ def plan_text(plan: dict) -> str:
     if plan["cmdline_remove"]:
         lines.append(f"kernel cmdline: remove {' '.join(plan['cmdline_remove'])}")
     lines.append("sysctl: " + " ".join(f"{k}={v}" for k, v in plan["sysctl"].items()))
-    owner = {"irqbalance": " (placed by irqbalance)", "hostkit": " (pinned by hostkit)"}.get(plan["irq"].get("owner"), "")
-    lines.append(f"governor: {plan['governor'] or 'unchanged'}; IRQ affinity: "
-                 f"{'IRQ CPUs ' + plan['irq_cpus'] + owner if plan['irq']['affinity'] else 'unchanged'}; "
-                 f"irqbalance: {plan['irq']['irqbalance']}")
+    owner = {"irqbalance": " (placed by irqbalance)", "hostkit": " (pinned by hostkit)"}.get(
+        plan["irq"].get("owner"), ""
+    )
+    lines.append(
+        f"governor: {plan['governor'] or 'unchanged'}; IRQ affinity: "
+        f"{'IRQ CPUs ' + plan['irq_cpus'] + owner if plan['irq']['affinity'] else 'unchanged'}; "
+        f"irqbalance: {plan['irq']['irqbalance']}"
+    )
     if plan["kubelet"].get("enabled"):
         k = plan["kubelet"]["config"]
-        lines.append(f"kubelet: cpuManagerPolicy={k['cpuManagerPolicy']} topologyManagerPolicy="
-                     f"{k['topologyManagerPolicy']} reservedSystemCPUs={k.get('reservedSystemCPUs', '-')}")
+        lines.append(
+            f"kubelet: cpuManagerPolicy={k['cpuManagerPolicy']} topologyManagerPolicy="
+            f"{k['topologyManagerPolicy']} reservedSystemCPUs={k.get('reservedSystemCPUs', '-')}"
+        )
     for c in plan["bios"]["checks"]:
         state = {True: "ok", False: "MISMATCH", None: "unknown"}[c["ok"]]
-        detail = f" [per socket: {', '.join(f'{s}: {v}' for s, v in c['per_socket'].items())}]" \
-            if c.get("per_socket") else ""
+        detail = (
+            f" [per socket: {', '.join(f'{s}: {v}' for s, v in c['per_socket'].items())}]"
+            if c.get("per_socket")
+            else ""
+        )
         lines.append(f"bios {c['name']}: expected {c['expected']}, got {c['actual']} ({state}){detail}")
     lines += [f"why: {r}" for r in plan["reasons"]]
     lines += [f"WARNING: {w}" for w in plan["warnings"]]

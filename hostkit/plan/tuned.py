@@ -38,7 +38,7 @@ def cpulist2hex(cpus) -> str:
         m |= 1 << c
     s = f"{m:x}"
     s = s.zfill(-(-len(s) // 8) * 8)
-    return ",".join(s[i:i + 8] for i in range(0, len(s), 8))
+    return ",".join(s[i : i + 8] for i in range(0, len(s), 8))
 
 
 def _managed_in(text: str, managed: set[str]) -> bool:
@@ -86,35 +86,57 @@ def bootcmdline_text(values: dict[str, str]) -> str:
 
 def _mode(asked: str | None, tuned: dict) -> tuple[str, str]:
     if not tuned.get("installed"):
-        return "ignore", ("tuned: not installed, nothing to coordinate" if asked in (None, "ignore")
-                          else f"tuned: the profile asks {asked} but tuned is not installed: nothing to {asked}")
+        return "ignore", (
+            "tuned: not installed, nothing to coordinate"
+            if asked in (None, "ignore")
+            else f"tuned: the profile asks {asked} but tuned is not installed: nothing to {asked}"
+        )
     if asked is None:
         if tuned.get("active"):
-            return "drive", (f"tuned: drive (default where tuned is active; profile {tuned.get('active_profile')}): "
-                             "left alone it would put back its own isolcpus/nohz_full and sysctls at its next start")
+            return "drive", (
+                f"tuned: drive (default where tuned is active; profile {tuned.get('active_profile')}): "
+                "left alone it would put back its own isolcpus/nohz_full and sysctls at its next start"
+            )
         return "ignore", "tuned: ignore (installed but no active profile and not running)"
     if asked == "drive":
         return "drive", "tuned: drive (asked by the profile): tuned keeps running with hostkit's values"
     if asked == "neutralize":
-        return "neutralize", (f"tuned: neutralize (asked by the profile): profile {NEUTRAL} has no plugin sections, "
-                              "tuned keeps running and touches none of hostkit's tunables")
+        return "neutralize", (
+            f"tuned: neutralize (asked by the profile): profile {NEUTRAL} has no plugin sections, "
+            "tuned keeps running and touches none of hostkit's tunables"
+        )
     return "ignore", "tuned: ignore (asked by the profile): tuned's profile is left as it is"
 
 
-def _drive_profile(tuned: dict, notes: Notes, boot_values: dict, *, online: frozenset[int],
-                   isolated: frozenset[int], managed: set[str], sysctl: dict, governor: str | None,
-                   force_latency: int | None, thp: str | None) -> str:
+def _drive_profile(
+    tuned: dict,
+    notes: Notes,
+    boot_values: dict,
+    *,
+    online: frozenset[int],
+    isolated: frozenset[int],
+    managed: set[str],
+    sysctl: dict,
+    governor: str | None,
+    force_latency: int | None,
+    thp: str | None,
+) -> str:
     """tuned.conf of hostkit's profile (mode drive): tuned's base profile with hostkit's partition and
     values, the kernel arguments hostkit sets taken out of tuned's; ``boot_values`` filled in."""
     reasons, warnings = notes.reasons, notes.warnings
     include = "cpu-partitioning" if isolated else "latency-performance"
     base = (tuned.get("base_profiles") or {}).get(include) or {}
     if not base.get("found"):
-        warnings.append(f"tuned: profile {include} not found on this host; hostkit's profile includes it "
-                        f"optionally (-{include}) and tuned applies only hostkit's values")
+        warnings.append(
+            f"tuned: profile {include} not found on this host; hostkit's profile includes it "
+            f"optionally (-{include}) and tuned applies only hostkit's values"
+        )
     iso_text = format_cpulist(isolated)
-    known = {"isolated_cores": iso_text, "not_isolated_cpumask": cpulist2hex(online - isolated),
-             "isolated_cpumask": cpulist2hex(isolated)}
+    known = {
+        "isolated_cores": iso_text,
+        "not_isolated_cpumask": cpulist2hex(online - isolated),
+        "isolated_cpumask": cpulist2hex(isolated),
+    }
     defs = dict(base.get("variable_defs") or {})
     overrides, dropped = {}, []
     for key, value in (base.get("bootloader_cmdline") or {}).items():
@@ -130,12 +152,15 @@ def _drive_profile(tuned: dict, notes: Notes, boot_values: dict, *, online: froz
     expanded = {k: _VAR.sub(lambda m: known.get(m.group(1), m.group(0)), v) for k, v in overrides.items()}
     boot_values["TUNED_BOOT_CMDLINE"] = effective_cmdline(expanded)
     if base.get("initrd"):  # cpu-partitioning's initrd overlay: tuned keeps writing it
-        boot_values["TUNED_BOOT_INITRD_ADD"] = ((tuned.get("bootcmdline") or {}).get("TUNED_BOOT_INITRD_ADD")
-                                                or "")
-    lines = [HEADER + f"# tuned's {include} with hostkit's CPU partition and values; the kernel arguments "
-             "hostkit sets are taken out of tuned's [bootloader] options so each appears once at boot.",
-             "[main]", f"summary=hostkit: {include} with hostkit's plan",
-             f"include={include if base.get('found') else '-' + include}", ""]
+        boot_values["TUNED_BOOT_INITRD_ADD"] = (tuned.get("bootcmdline") or {}).get("TUNED_BOOT_INITRD_ADD") or ""
+    lines = [
+        HEADER + f"# tuned's {include} with hostkit's CPU partition and values; the kernel arguments "
+        "hostkit sets are taken out of tuned's [bootloader] options so each appears once at boot.",
+        "[main]",
+        f"summary=hostkit: {include} with hostkit's plan",
+        f"include={include if base.get('found') else '-' + include}",
+        "",
+    ]
     if isolated:
         lines += ["[variables]", f"isolated_cores={iso_text}", ""]
     if overrides:
@@ -143,53 +168,91 @@ def _drive_profile(tuned: dict, notes: Notes, boot_values: dict, *, online: froz
     if sysctl:
         lines += ["[sysctl]"] + [f"{k}={v}" for k, v in sysctl.items()] + [""]
     if governor or force_latency is not None:  # force_latency: the plan's PM QoS ceiling (us)
-        lines += ["[cpu]"] + ([f"governor={governor}"] if governor else []) \
-            + ([f"force_latency={force_latency}"] if force_latency is not None else []) + [""]
+        lines += (
+            ["[cpu]"]
+            + ([f"governor={governor}"] if governor else [])
+            + ([f"force_latency={force_latency}"] if force_latency is not None else [])
+            + [""]
+        )
     if thp:  # network-latency's [vm] transparent_hugepages=never would undo the plan's THP value
         lines += ["[vm]", f"transparent_hugepages={thp}", ""]
     conf = "\n".join(lines).rstrip("\n") + "\n"
-    reasons.append(f"tuned profile {PROFILE}: include={include}"
-                   + (f", isolated_cores={iso_text}" if isolated else "")
-                   + f"; tuned's boot arguments without hostkit's: {boot_values['TUNED_BOOT_CMDLINE'] or '(none)'}")
+    reasons.append(
+        f"tuned profile {PROFILE}: include={include}"
+        + (f", isolated_cores={iso_text}" if isolated else "")
+        + f"; tuned's boot arguments without hostkit's: {boot_values['TUNED_BOOT_CMDLINE'] or '(none)'}"
+    )
     if dropped:
-        warnings.append(f"tuned: left out of hostkit's tuned profile (variables hostkit cannot compute): "
-                        f"{' '.join(dropped)}")
+        warnings.append(
+            f"tuned: left out of hostkit's tuned profile (variables hostkit cannot compute): {' '.join(dropped)}"
+        )
     return conf
 
 
-def plan_tuned(asked: str | None, facts: dict, notes: Notes, *, online: frozenset[int], isolated: frozenset[int],
-               managed: set[str], sysctl: dict, governor: str | None,
-               force_latency: int | None = None, thp: str | None = None) -> dict:
+def plan_tuned(
+    asked: str | None,
+    facts: dict,
+    notes: Notes,
+    *,
+    online: frozenset[int],
+    isolated: frozenset[int],
+    managed: set[str],
+    sysctl: dict,
+    governor: str | None,
+    force_latency: int | None = None,
+    thp: str | None = None,
+) -> dict:
     """The plan's ``tuned`` document; its reasons and warnings into ``notes``."""
     tuned = facts.get("tuned") or {}
     mode, why = _mode(asked, tuned)
     reasons, warnings = notes.reasons, notes.warnings
     reasons.append(why)
-    out = {"mode": mode, "previous_profile": tuned.get("active_profile"),
-           "previous_mode": tuned.get("profile_mode")}
+    out = {"mode": mode, "previous_profile": tuned.get("active_profile"), "previous_mode": tuned.get("profile_mode")}
     if mode == "ignore":
         return out
     if tuned.get("post_loaded_profile"):
-        warnings.append(f"tuned: post-loaded profile {tuned['post_loaded_profile']} (/etc/tuned/post_loaded_profile) "
-                        "is applied after hostkit's and its values win where both set one")
+        warnings.append(
+            f"tuned: post-loaded profile {tuned['post_loaded_profile']} (/etc/tuned/post_loaded_profile) "
+            "is applied after hostkit's and its values win where both set one"
+        )
     user_dir = (tuned.get("profile_dirs") or {}).get("user") or "/etc/tuned"
     boot_values = {"TUNED_BOOT_CMDLINE": "", "TUNED_BOOT_INITRD_ADD": ""}
     if mode == "neutralize":
         name = NEUTRAL
-        conf = (HEADER + "[main]\nsummary=hostkit-neutral: tuned runs and tunes nothing "
-                "(hostkit owns CPU isolation, IRQs, sysctls and kernel arguments)\n")
+        conf = (
+            HEADER + "[main]\nsummary=hostkit-neutral: tuned runs and tunes nothing "
+            "(hostkit owns CPU isolation, IRQs, sysctls and kernel arguments)\n"
+        )
     else:
         name = PROFILE
-        conf = _drive_profile(tuned, notes, boot_values, online=online, isolated=isolated, managed=managed,
-                              sysctl=sysctl, governor=governor, force_latency=force_latency, thp=thp)
+        conf = _drive_profile(
+            tuned,
+            notes,
+            boot_values,
+            online=online,
+            isolated=isolated,
+            managed=managed,
+            sysctl=sysctl,
+            governor=governor,
+            force_latency=force_latency,
+            thp=thp,
+        )
     # grubenv's tuned_params keeps tuned's previous words (hostkit's arguments taken out by the boot
     # loader backend) until tuned applies the new profile: say so when they differ.
     left = [w for w in (tuned.get("boot_cmdline") or "").split() if w.split("=", 1)[0] not in managed]
     if tuned.get("boot_cmdline") is not None and left != boot_values["TUNED_BOOT_CMDLINE"].split():
-        warnings.append(f"tuned: grubenv tuned_params keeps {' '.join(left) or '(nothing)'} until "
-                        f"`tuned-adm profile {name}` runs (at once on a live host) and writes "
-                        f"{boot_values['TUNED_BOOT_CMDLINE'] or '(nothing)'}; none of hostkit's arguments either way")
-    out.update({"profile": name, "profile_dir": f"{user_dir.rstrip('/')}/{name}", "conf": conf,
-                "boot_cmdline": boot_values["TUNED_BOOT_CMDLINE"],
-                "bootcmdline": bootcmdline_text(boot_values)})
+        warnings.append(
+            f"tuned: grubenv tuned_params keeps {' '.join(left) or '(nothing)'} until "
+            f"`tuned-adm profile {name}` runs (at once on a live host) and writes "
+            f"{boot_values['TUNED_BOOT_CMDLINE'] or '(nothing)'}; none of hostkit's arguments either way"
+        )
+    out.update(
+        {
+            "profile": name,
+            "profile_dir": f"{user_dir.rstrip('/')}/{name}",
+            "conf": conf,
+            "boot_cmdline": boot_values["TUNED_BOOT_CMDLINE"],
+            "bootcmdline": bootcmdline_text(boot_values),
+        }
+    )
     return out

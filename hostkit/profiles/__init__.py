@@ -29,8 +29,9 @@ def _read(ref: str) -> tuple[dict, str]:
     else:
         p = Path(ref)
         if not p.exists():
-            raise BadInput(f"unknown profile {excerpt(ref)}: not a shipped profile ({', '.join(shipped())}) "
-                           "nor a YAML file")
+            raise BadInput(
+                f"unknown profile {excerpt(ref)}: not a shipped profile ({', '.join(shipped())}) nor a YAML file"
+            )
         text = read_text(p)
         source = f"profile {p}"
     data = parse_yaml(text, source)
@@ -43,8 +44,10 @@ def load_profile(ref: str | None = None, _seen: tuple = ()) -> dict:
     """The fully resolved profile: schema defaults < extended profile < this one."""
     ref = ref or DEFAULT_PROFILE
     if len(_seen) >= MAX_EXTENDS:
-        raise BadInput(f"profile {excerpt(ref)}: more than {MAX_EXTENDS} profiles extend one another "
-                       f"(chain: {' -> '.join(map(str, _seen[:3]))} -> ...)")
+        raise BadInput(
+            f"profile {excerpt(ref)}: more than {MAX_EXTENDS} profiles extend one another "
+            f"(chain: {' -> '.join(map(str, _seen[:3]))} -> ...)"
+        )
     if isinstance(ref, str) and ref in _seen:
         raise BadInput(f"profile {ref!r} extends itself (chain: {' -> '.join(_seen + (ref,))})")
     data, source = _read(ref)
@@ -59,8 +62,11 @@ def load_profile(ref: str | None = None, _seen: tuple = ()) -> dict:
 def for_host(name: str, hostvars: dict, profile: str | None = None) -> tuple[dict, dict]:
     """An inventory host's profile and pinned plan values: ``profile`` (the command line's) or the
     host's ``hostkit_profile``, then its ``hostkit_overrides`` (see :func:`apply_overrides`)."""
-    return apply_overrides(load_profile(profile or hostvars.get("hostkit_profile")), hostvars.get("hostkit_overrides"),
-                           source=f"{name}: hostkit_overrides")
+    return apply_overrides(
+        load_profile(profile or hostvars.get("hostkit_profile")),
+        hostvars.get("hostkit_overrides"),
+        source=f"{name}: hostkit_overrides",
+    )
 
 
 def apply_overrides(profile: dict, overrides, source: str = "hostkit_overrides") -> tuple[dict, dict]:
@@ -72,6 +78,7 @@ def apply_overrides(profile: dict, overrides, source: str = "hostkit_overrides")
     plan_part = {k: v for k, v in overrides.items() if k in PLAN_OVERRIDES}
     profile_part = {k: v for k, v in overrides.items() if k not in PLAN_OVERRIDES}
     plan_part = validate(plan_part, PLAN_OVERRIDES, source=source)
-    profile_part = validate(profile_part, {k: v for k, v in SCHEMA.items() if k not in ("name", "extends")},
-                            source=source)
+    profile_part = validate(
+        profile_part, {k: v for k, v in SCHEMA.items() if k not in ("name", "extends")}, source=source
+    )
     return merge(profile, profile_part), plan_part

@@ -60,32 +60,58 @@ SCHEMA: dict = {
     "allow_virtual": Field("bool", False, doc="allow isolation on a virtual machine without --force"),
     "reserve_per_node": Field("int", 2, min=1, max=64, doc="housekeeping physical cores on every NUMA node"),
     "irq_cores": Field("int", 0, min=0, max=64, doc="extra housekeeping cores on the NIC's NUMA node(s) for IRQs"),
-    "isolcpus_flags": Field("flags", ["managed_irq", "domain"],
-                            doc="isolcpus= flags; domain is dropped where kubelet's static CPU manager "
-                                "hands the isolated CPUs to pods"),
+    "isolcpus_flags": Field(
+        "flags",
+        ["managed_irq", "domain"],
+        doc="isolcpus= flags; domain is dropped where kubelet's static CPU manager hands the isolated CPUs to pods",
+    ),
     "cmdline_extra": Field("kernel_args", [], doc="extra kernel arguments appended to the boot config"),
     # One key per tuned sysctl of hostkit.tunables: its bounds, and its default (null: left alone).
-    "sysctl": {s.key: Field(s.kind, s.default, min=s.min, max=s.max, nullable=True, doc=s.doc)
-               for s in tuned_sysctls()},
+    "sysctl": {
+        s.key: Field(s.kind, s.default, min=s.min, max=s.max, nullable=True, doc=s.doc) for s in tuned_sysctls()
+    },
     # One key per entry of hostkit.tunables (kernel arguments, /sys values, the PM QoS ceiling), by section:
     # kernel_noise, cpu_power, memory. Kernel arguments are written only where the plan isolates CPUs.
-    **{section: {getattr(e, "name", None) or e.key: _entry_field(e) for e in entries}
-       for section, entries in profile_sections().items()},
-    "stalld": Field("str", "ignore", choices=("use", "ignore"),
-                    doc="use: where CPUs are isolated and stalld runs, RT throttling is off "
-                        "(sched_rt_runtime_us -1) and stalld boosts starved kernel threads; "
-                        "ignore: sysctl kernel.sched_rt_runtime_us stands"),
-    "tuned": Field("str", None, choices=TUNED_MODES, nullable=True,
-                   doc="drive: a hostkit tuned profile (include cpu-partitioning or latency-performance, hostkit's "
-                       "values) made active; neutralize: tuned runs profile hostkit-neutral, which tunes nothing; "
-                       "ignore: tuned left alone; null: drive where tuned is active, else ignore"),
-    "governor": Field("str", "performance", choices=GOVERNORS, nullable=True,
-                      doc="cpufreq governor for every CPU; null leaves it alone"),
-    "irq_affinity": Field("bool", True, doc="steer IRQs to the IRQ CPUs: hostkit pins every movable IRQ, or a "
-                                            "running irqbalance places them (one owner)"),
-    "irqbalance": Field("str", "banned", choices=("banned", "restore", "leave"),
-                        doc="banned: IRQBALANCE_BANNED_CPULIST = every CPU but the IRQ CPUs; restore: give IRQs back "
-                            "to irqbalance"),
+    **{
+        section: {getattr(e, "name", None) or e.key: _entry_field(e) for e in entries}
+        for section, entries in profile_sections().items()
+    },
+    "stalld": Field(
+        "str",
+        "ignore",
+        choices=("use", "ignore"),
+        doc="use: where CPUs are isolated and stalld runs, RT throttling is off "
+        "(sched_rt_runtime_us -1) and stalld boosts starved kernel threads; "
+        "ignore: sysctl kernel.sched_rt_runtime_us stands",
+    ),
+    "tuned": Field(
+        "str",
+        None,
+        choices=TUNED_MODES,
+        nullable=True,
+        doc="drive: a hostkit tuned profile (include cpu-partitioning or latency-performance, hostkit's "
+        "values) made active; neutralize: tuned runs profile hostkit-neutral, which tunes nothing; "
+        "ignore: tuned left alone; null: drive where tuned is active, else ignore",
+    ),
+    "governor": Field(
+        "str",
+        "performance",
+        choices=GOVERNORS,
+        nullable=True,
+        doc="cpufreq governor for every CPU; null leaves it alone",
+    ),
+    "irq_affinity": Field(
+        "bool",
+        True,
+        doc="steer IRQs to the IRQ CPUs: hostkit pins every movable IRQ, or a "
+        "running irqbalance places them (one owner)",
+    ),
+    "irqbalance": Field(
+        "str",
+        "banned",
+        choices=("banned", "restore", "leave"),
+        doc="banned: IRQBALANCE_BANNED_CPULIST = every CPU but the IRQ CPUs; restore: give IRQs back to irqbalance",
+    ),
     "containerd": {
         "enabled": Field("bool", True, doc="render /etc/containerd/config.toml (where containerd is installed)"),
         "systemd_cgroup": Field("bool", True, doc="runc SystemdCgroup = true"),
@@ -93,12 +119,17 @@ SCHEMA: dict = {
     },
     "kubelet": {
         "enabled": Field("bool", True, doc="write the kubelet configuration drop-in (where kubelet is installed)"),
-        "preseed": Field("bool", False, doc="write the drop-in even where kubelet is not installed yet (a node "
-                                            "tuned before Kubernetes is installed); nothing is restarted"),
+        "preseed": Field(
+            "bool",
+            False,
+            doc="write the drop-in even where kubelet is not installed yet (a node "
+            "tuned before Kubernetes is installed); nothing is restarted",
+        ),
         "cpu_manager_policy": Field("str", "static", choices=("static", "none")),
         "full_pcpus_only": Field("bool", True),
-        "topology_manager_policy": Field("str", "single-numa-node",
-                                         choices=("none", "best-effort", "restricted", "single-numa-node")),
+        "topology_manager_policy": Field(
+            "str", "single-numa-node", choices=("none", "best-effort", "restricted", "single-numa-node")
+        ),
         "topology_manager_scope": Field("str", "pod", choices=("pod", "container")),
         "memory_manager_policy": Field("str", "Static", choices=("None", "Static")),
         "reserved_memory_mib_per_node": Field("int", 1024, min=0, max=1048576),
@@ -106,12 +137,15 @@ SCHEMA: dict = {
     "bios": {
         "numa_per_socket": Field("int", None, min=0, max=16, nullable=True, doc="expected NPS/SNC nodes per socket"),
         "smt": Field("bool", None, nullable=True, doc="expected SMT state; null: no expectation"),
-        "min_memory_channels_per_socket": Field("int", None, min=1, max=24, nullable=True,
-                                                doc="populated memory channels every socket must have"),
-        "all_memory_channels": Field("bool", False, doc="every memory channel of every socket populated "
-                                                        "(from the SMBIOS memory devices)"),
-        "min_memory_speed_mts": Field("int", None, min=1, max=20000, nullable=True,
-                                      doc="slowest populated DIMM's configured speed, MT/s"),
+        "min_memory_channels_per_socket": Field(
+            "int", None, min=1, max=24, nullable=True, doc="populated memory channels every socket must have"
+        ),
+        "all_memory_channels": Field(
+            "bool", False, doc="every memory channel of every socket populated (from the SMBIOS memory devices)"
+        ),
+        "min_memory_speed_mts": Field(
+            "int", None, min=1, max=20000, nullable=True, doc="slowest populated DIMM's configured speed, MT/s"
+        ),
         "enforce": Field("bool", True, doc="a failed BIOS check fails the host (else a warning)"),
     },
     "smoke": {
@@ -180,7 +214,7 @@ def check_value(value, f: Field, where: str, source: str):
         if isinstance(value, int) and not isinstance(value, bool):
             value = str(value)
         if not isinstance(value, str):
-            raise BadInput(f"{source}: {where} must be a cpulist string like \"8-63\", got {excerpt(value)}")
+            raise BadInput(f'{source}: {where} must be a cpulist string like "8-63", got {excerpt(value)}')
         try:
             parse_cpulist(value)
         except CpulistError as exc:
@@ -196,8 +230,10 @@ def check_value(value, f: Field, where: str, source: str):
             raise BadInput(f"{source}: {where} must be a list of kernel arguments, got {excerpt(value)}")
         for arg in value:
             if not arg or not set(arg) <= KERNEL_ARG_CHARS:
-                raise BadInput(f"{source}: {where}: {excerpt(arg)} is not a plain kernel argument "
-                               "(letters, digits and _-.,=:/ only)")
+                raise BadInput(
+                    f"{source}: {where}: {excerpt(arg)} is not a plain kernel argument "
+                    "(letters, digits and _-.,=:/ only)"
+                )
     if f.choices is not None and value not in f.choices:
         raise BadInput(f"{source}: {where} must be one of {', '.join(map(str, f.choices))}; got {excerpt(value)}")
     if f.min is not None and value < f.min:
@@ -221,5 +257,11 @@ def doc_table(schema: dict = SCHEMA, prefix: str = "") -> list[tuple[str, str, s
         if isinstance(f, dict):
             rows += doc_table(f, f"{prefix}{key}.")
         else:
-            rows.append((f"{prefix}{key}", repr(f.default), f.doc + (f" ({'/'.join(map(str, f.choices))})" if f.choices else "")))
+            rows.append(
+                (
+                    f"{prefix}{key}",
+                    repr(f.default),
+                    f.doc + (f" ({'/'.join(map(str, f.choices))})" if f.choices else ""),
+                )
+            )
     return rows

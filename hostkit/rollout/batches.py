@@ -46,7 +46,7 @@ def plan_batches(hosts: list[str], batch: str, canary: int = 0) -> list[list[str
         raise BadInput(f"--canary {canary} is larger than the fleet ({len(hosts)} host(s))")
     out = [hosts[:canary]] if canary else []
     rest = hosts[canary:]
-    out += [rest[i:i + size] for i in range(0, len(rest), size)]
+    out += [rest[i : i + size] for i in range(0, len(rest), size)]
     return out
 
 
@@ -61,4 +61,4 @@ def next_wave(hosts: list[str], max_unavailable: int | None, out: int = 0) -> li
     left drained); empty when no host may go out (the rollout must stop)."""
     if max_unavailable is None:
         return list(hosts)
-    return list(hosts[:max(0, max_unavailable - out)])
+    return list(hosts[: max(0, max_unavailable - out)])

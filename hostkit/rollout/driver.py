@@ -81,9 +81,18 @@ class RolloutRequest:
 
     def apply_request(self, limit: str, run_id: str | None = None) -> api.ApplyRequest:
         """A wave's apply: the tune role's steps with its gates (smoke before, audit, smoke gate)."""
-        return api.ApplyRequest(inventory=self.inventory, limit=limit, profile=self.profile, force=self.force,
-                                reboot=self.reboot, reboot_timeout=self.reboot_timeout, run_id=run_id, gates=True,
-                                smoke_duration=self.smoke_duration, target_p999_ms=self.target_p999_ms)
+        return api.ApplyRequest(
+            inventory=self.inventory,
+            limit=limit,
+            profile=self.profile,
+            force=self.force,
+            reboot=self.reboot,
+            reboot_timeout=self.reboot_timeout,
+            run_id=run_id,
+            gates=True,
+            smoke_duration=self.smoke_duration,
+            target_p999_ms=self.target_p999_ms,
+        )
 
     @classmethod
     def from_dict(cls, d: dict) -> RolloutRequest:
@@ -100,7 +109,7 @@ class RolloutResult(api.Result):
         s = self.state
         if s["status"] == "completed":
             return EXIT_OK if all(h["status"] == "done" for h in s["hosts"].values()) else EXIT_FAILED
-        if (s["status"] == "aborted" and not s.get("abort", {}).get("errors")):
+        if s["status"] == "aborted" and not s.get("abort", {}).get("errors"):
             return EXIT_OK
         failure = s.get("failure") or {}
         return EXIT_REFUSED if failure.get("refused") else EXIT_FAILED
@@ -111,26 +120,45 @@ class RolloutResult(api.Result):
 
 # ----------------------------------------------------------------------------- entry points
 
+
 def start(req: RolloutRequest, on_step: OnStep = None) -> RolloutResult:
     """Validate everything (inventory, profiles, hooks, batches), then run the rollout."""
     hosts, _ = _prepare(req)
     batches = plan_batches([h.name for h in hosts], req.batch, req.canary)
     if on_step:
-        on_step(f"{len(hosts)} host(s) in {len(batches)} batch(es): "
-                + " | ".join(",".join(b) for b in batches) + "; planning every host first...")
+        on_step(
+            f"{len(hosts)} host(s) in {len(batches)} batch(es): "
+            + " | ".join(",".join(b) for b in batches)
+            + "; planning every host first..."
+        )
     refused = refusals(req)
     if refused:
         raise Refused("; ".join(refused))
     rid = new_run_id()
     state = {
-        "version": rollout_state.VERSION, "rollout_id": rid, "status": "running", "created": rollout_state.now(),
+        "version": rollout_state.VERSION,
+        "rollout_id": rid,
+        "status": "running",
+        "created": rollout_state.now(),
         "updated": None,
         "request": {**asdict(req), "inventory": os.path.abspath(req.inventory)},
         "controller": _controller(),
-        "batches": [{"index": i, "canary": bool(req.canary) and i == 0, "hosts": b, "status": "pending",
-                     "apply_runs": [], "started": None, "finished": None} for i, b in enumerate(batches)],
+        "batches": [
+            {
+                "index": i,
+                "canary": bool(req.canary) and i == 0,
+                "hosts": b,
+                "status": "pending",
+                "apply_runs": [],
+                "started": None,
+                "finished": None,
+            }
+            for i, b in enumerate(batches)
+        ],
         "hosts": {h: _new_host(i) for i, b in enumerate(batches) for h in b},
-        "failed_hosts": 0, "failure": None, "events": [],
+        "failed_hosts": 0,
+        "failure": None,
+        "events": [],
     }
     rollout_state.save(state)
     return Driver(state, on_step).run()
@@ -147,8 +175,9 @@ def _load_idle(rollout_id: str, refused: dict[str, str]) -> dict:
 
 
 def resume(rollout_id: str, on_step: OnStep = None) -> RolloutResult:
-    state = _load_idle(rollout_id, {"completed": "has finished: nothing to resume",
-                                    "aborted": "was aborted: start a new rollout"})
+    state = _load_idle(
+        rollout_id, {"completed": "has finished: nothing to resume", "aborted": "was aborted: start a new rollout"}
+    )
     req = RolloutRequest.from_dict(state["request"])
     hosts, _ = _prepare(req)
     missing = sorted(set(state["hosts"]) - {h.name for h in hosts})
@@ -173,7 +202,9 @@ def refusals(req: RolloutRequest) -> list[str]:
     (exit 3, nothing changed): its smoke gate would measure the kernel it booted, untuned, as
     ``apply --verify-smoke`` refuses. A host that cannot be planned (unreachable) is bad input for a
     rollout that must not start half-blind."""
-    plans = api.plan(api.PlanRequest(inventory=req.inventory, limit=req.limit, profile=req.profile, force=req.force, writable=True))
+    plans = api.plan(
+        api.PlanRequest(inventory=req.inventory, limit=req.limit, profile=req.profile, force=req.force, writable=True)
+    )
     out = []
     for name, p in plans.hosts.items():
         if p.status != "ok":
@@ -203,18 +234,36 @@ def _controller() -> dict:
 
 def _check_not_running(state: dict) -> None:
     c = state.get("controller") or {}
-    if state["status"] in ("running", "aborting") and c.get("host") == socket.gethostname() and c.get("pid") \
-            and c["pid"] != os.getpid() and os.path.exists(f"/proc/{c['pid']}"):
+    if (
+        state["status"] in ("running", "aborting")
+        and c.get("host") == socket.gethostname()
+        and c.get("pid")
+        and c["pid"] != os.getpid()
+        and os.path.exists(f"/proc/{c['pid']}")
+    ):
         raise BadInput(f"rollout {state['rollout_id']} is still running (pid {c['pid']})")
 
 
 def _new_host(batch: int) -> dict:
-    return {"batch": batch, "status": "pending", "step": "pending", "gate": None, "runs": [],
-            "apply_started": None, "out": False, "apply": None, "audit": None, "before": None, "after": None, "hooks": [],
-            "rollback": None}
+    return {
+        "batch": batch,
+        "status": "pending",
+        "step": "pending",
+        "gate": None,
+        "runs": [],
+        "apply_started": None,
+        "out": False,
+        "apply": None,
+        "audit": None,
+        "before": None,
+        "after": None,
+        "hooks": [],
+        "rollback": None,
+    }
 
 
 # ----------------------------------------------------------------------------- the loop
+
 
 class Driver:
     def __init__(self, state: dict, on_step: OnStep = None) -> None:
@@ -227,12 +276,22 @@ class Driver:
         rollout_state.save(self.state)
 
     def event(self, batch: int, hosts: list[str], step: str, status: str, note: str = "") -> None:
-        self.state["events"].append({"t": round(time.time(), 3), "batch": batch, "hosts": hosts, "step": step,
-                                     "status": status, **({"note": note} if note else {})})
+        self.state["events"].append(
+            {
+                "t": round(time.time(), 3),
+                "batch": batch,
+                "hosts": hosts,
+                "step": step,
+                "status": status,
+                **({"note": note} if note else {}),
+            }
+        )
         self.save()
         if self.on_step:
-            self.on_step(f"batch {batch + 1}/{len(self.state['batches'])} [{','.join(hosts)}] {step}: {status}"
-                         + (f" ({note})" if note else ""))
+            self.on_step(
+                f"batch {batch + 1}/{len(self.state['batches'])} [{','.join(hosts)}] {step}: {status}"
+                + (f" ({note})" if note else "")
+            )
 
     def host(self, name: str) -> dict:
         return self.state["hosts"][name]
@@ -283,10 +342,14 @@ class Driver:
             out = self.out_of_service(besides=todo)
             wave = next_wave(todo, self.req.max_unavailable, len(out))
             if not wave:
-                return self.stop(b, out[0], "max_unavailable",
-                                 f"{len(out)} host(s) still out of service ({', '.join(out)}) leave no room "
-                                 f"under --max-unavailable {self.req.max_unavailable}")
-            todo = todo[len(wave):]
+                return self.stop(
+                    b,
+                    out[0],
+                    "max_unavailable",
+                    f"{len(out)} host(s) still out of service ({', '.join(out)}) leave no room "
+                    f"under --max-unavailable {self.req.max_unavailable}",
+                )
+            todo = todo[len(wave) :]
             if not self.run_wave(b, wave, passed):
                 return False
             passed += [h for h in wave if self.host(h)["status"] == "done"]
@@ -357,9 +420,12 @@ class Driver:
         failed: list[str] = []
         for h in todo:
             ha = res.hosts.get(h)
-            self.host(h)["apply"] = {"run_id": res.run_id, "status": ha.status if ha else "failed",
-                                     "changed": ha.changed if ha else 0,
-                                     "reboot_required": ha.reboot_required if ha else None}
+            self.host(h)["apply"] = {
+                "run_id": res.run_id,
+                "status": ha.status if ha else "failed",
+                "changed": ha.changed if ha else 0,
+                "reboot_required": ha.reboot_required if ha else None,
+            }
             if ha is None or ha.status not in ("ok", "changed"):
                 why = (f"{ha.status}: " + ("; ".join(ha.refused) or ha.msg or "")) if ha else "no result from the apply"
                 self.fail(h, "apply", why, refused=bool(ha and ha.status == "refused"))
@@ -422,8 +488,13 @@ class Driver:
         if failed and stop:
             self.redrain_and_roll_back(passed, i)  # the batch's earlier waves, back in service
             first = failed[0]
-            return self.stop(b, first, self.host(first)["gate"]["gate"], self.host(first)["gate"]["why"],
-                             refused=bool(self.host(first)["gate"].get("refused")))
+            return self.stop(
+                b,
+                first,
+                self.host(first)["gate"]["gate"],
+                self.host(first)["gate"]["why"],
+                refused=bool(self.host(first)["gate"].get("refused")),
+            )
         if after:
             return self.stop(b, after[0], "post_hook", self.host(after[0])["gate"]["why"])
         return True
@@ -440,7 +511,7 @@ class Driver:
                     self.host(h)["rollback"] = {"runs": [], "ok": False, "why": "no room under --max-unavailable"}
                 self.event(batch, todo, "rollback", "skipped", "no room under --max-unavailable")
                 return
-            todo = todo[len(wave):]
+            todo = todo[len(wave) :]
             drained = []
             for h in wave:
                 self.host(h)["out"] = True
@@ -456,13 +527,21 @@ class Driver:
                 self.host(h)["step"] = "rollback"
                 if h not in brought_back:
                     self.fail(h, "rollback", (self.host(h)["rollback"] or {}).get("why") or "rollback failed")
-            self.post_hooks([h for h in wave if h not in drained or h in brought_back], batch,
-                            after="a rollback of the stopped batch")
+            self.post_hooks(
+                [h for h in wave if h not in drained or h in brought_back],
+                batch,
+                after="a rollback of the stopped batch",
+            )
 
     def stop(self, b: dict, host: str, gate: str, why: str, refused: bool = False) -> bool:
         b["status"], b["finished"] = "failed", rollout_state.now()
-        self.state["failure"] = {"batch": b["index"], "host": host, "gate": gate, "why": why,
-                                 **({"refused": True} if refused else {})}
+        self.state["failure"] = {
+            "batch": b["index"],
+            "host": host,
+            "gate": gate,
+            "why": why,
+            **({"refused": True} if refused else {}),
+        }
         self.event(b["index"], [host], "rollout", "stopped", f"{gate}: {why}")
         return False
 
@@ -470,8 +549,9 @@ class Driver:
     def run_hooks(self, hook: str, host: str, batch: int) -> str | None:
         """Run the host's hooks of one kind in order; the first failure's reason, or None."""
         for cmd in self.hooks.get(host, {}).get(hook, []):
-            r = rollout_hooks.run_hook(hook, host, cmd, timeout=self.req.hook_timeout,
-                                       rollout_id=self.state["rollout_id"], batch=batch)
+            r = rollout_hooks.run_hook(
+                hook, host, cmd, timeout=self.req.hook_timeout, rollout_id=self.state["rollout_id"], batch=batch
+            )
             self.host(host)["hooks"].append({**r.to_dict(), "batch": batch, "at": rollout_state.now()})
             self.save()
             if not r.ok:
@@ -523,8 +603,11 @@ class Driver:
         if not hosts:
             return {}
         res = api.history(api.HistoryRequest(inventory=self.req.inventory, limit=",".join(hosts)))
-        return {h: {r["run_id"]: r.get("rolled_back") for r in res.hosts[h].doc["runs"]}
-                for h in hosts if h in res.hosts and res.hosts[h].ok}
+        return {
+            h: {r["run_id"]: r.get("rolled_back") for r in res.hosts[h].doc["runs"]}
+            for h in hosts
+            if h in res.hosts and res.hosts[h].ok
+        }
 
     def run_order(self, run_id: str) -> int:
         """Where a run of this rollout comes in the order its applies started (the batches' apply runs,
@@ -536,8 +619,15 @@ class Driver:
         """Per host, this rollout's apply runs still in force in its journal, newest first (a run id
         is recorded before its apply starts: a run cut off by a killed controller is among them)."""
         journals = self.journaled(hosts)
-        return {h: sorted((r for r in journals[h] if r in set(self.host(h)["runs"]) and journals[h][r] is None),
-                          key=self.run_order, reverse=True) for h in hosts if h in journals}
+        return {
+            h: sorted(
+                (r for r in journals[h] if r in set(self.host(h)["runs"]) and journals[h][r] is None),
+                key=self.run_order,
+                reverse=True,
+            )
+            for h in hosts
+            if h in journals
+        }
 
     def roll_back(self, hosts: list[str], batch: int) -> list[str]:
         """Roll back this rollout's runs on ``hosts`` (newest first); the hosts restored."""
@@ -551,8 +641,15 @@ class Driver:
         for run_id in sorted(by_run, key=self.run_order, reverse=True):
             group = by_run[run_id]
             self.set_step(group, "rollback")
-            rb = api.rollback(api.RollbackRequest(inventory=self.req.inventory, limit=",".join(group), run_id=run_id,
-                                                  reboot=self.req.reboot, reboot_timeout=self.req.reboot_timeout))
+            rb = api.rollback(
+                api.RollbackRequest(
+                    inventory=self.req.inventory,
+                    limit=",".join(group),
+                    run_id=run_id,
+                    reboot=self.req.reboot,
+                    reboot_timeout=self.req.reboot_timeout,
+                )
+            )
             for h in group:
                 r = rb.hosts.get(h)
                 good = bool(r and r.ok and restored(r.doc))
@@ -560,15 +657,19 @@ class Driver:
                 if reboot and reboot.status not in ("ok", "would_run"):
                     good, reasons[h] = False, f"reboot after rollback {reboot.status}: {reboot.msg}"
                 elif not good:
-                    reasons[h] = f"rollback of run {run_id}: " + (r.error if r and not r.ok else str(
-                        (r.doc if r else {}).get("errors") or "re-check failed"))
+                    reasons[h] = f"rollback of run {run_id}: " + (
+                        r.error if r and not r.ok else str((r.doc if r else {}).get("errors") or "re-check failed")
+                    )
                 if not good:
                     ok.discard(h)
             self.event(batch, group, "rollback", "ok" if all(h in ok for h in group) else "failed", f"run {run_id}")
         for h in hosts:
-            self.host(h)["rollback"] = {"runs": todo.get(h, []), "ok": h in ok,
-                                        **({"why": reasons[h]} if h in reasons else {}),
-                                        **({} if h in todo else {"why": "history unavailable"})}
+            self.host(h)["rollback"] = {
+                "runs": todo.get(h, []),
+                "ok": h in ok,
+                **({"why": reasons[h]} if h in reasons else {}),
+                **({} if h in todo else {"why": "history unavailable"}),
+            }
             if h not in todo:
                 ok.discard(h)
         self.save()
@@ -599,8 +700,12 @@ class Driver:
             bad = [h for h in group if h not in brought_back]
             if bad:
                 self.state["status"] = "failed"
-                self.state["failure"] = {"batch": bi, "host": bad[0], "gate": "rollback",
-                                         "why": "resume: " + (self.host(bad[0])["rollback"] or {}).get("why", "")}
+                self.state["failure"] = {
+                    "batch": bi,
+                    "host": bad[0],
+                    "gate": "rollback",
+                    "why": "resume: " + (self.host(bad[0])["rollback"] or {}).get("why", ""),
+                }
                 self.save()
                 return RolloutResult(self.state, self.write_report())
         for rec in self.state["hosts"].values():

@@ -70,16 +70,34 @@ class HookRun:
         return f"{self.hook} hook `{self.command}` {what}" + (f": {self.output}" if self.output else "")
 
     def to_dict(self) -> dict:
-        return {"hook": self.hook, "host": self.host, "command": self.command, "rc": self.rc,
-                "seconds": round(self.seconds, 3), "output": self.output}
+        return {
+            "hook": self.hook,
+            "host": self.host,
+            "command": self.command,
+            "rc": self.rc,
+            "seconds": round(self.seconds, 3),
+            "output": self.output,
+        }
 
 
 def run_hook(hook: str, host: str, command: str, *, timeout: float, rollout_id: str, batch: int) -> HookRun:
-    env = {**os.environ, "HOSTKIT_HOST": host, "HOSTKIT_ROLLOUT": rollout_id, "HOSTKIT_BATCH": str(batch),
-           "HOSTKIT_HOOK": hook}
+    env = {
+        **os.environ,
+        "HOSTKIT_HOST": host,
+        "HOSTKIT_ROLLOUT": rollout_id,
+        "HOSTKIT_BATCH": str(batch),
+        "HOSTKIT_HOOK": hook,
+    }
     start = time.monotonic()
-    proc = subprocess.Popen(["/bin/sh", "-c", command], stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                            stderr=subprocess.STDOUT, text=True, env=env, start_new_session=True)
+    proc = subprocess.Popen(
+        ["/bin/sh", "-c", command],
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        env=env,
+        start_new_session=True,
+    )
     try:
         out, _ = proc.communicate(timeout=timeout)
         rc: int | None = proc.returncode

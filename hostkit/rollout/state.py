@@ -43,8 +43,9 @@ def save(state: dict) -> Path:
 
 def load(rollout_id: str) -> dict:
     path = run_dir(rollout_id) / STATE_FILE
-    state = read_json(path, f"no rollout {rollout_id} under {runs_dir()} (HOSTKIT_STATE_DIR or .hostkit/ of this "
-                            "directory)")
+    state = read_json(
+        path, f"no rollout {rollout_id} under {runs_dir()} (HOSTKIT_STATE_DIR or .hostkit/ of this directory)"
+    )
     if not isinstance(state, dict) or state.get("version") != VERSION:
         raise BadInput(f"{path} is not a version-{VERSION} rollout state file")
     return state

@@ -47,9 +47,18 @@ def samples(raw: array) -> array:
     """RAW records (``array("q")``) as FIELDS records (``array("d")``, ms; done_s in seconds)."""
     out = array("d")
     for k in range(0, len(raw), len(RAW)):
-        seen, due, submit, claim, done, wall, cpu = raw[k:k + len(RAW)]
-        out.extend(((seen - due) / 1e6, (seen - submit) / 1e6, (claim - submit) / 1e6, wall / 1e6, cpu / 1e6,
-                    (seen - done) / 1e6, done / 1e9))
+        seen, due, submit, claim, done, wall, cpu = raw[k : k + len(RAW)]
+        out.extend(
+            (
+                (seen - due) / 1e6,
+                (seen - submit) / 1e6,
+                (claim - submit) / 1e6,
+                wall / 1e6,
+                cpu / 1e6,
+                (seen - done) / 1e6,
+                done / 1e9,
+            )
+        )
     return out
 
 
@@ -78,8 +87,15 @@ def client_main(cfg: dict, client_id: int, conn) -> None:
         raise
     finally:
         stats["cpu_s"] = time.process_time() - cpu0
-        conn.send({"client": client_id, "samples": samples(raw).tobytes(), "errors": errors[:50],
-                   "error_count": len(errors), "stats": stats})
+        conn.send(
+            {
+                "client": client_id,
+                "samples": samples(raw).tobytes(),
+                "errors": errors[:50],
+                "error_count": len(errors),
+                "stats": stats,
+            }
+        )
 
 
 def _quota(cfg: dict, client_id: int) -> int | None:
@@ -110,8 +126,11 @@ def _run_shm(cfg, client_id, raw, errors, stats) -> None:
     from hostkit.smoke.wake import Bell, Spin
 
     q = SharedInferenceQueue.attach(cfg["queue"])
-    alloc = (PartitionAllocator(q, client_id, cfg["clients"]) if cfg["allocator"] == "partition"
-             else FlockAllocator(q, cfg["lockfile"]))
+    alloc = (
+        PartitionAllocator(q, client_id, cfg["clients"])
+        if cfg["allocator"] == "partition"
+        else FlockAllocator(q, cfg["lockfile"])
+    )
     nslots, tensor_count = q.nslots, q.tensor_size // 4
     pid = os.getpid()
     party = client_id + 1
@@ -210,8 +229,9 @@ def _run_shm(cfg, client_id, raw, errors, stats) -> None:
         """Give up on requests unanswered for the request timeout (left to the orchestrator to reclaim)."""
         now = now_ns()
         while pending and now - submitted[pending[0]] > timeout_ns:
-            errors.append(f"slot {pending.pop(0)}: no answer within {cfg['request_timeout_s']} s "
-                          "(worker not answering)")
+            errors.append(
+                f"slot {pending.pop(0)}: no answer within {cfg['request_timeout_s']} s (worker not answering)"
+            )
 
     def answered() -> bool:
         return any(states[i * step] >= DONE for i in pending)  # DONE or ERROR
@@ -307,8 +327,17 @@ def _run_socket(cfg, client_id, raw, errors) -> None:
             except (OSError, TypeError, struct.error):
                 errors.append(f"no answer within {cfg['request_timeout_s']} s (worker not answering)")
                 return
-            raw.extend((time.monotonic_ns(), submit, submit, reply["claim_ns"], reply["done_ns"], reply["wall_ns"],
-                        reply["cpu_ns"]))  # RAW
+            raw.extend(
+                (
+                    time.monotonic_ns(),
+                    submit,
+                    submit,
+                    reply["claim_ns"],
+                    reply["done_ns"],
+                    reply["wall_ns"],
+                    reply["cpu_ns"],
+                )
+            )  # RAW
     sock.close()
 
 

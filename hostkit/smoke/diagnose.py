@@ -63,7 +63,7 @@ def runnable_on_cpu(cpu: int, exclude: set[int]) -> list[str]:
                 stat = f.read()
         except OSError:
             continue
-        comm = stat[stat.find("(") + 1:stat.rfind(")")]
+        comm = stat[stat.find("(") + 1 : stat.rfind(")")]
         fields = stat.rsplit(")", 1)[1].split()
         if len(fields) > 38 and fields[0] == "R" and fields[36] == str(cpu) and fields[38] != SCHED_IDLE:
             found.append(f"{entry}:{comm}")
@@ -103,8 +103,9 @@ class _Run:
         d = result["deschedule_ms"]
         tail = d["p999"] if d["p999"] is not None else 0.0
         worst = d["max"] or 0.0
-        notable = max(tail, worst if d["n"] and d["n"] < 10000 else tail) >= \
-            max(0.5, result.get("target_p999_ms", 1.0) / 2)
+        notable = max(tail, worst if d["n"] and d["n"] < 10000 else tail) >= max(
+            0.5, result.get("target_p999_ms", 1.0) / 2
+        )
         return cls(result, probes, facts, tail, worst, notable, max(result["duration_s"], 1e-9))
 
 
@@ -112,9 +113,14 @@ def _injected(r: _Run) -> list[dict]:
     inj = r.result.get("injected_stalls")
     if not inj:
         return []
-    return [{"cause": "injected_stall", "confidence": "certain",
-             "evidence": f"{inj['count']} stall(s) of {inj['ms']} ms injected with SIGSTOP/SIGCONT; "
-                         f"{inj['detected']} inference(s) saw >= {inj['detect_threshold_ms']} ms descheduled"}]
+    return [
+        {
+            "cause": "injected_stall",
+            "confidence": "certain",
+            "evidence": f"{inj['count']} stall(s) of {inj['ms']} ms injected with SIGSTOP/SIGCONT; "
+            f"{inj['detected']} inference(s) saw >= {inj['detect_threshold_ms']} ms descheduled",
+        }
+    ]
 
 
 def _rt_budget(r: _Run) -> list[dict]:
@@ -131,20 +137,30 @@ def _rt_budget(r: _Run) -> list[dict]:
     # about throttling then; only a deschedule as long as half a park (or the kernel's log) does
     limit = result["sched_fifo"].get("limit_ms_per_period")
     if limit is not None and not log and worst >= stall_ms * 0.5:
-        return [{"cause": "rt_throttling", "confidence": "possible",
-                 "evidence": f"the worker kept its SCHED_FIFO time under {limit:g} ms per period (--fifo "
-                             f"budget), yet it was descheduled {worst:.1f} ms, as long as the throttle's park "
-                             f"of up to {stall_ms:g} ms: the budget (sched_rt_runtime_us={runtime}) is shared "
-                             f"with every other RT task on CPU {result['cpu']}, and with RT time charged "
-                             "there just before the run"}]
+        return [
+            {
+                "cause": "rt_throttling",
+                "confidence": "possible",
+                "evidence": f"the worker kept its SCHED_FIFO time under {limit:g} ms per period (--fifo "
+                f"budget), yet it was descheduled {worst:.1f} ms, as long as the throttle's park "
+                f"of up to {stall_ms:g} ms: the budget (sched_rt_runtime_us={runtime}) is shared "
+                f"with every other RT task on CPU {result['cpu']}, and with RT time charged "
+                "there just before the run",
+            }
+        ]
     if log or (limit is None and worst >= min(stall_ms * 0.5, 5.0) and duty >= 0.8 * budget):
         confidence = "confirmed" if log else ("likely" if duty >= budget * 0.95 else "possible")
-        return [{"cause": "rt_throttling", "confidence": confidence,
-                 "evidence": f"SCHED_FIFO worker busy {duty:.0%} of the run against a budget of "
-                             f"sched_rt_runtime_us={runtime} of {period} ({budget:.0%}): the budget parks it "
-                             f"{stall_ms:g} ms per period it overruns (longer where the kernel charges "
-                             f"time it did not run, e.g. a stopped vCPU); max deschedule {worst:.1f} ms"
-                             + ("; kernel log: 'sched: RT throttling activated'" if log else "")}]
+        return [
+            {
+                "cause": "rt_throttling",
+                "confidence": confidence,
+                "evidence": f"SCHED_FIFO worker busy {duty:.0%} of the run against a budget of "
+                f"sched_rt_runtime_us={runtime} of {period} ({budget:.0%}): the budget parks it "
+                f"{stall_ms:g} ms per period it overruns (longer where the kernel charges "
+                f"time it did not run, e.g. a stopped vCPU); max deschedule {worst:.1f} ms"
+                + ("; kernel log: 'sched: RT throttling activated'" if log else ""),
+            }
+        ]
     return []
 
 
@@ -156,18 +172,33 @@ def _hypervisor(r: _Run) -> list[dict]:
     steal_ms = r.probes.get("steal_ms_on_worker_cpu")
     if steal_ms and steal_ms >= 1.0:
         share = steal_ms / (r.wall_s * 1000) * 100
-        out.append({"cause": "hypervisor_stall", "confidence": "likely" if share > 0.5 else "possible",
-                    "evidence": f"{steal_ms:.1f} ms of steal time on worker CPU {r.result['cpu']} during the "
-                                f"run ({share:.2f}% of it)"})
+        out.append(
+            {
+                "cause": "hypervisor_stall",
+                "confidence": "likely" if share > 0.5 else "possible",
+                "evidence": f"{steal_ms:.1f} ms of steal time on worker CPU {r.result['cpu']} during the "
+                f"run ({share:.2f}% of it)",
+            }
+        )
     virt = (r.facts or {}).get("virtualization") or {}
     if virt.get("hypervisor") == "vmware" and virt.get("steal_reported") is False:
-        out.append({"cause": "hypervisor_stall", "confidence": "possible",
-                    "evidence": "no steal clock: this VMware guest has no steal time on any CPU since boot "
-                                "(stealclock.enable unset in its .vmx), so hypervisor stalls cannot show as "
-                                "steal here; hostkit gaps measures the vCPU stops directly"})
+        out.append(
+            {
+                "cause": "hypervisor_stall",
+                "confidence": "possible",
+                "evidence": "no steal clock: this VMware guest has no steal time on any CPU since boot "
+                "(stealclock.enable unset in its .vmx), so hypervisor stalls cannot show as "
+                "steal here; hostkit gaps measures the vCPU stops directly",
+            }
+        )
     if r.facts and r.facts.get("virtualization", {}).get("deceptive_topology"):
-        out.append({"cause": "hypervisor_stall", "confidence": "possible",
-                    "evidence": "deceptive topology: " + "; ".join(r.facts["virtualization"]["reasons"])})
+        out.append(
+            {
+                "cause": "hypervisor_stall",
+                "confidence": "possible",
+                "evidence": "deceptive topology: " + "; ".join(r.facts["virtualization"]["reasons"]),
+            }
+        )
     return out
 
 
@@ -178,11 +209,15 @@ def _cfs(r: _Run) -> list[dict]:
     others = r.probes.get("runnable_on_worker_cpu") or []
     if not (r.notable and ((run_delay and run_delay > max(1.0, r.tail)) or others)):
         return []
-    return [{"cause": "cfs_contention", "confidence": "likely" if others else "possible",
-             "evidence": f"worker waited {run_delay or 0:.1f} ms runnable (schedstat run_delay), "
-                         f"{nvcsw or 0} non-voluntary context switches"
-                         + (f"; other runnable tasks on CPU {r.result['cpu']}: {', '.join(others[:5])}"
-                            if others else "")}]
+    return [
+        {
+            "cause": "cfs_contention",
+            "confidence": "likely" if others else "possible",
+            "evidence": f"worker waited {run_delay or 0:.1f} ms runnable (schedstat run_delay), "
+            f"{nvcsw or 0} non-voluntary context switches"
+            + (f"; other runnable tasks on CPU {r.result['cpu']}: {', '.join(others[:5])}" if others else ""),
+        }
+    ]
 
 
 def _traced(r: _Run) -> list[dict]:
@@ -193,19 +228,32 @@ def _traced(r: _Run) -> list[dict]:
     runtime, period = r.probes.get("sched_rt_runtime_us"), r.probes.get("sched_rt_period_us")
     # judged by time: two 700 ms parks outweigh ten 2 ms preemptions by the busy neighbours of a loaded host
     if traced["rt_throttled_ms"] * 2 >= traced["total_ms"]:
-        return [{"cause": "rt_throttling", "confidence": "confirmed",
-                 "evidence": f"traced: {traced['rt_throttled']} of {traced['count']} deschedules over "
-                             f"{traced['threshold_ms']:g} ms ({traced['rt_throttled_ms']:.1f} of "
-                             f"{traced['total_ms']:.1f} ms) took the CPU from the runnable SCHED_FIFO "
-                             "worker for CFS tasks or idle (RT tasks ran under half of each): the RT budget "
-                             + (f"(sched_rt_runtime_us={runtime} of {period}; " if runtime is not None and period
-                                else "(sched_rt_runtime_us; ")
-                             + "on kernels >= 6.12 the fair server's reservation) was spent"}]
+        return [
+            {
+                "cause": "rt_throttling",
+                "confidence": "confirmed",
+                "evidence": f"traced: {traced['rt_throttled']} of {traced['count']} deschedules over "
+                f"{traced['threshold_ms']:g} ms ({traced['rt_throttled_ms']:.1f} of "
+                f"{traced['total_ms']:.1f} ms) took the CPU from the runnable SCHED_FIFO "
+                "worker for CFS tasks or idle (RT tasks ran under half of each): the RT budget "
+                + (
+                    f"(sched_rt_runtime_us={runtime} of {period}; "
+                    if runtime is not None and period
+                    else "(sched_rt_runtime_us; "
+                )
+                + "on kernels >= 6.12 the fair server's reservation) was spent",
+            }
+        ]
     who = ", ".join(f"{k} {v:.1f} ms" for k, v in list(traced["by_task"].items())[:3])
-    return [{"cause": "cfs_contention", "confidence": "confirmed",
-             "evidence": f"traced: {traced['count']} deschedules over {traced['threshold_ms']:g} ms "
-                         f"({traced['total_ms']:.1f} ms); ran instead: {who}; longest "
-                         f"{max(e['ms'] for e in traced['events']):.1f} ms"}]
+    return [
+        {
+            "cause": "cfs_contention",
+            "confidence": "confirmed",
+            "evidence": f"traced: {traced['count']} deschedules over {traced['threshold_ms']:g} ms "
+            f"({traced['total_ms']:.1f} ms); ran instead: {who}; longest "
+            f"{max(e['ms'] for e in traced['events']):.1f} ms",
+        }
+    ]
 
 
 def _costop(r: _Run) -> list[dict]:
@@ -221,9 +269,14 @@ def _cross_numa(r: _Run) -> list[dict]:
     remote = sum(c for n, c in nodes.items() if int(n) != worker_node)
     if not remote:
         return []
-    return [{"cause": "cross_numa_memory", "confidence": "likely",
-             "evidence": f"{remote} of {sum(nodes.values())} shared-memory pages on another node "
-                         f"than the worker's (node {worker_node}): {nodes}"}]
+    return [
+        {
+            "cause": "cross_numa_memory",
+            "confidence": "likely",
+            "evidence": f"{remote} of {sum(nodes.values())} shared-memory pages on another node "
+            f"than the worker's (node {worker_node}): {nodes}",
+        }
+    ]
 
 
 # Each cause's detector, in the order their findings are listed before ranking.
@@ -237,12 +290,22 @@ def diagnose(result: dict, probes: dict, facts: dict | None) -> list[dict]:
     throttled_at_most(causes, result.get("gaps") or {})  # the gap probe bounds RT throttling's part
     causes += _cross_numa(r)
     if not causes and r.notable:
-        causes.append({"cause": "unexplained", "confidence": "n/a",
-                       "evidence": f"p999 deschedule {r.tail:.3f} ms, max {r.worst:.3f} ms, and no probe points at a "
-                                   "cause: look at the hypervisor's own statistics"})
+        causes.append(
+            {
+                "cause": "unexplained",
+                "confidence": "n/a",
+                "evidence": f"p999 deschedule {r.tail:.3f} ms, max {r.worst:.3f} ms, and no probe points at a "
+                "cause: look at the hypervisor's own statistics",
+            }
+        )
     if not causes:
-        causes.append({"cause": "none", "confidence": "n/a",
-                       "evidence": f"p999 deschedule {r.tail:.3f} ms, max {r.worst:.3f} ms: no tail cause found"})
+        causes.append(
+            {
+                "cause": "none",
+                "confidence": "n/a",
+                "evidence": f"p999 deschedule {r.tail:.3f} ms, max {r.worst:.3f} ms: no tail cause found",
+            }
+        )
     return rank(causes)
 
 
@@ -260,8 +323,10 @@ def throttled_at_most(causes: list[dict], gaps: dict) -> None:
     for c in causes:
         if c["cause"] == "rt_throttling" and "share_of_tail" not in c:
             c["share_of_tail"] = share
-            c["evidence"] += (f"; at most {share:.0%} of the tail: the slowest inferences' descheduled "
-                              f"{h['deschedule_ms']:.1f} of {h['excess_ms']:.1f} ms beyond the median computation")
+            c["evidence"] += (
+                f"; at most {share:.0%} of the tail: the slowest inferences' descheduled "
+                f"{h['deschedule_ms']:.1f} of {h['excess_ms']:.1f} ms beyond the median computation"
+            )
 
 
 def hypervisor_costop(gaps: dict) -> dict | None:
@@ -276,17 +341,24 @@ def hypervisor_costop(gaps: dict) -> dict | None:
     if not h or h["invisible_share"] < HYPERVISOR_SHARE or h["vcpu_stopped"] < VCPU_STOPPED:
         return None
     c = gaps["costops"]
-    return {"cause": "hypervisor_costop", "confidence": "likely", "share_of_tail": h["invisible_share"],
-            "evidence": f"{h['invisible_share']:.0%} of the tail: the slowest {t['events']} inferences (wall >= "
-                        f"{t['wall_ms_at_least']} ms; p999 {t['p999_wall_ms']} ms) took {h['excess_ms']:.1f} ms beyond "
-                        f"the median computation ({h['compute_ms']} ms of CPU), {h['invisible_ms']:.1f} ms of it "
-                        f"charged to the worker as CPU time its computation did not need and "
-                        f"{h['deschedule_ms']:.1f} ms descheduled; the gap probe's spinners were stopped invisibly "
-                        f"for {h['vcpu_stopped']:.0%} of the CPU time the guest kernel charged them: the hypervisor "
-                        f"stops this VM's vCPUs; "
-                        + (f"co-stops of up to {c['max_cpus']} vCPUs at once: {c['count']}, {c['total_ms']:.1f} ms "
-                           f"({100 * c['share_of_run']:.1f}% of the run)" if c["count"] else
-                           "no co-stop seen (the spinners seldom run beside a busy workload)")}
+    return {
+        "cause": "hypervisor_costop",
+        "confidence": "likely",
+        "share_of_tail": h["invisible_share"],
+        "evidence": f"{h['invisible_share']:.0%} of the tail: the slowest {t['events']} inferences (wall >= "
+        f"{t['wall_ms_at_least']} ms; p999 {t['p999_wall_ms']} ms) took {h['excess_ms']:.1f} ms beyond "
+        f"the median computation ({h['compute_ms']} ms of CPU), {h['invisible_ms']:.1f} ms of it "
+        f"charged to the worker as CPU time its computation did not need and "
+        f"{h['deschedule_ms']:.1f} ms descheduled; the gap probe's spinners were stopped invisibly "
+        f"for {h['vcpu_stopped']:.0%} of the CPU time the guest kernel charged them: the hypervisor "
+        f"stops this VM's vCPUs; "
+        + (
+            f"co-stops of up to {c['max_cpus']} vCPUs at once: {c['count']}, {c['total_ms']:.1f} ms "
+            f"({100 * c['share_of_run']:.1f}% of the run)"
+            if c["count"]
+            else "no co-stop seen (the spinners seldom run beside a busy workload)"
+        ),
+    }
 
 
 # hypervisor_costop is named when the hypervisor explains at least half the tail's extra time and
@@ -303,16 +375,29 @@ VCPU_STOPPED = 0.1
 # stops for whole periods whatever else runs, a stopped VM stops everything in it, CFS neighbours
 # and remote memory only lengthen what is already there.
 CONFIDENCE_ORDER = ("certain", "confirmed", "likely", "possible", "n/a")
-CAUSE_ORDER = ("injected_stall", "rt_throttling", "hypervisor_costop", "hypervisor_stall", "cfs_contention", "irq",
-               "cross_numa_memory", "unexplained", "none")
+CAUSE_ORDER = (
+    "injected_stall",
+    "rt_throttling",
+    "hypervisor_costop",
+    "hypervisor_stall",
+    "cfs_contention",
+    "irq",
+    "cross_numa_memory",
+    "unexplained",
+    "none",
+)
 
 
 def rank(causes: list[dict]) -> list[dict]:
     """The causes, primary first (``"primary": true`` on it alone): by confidence, then share of the
     tail, then CAUSE_ORDER; each cause once, with its strongest evidence."""
+
     def key(c: dict) -> tuple[int, float, int]:
-        return (CONFIDENCE_ORDER.index(c["confidence"]), -c.get("share_of_tail", 0.0),
-                CAUSE_ORDER.index(c["cause"]) if c["cause"] in CAUSE_ORDER else len(CAUSE_ORDER))
+        return (
+            CONFIDENCE_ORDER.index(c["confidence"]),
+            -c.get("share_of_tail", 0.0),
+            CAUSE_ORDER.index(c["cause"]) if c["cause"] in CAUSE_ORDER else len(CAUSE_ORDER),
+        )
 
     ranked, seen = [], set()
     for c in sorted(causes, key=key):  # a cause named twice (run-level and traced) keeps its strongest

@@ -53,8 +53,12 @@ class GapOptions:
 
     @classmethod
     def from_args(cls, ns: argparse.Namespace) -> GapOptions:
-        return cls(duration_s=ns.duration, threshold_us=ns.threshold_us, policy=ns.policy,
-                   cpus=tuple(sorted(parse_cpulist(ns.cpus))) if ns.cpus else None)
+        return cls(
+            duration_s=ns.duration,
+            threshold_us=ns.threshold_us,
+            policy=ns.policy,
+            cpus=tuple(sorted(parse_cpulist(ns.cpus))) if ns.cpus else None,
+        )
 
     def to_agent_args(self) -> list[str]:
         argv = ["--duration", repr(self.duration_s), "--threshold-us", repr(self.threshold_us), "--policy", self.policy]
@@ -67,8 +71,10 @@ class GapOptions:
         cpus = sorted(set(self.cpus)) if self.cpus is not None else [c for c in allowed if c not in self.exclude]
         outside = [c for c in cpus if c not in allowed]
         if outside:
-            raise BadInput(f"gap probe: CPU(s) {outside} are not CPUs this process may run on ({allowed}); "
-                           "one spinner per CPU, at most as many spinners as CPUs")
+            raise BadInput(
+                f"gap probe: CPU(s) {outside} are not CPUs this process may run on ({allowed}); "
+                "one spinner per CPU, at most as many spinners as CPUs"
+            )
         if not cpus:
             raise BadInput("gap probe: no CPU left to probe")
         return cpus
@@ -77,15 +83,28 @@ class GapOptions:
 def add_gap_arguments(parser: argparse.ArgumentParser) -> None:
     """The probe's options: the same on ``hostkit gaps`` and the host agent."""
     d = GapOptions()
-    parser.add_argument("--duration", type=float, default=d.duration_s, metavar="S",
-                        help=f"seconds to probe (default {d.duration_s:g})")
-    parser.add_argument("--threshold-us", type=float, default=d.threshold_us, metavar="US",
-                        help=f"record clock gaps longer than this (default {d.threshold_us:g} us)")
-    parser.add_argument("--cpus", metavar="LIST", help="CPUs to probe, a kernel cpulist (default: every CPU this "
-                                                       "process may run on); one spinner per CPU")
-    parser.add_argument("--policy", choices=POLICIES, default=d.policy,
-                        help="spinners' scheduling: idle (SCHED_IDLE: only time no other task wants; default) "
-                             "or normal (compete like any task)")
+    parser.add_argument(
+        "--duration", type=float, default=d.duration_s, metavar="S", help=f"seconds to probe (default {d.duration_s:g})"
+    )
+    parser.add_argument(
+        "--threshold-us",
+        type=float,
+        default=d.threshold_us,
+        metavar="US",
+        help=f"record clock gaps longer than this (default {d.threshold_us:g} us)",
+    )
+    parser.add_argument(
+        "--cpus",
+        metavar="LIST",
+        help="CPUs to probe, a kernel cpulist (default: every CPU this process may run on); one spinner per CPU",
+    )
+    parser.add_argument(
+        "--policy",
+        choices=POLICIES,
+        default=d.policy,
+        help="spinners' scheduling: idle (SCHED_IDLE: only time no other task wants; default) "
+        "or normal (compete like any task)",
+    )
 
 
 SPAWN_TIMEOUT_S = 120  # a slow guest (TCG, an overcommitted host) can take long to start Python
@@ -146,8 +165,12 @@ def run_probe(opts: GapOptions, on_started=None, allowed: frozenset[int] | None 
     try:
         for cpu in cpus:
             here, there = ctx.Pipe()
-            p = ctx.Process(target=_spin, args=(cpu, int(opts.threshold_us * 1000), opts.policy, there),
-                            daemon=True, name=f"hostkit-gap-spinner-{cpu}")
+            p = ctx.Process(
+                target=_spin,
+                args=(cpu, int(opts.threshold_us * 1000), opts.policy, there),
+                daemon=True,
+                name=f"hostkit-gap-spinner-{cpu}",
+            )
             p.start()
             there.close()
             procs.append(p)
@@ -186,10 +209,13 @@ def summarise(results: list[dict], opts: GapOptions, start_ns: int) -> dict:
         inv = [(s, n) for s, n, charged in gaps if charged >= CHARGED_FRACTION * n]
         invisible += [(s, s + n, r["cpu"]) for s, n in inv]
         per_cpu[str(r["cpu"])] = {
-            "gaps": len(gaps), "total_ms": _ms(sum(n for _, n, _ in gaps)),
+            "gaps": len(gaps),
+            "total_ms": _ms(sum(n for _, n, _ in gaps)),
             "max_ms": _ms(max((n for _, n, _ in gaps), default=0)),
-            "invisible": len(inv), "invisible_ms": _ms(sum(n for _, n in inv)),
-            "kernel_explained": len(gaps) - len(inv), "probe_cpu_s": round(r["cpu_ns"] / 1e9, 3),
+            "invisible": len(inv),
+            "invisible_ms": _ms(sum(n for _, n in inv)),
+            "kernel_explained": len(gaps) - len(inv),
+            "probe_cpu_s": round(r["cpu_ns"] / 1e9, 3),
             "involuntary_switches": r["nivcsw"],
         }
     # A co-stop is an overlap at least as long as the threshold: two gaps that merely touch for a
@@ -198,16 +224,21 @@ def summarise(results: list[dict], opts: GapOptions, start_ns: int) -> dict:
     total = sum(e - s for s, e, _ in costops)
     window = max((r.get("end_ns", start_ns + opts.duration_s * 1e9) for r in results), default=start_ns) - start_ns
     return {
-        "duration_s": round(window / 1e9, 3), "threshold_us": opts.threshold_us, "policy": opts.policy,
-        "cpus": [int(c) for c in per_cpu], "per_cpu": per_cpu,
+        "duration_s": round(window / 1e9, 3),
+        "threshold_us": opts.threshold_us,
+        "policy": opts.policy,
+        "cpus": [int(c) for c in per_cpu],
+        "per_cpu": per_cpu,
         "probe_cpu_s": round(sum(r["cpu_ns"] for r in results) / 1e9, 3),
         "costops": {
-            "count": len(costops), "total_ms": _ms(total),
+            "count": len(costops),
+            "total_ms": _ms(total),
             "max_ms": _ms(max((e - s for s, e, _ in costops), default=0)),
             "max_cpus": max((len(c) for _, _, c in costops), default=0),
             "share_of_run": round(total / window, 4) if window > 0 else 0.0,
-            "events": [{"at_ms": _ms(s - start_ns), "ms": _ms(e - s), "cpus": sorted(c)}
-                       for s, e, c in costops[:MAX_EVENTS]],
+            "events": [
+                {"at_ms": _ms(s - start_ns), "ms": _ms(e - s), "cpus": sorted(c)} for s, e, c in costops[:MAX_EVENTS]
+            ],
         },
         "_costop_ns": [(s, e) for s, e, _ in costops],  # for attribution on this host; public() drops it
     }
@@ -221,8 +252,9 @@ def public(doc: dict) -> dict:
 def costop_intervals(gaps: list[tuple[int, int, int]]) -> list[tuple[int, int, frozenset[int]]]:
     """(start, end, cpu) invisible gaps -> the maximal intervals during which two or more CPUs were
     in one at once, each with every CPU that took part (a sweep over the gaps' edges)."""
-    edges = sorted([(s, 1, cpu) for s, _, cpu in gaps] + [(e, -1, cpu) for _, e, cpu in gaps],
-                   key=lambda x: (x[0], x[1]))  # at equal times, ends before starts: touching is not overlap
+    edges = sorted(
+        [(s, 1, cpu) for s, _, cpu in gaps] + [(e, -1, cpu) for _, e, cpu in gaps], key=lambda x: (x[0], x[1])
+    )  # at equal times, ends before starts: touching is not overlap
     active: dict[int, int] = {}
     out: list[tuple[int, int, frozenset[int]]] = []
     start, members = None, set()
@@ -251,15 +283,19 @@ def attribute(events: list[tuple[int, int, int]], costops: list[tuple[int, int]]
     explained, overlap_total, excess_total = 0, 0, 0
     for s, e, excess in events:
         overlap = 0
-        for cs, ce in costops[max(0, bisect.bisect_right(starts, s) - 1):bisect.bisect_left(starts, e)]:
+        for cs, ce in costops[max(0, bisect.bisect_right(starts, s) - 1) : bisect.bisect_left(starts, e)]:
             overlap += max(0, min(e, ce) - max(s, cs))
         overlap_total += overlap
         excess_total += max(0, excess)
         if excess > 0 and overlap * 2 >= excess:
             explained += 1
-    return {"events": len(events), "explained": explained,
-            "share": round(explained / len(events), 4) if events else 0.0,
-            "costop_ms": round(overlap_total / 1e6, 3), "excess_ms": round(excess_total / 1e6, 3)}
+    return {
+        "events": len(events),
+        "explained": explained,
+        "share": round(explained / len(events), 4) if events else 0.0,
+        "costop_ms": round(overlap_total / 1e6, 3),
+        "excess_ms": round(excess_total / 1e6, 3),
+    }
 
 
 TAIL_MIN = 20  # the tail: the slowest 1% of inferences, and at least this many
@@ -290,27 +326,39 @@ def tail_attribution(doc: dict, walls_ms: list[float], cpus_ms: list[float], don
     invisible = sum(min(max(0.0, w - compute), max(0.0, c - compute)) for w, c, _ in tail)
     charged = sum(p["probe_cpu_s"] for p in doc["per_cpu"].values()) * 1000
     stopped = sum(p["invisible_ms"] for p in doc["per_cpu"].values())
-    return {"wall_ms_at_least": round(cut, 3), "median_wall_ms": round(median, 3),
-            "p999_wall_ms": round(ordered[min(n - 1, (999 * n) // 1000)], 3),
-            **attribute([(e - int(w * 1e6), e, int((w - median) * 1e6)) for w, _, e in tail], doc["_costop_ns"]),
-            "hypervisor": {"compute_ms": round(compute, 3), "excess_ms": round(excess, 3),
-                           "invisible_ms": round(invisible, 3),
-                           "deschedule_ms": round(sum(max(0.0, w - c) for w, c, _ in tail), 3),
-                           "invisible_share": round(invisible / excess, 4) if excess > 0 else 0.0,
-                           "vcpu_stopped": round(min(1.0, stopped / charged), 4) if charged > 0 else 0.0}}
+    return {
+        "wall_ms_at_least": round(cut, 3),
+        "median_wall_ms": round(median, 3),
+        "p999_wall_ms": round(ordered[min(n - 1, (999 * n) // 1000)], 3),
+        **attribute([(e - int(w * 1e6), e, int((w - median) * 1e6)) for w, _, e in tail], doc["_costop_ns"]),
+        "hypervisor": {
+            "compute_ms": round(compute, 3),
+            "excess_ms": round(excess, 3),
+            "invisible_ms": round(invisible, 3),
+            "deschedule_ms": round(sum(max(0.0, w - c) for w, c, _ in tail), 3),
+            "invisible_share": round(invisible / excess, 4) if excess > 0 else 0.0,
+            "vcpu_stopped": round(min(1.0, stopped / charged), 4) if charged > 0 else 0.0,
+        },
+    }
 
 
 def text_summary(doc: dict) -> str:
     c = doc["costops"]
-    lines = [f"gap probe: {len(doc['cpus'])} CPU(s) {doc['cpus']}, {doc['duration_s']:g} s, gaps > "
-             f"{doc['threshold_us']:g} us, spinners {doc['policy']} (probe CPU {doc['probe_cpu_s']:.2f} s)"]
+    lines = [
+        f"gap probe: {len(doc['cpus'])} CPU(s) {doc['cpus']}, {doc['duration_s']:g} s, gaps > "
+        f"{doc['threshold_us']:g} us, spinners {doc['policy']} (probe CPU {doc['probe_cpu_s']:.2f} s)"
+    ]
     for cpu, p in doc["per_cpu"].items():
-        lines.append(f"  cpu {cpu:>3}: {p['gaps']:>6} gaps, {p['total_ms']:>9.3f} ms, max {p['max_ms']:.3f} ms; "
-                     f"invisible to the kernel {p['invisible']} ({p['invisible_ms']:.3f} ms), "
-                     f"kernel-explained {p['kernel_explained']}")
-    lines.append(f"co-stops (>= 2 vCPUs stopped at once, invisible to the guest kernel): {c['count']}, "
-                 f"{c['total_ms']:.3f} ms in all ({100 * c['share_of_run']:.2f}% of the run), longest "
-                 f"{c['max_ms']:.3f} ms, up to {c['max_cpus']} vCPUs")
+        lines.append(
+            f"  cpu {cpu:>3}: {p['gaps']:>6} gaps, {p['total_ms']:>9.3f} ms, max {p['max_ms']:.3f} ms; "
+            f"invisible to the kernel {p['invisible']} ({p['invisible_ms']:.3f} ms), "
+            f"kernel-explained {p['kernel_explained']}"
+        )
+    lines.append(
+        f"co-stops (>= 2 vCPUs stopped at once, invisible to the guest kernel): {c['count']}, "
+        f"{c['total_ms']:.3f} ms in all ({100 * c['share_of_run']:.2f}% of the run), longest "
+        f"{c['max_ms']:.3f} ms, up to {c['max_cpus']} vCPUs"
+    )
     return "\n".join(lines)
 
 

@@ -22,8 +22,14 @@ def percentile(sorted_values: list[float], p: float) -> float | None:
 def summary(values: list[float]) -> dict:
     v = sorted(values)
     n = len(v)
-    out = {"n": n, "p50": percentile(v, 50), "p99": percentile(v, 99), "p999": percentile(v, 99.9),
-           "max": v[-1] if v else None, "mean": (sum(v) / n) if n else None}
+    out = {
+        "n": n,
+        "p50": percentile(v, 50),
+        "p99": percentile(v, 99),
+        "p999": percentile(v, 99.9),
+        "max": v[-1] if v else None,
+        "mean": (sum(v) / n) if n else None,
+    }
     return {k: (round(x, 4) if isinstance(x, float) else x) for k, x in out.items()}
 
 
@@ -59,19 +65,32 @@ def judge_slo(deschedule_ms: list[float], target_p999_ms: float, faults: list[st
         basis = f"the run had {len(faults)} fault(s) and {errors} error(s)"
     elif not missing:
         verdict = "PASSED" if p999 <= target_p999_ms else "MISSED"
-        basis = f"p999 of {n:,} samples" + ("" if n >= STABLE_P999 else
-                                            f" (credible; {STABLE_P999:,} for a stable one)")
+        basis = f"p999 of {n:,} samples" + (
+            "" if n >= STABLE_P999 else f" (credible; {STABLE_P999:,} for a stable one)"
+        )
     elif above > CREDIBLE_ABOVE:
         verdict = "MISSED"
-        basis = (f"{above:,} of {n:,} samples exceed the target, more than the {CREDIBLE_ABOVE} a p999 over "
-                 f"{CREDIBLE_P999:,} samples allows")
+        basis = (
+            f"{above:,} of {n:,} samples exceed the target, more than the {CREDIBLE_ABOVE} a p999 over "
+            f"{CREDIBLE_P999:,} samples allows"
+        )
     else:
         verdict = "INCONCLUSIVE"
-        basis = (f"{n:,} samples, {missing:,} short of the {CREDIBLE_P999:,} a credible p999 needs "
-                 f"(max {_ms(worst)}, {above} sample(s) above the target)")
-    return {"target_p999_ms": target_p999_ms, "p999_ms": None if p999 is None else round(p999, 4),
-            "max_ms": None if worst is None else round(worst, 4), "samples": n, "samples_needed": CREDIBLE_P999,
-            "samples_missing": missing, "verdict": verdict, "passed": verdict == "PASSED", "basis": basis}
+        basis = (
+            f"{n:,} samples, {missing:,} short of the {CREDIBLE_P999:,} a credible p999 needs "
+            f"(max {_ms(worst)}, {above} sample(s) above the target)"
+        )
+    return {
+        "target_p999_ms": target_p999_ms,
+        "p999_ms": None if p999 is None else round(p999, 4),
+        "max_ms": None if worst is None else round(worst, 4),
+        "samples": n,
+        "samples_needed": CREDIBLE_P999,
+        "samples_missing": missing,
+        "verdict": verdict,
+        "passed": verdict == "PASSED",
+        "basis": basis,
+    }
 
 
 def _ms(x: float | None) -> str:
@@ -103,8 +122,12 @@ def merge_histograms(hists: list[dict]) -> dict:
     for h in hists[1:]:
         if h["le_s"] != le:
             raise ValueError("histograms with different bucket bounds cannot be added")
-    return {"le_s": list(le), "counts": [sum(c) for c in zip(*(h["counts"] for h in hists))],
-            "count": sum(h["count"] for h in hists), "sum_s": round(math.fsum(h["sum_s"] for h in hists), 9)}
+    return {
+        "le_s": list(le),
+        "counts": [sum(c) for c in zip(*(h["counts"] for h in hists))],
+        "count": sum(h["count"] for h in hists),
+        "sum_s": round(math.fsum(h["sum_s"] for h in hists), 9),
+    }
 
 
 def histogram_percentile(hist: dict, p: float) -> float | None:

@@ -76,8 +76,11 @@ def check_result(r, where: str) -> dict:
     _check(r, SHAPE, where)
     for n, d in enumerate(r["diagnosis"]):
         _check(d, DIAGNOSIS, f"{where}.diagnosis[{n}]")
-    if not isinstance(r.get("gaps") or {}, dict) or not isinstance(r.get("deschedule_cdf_ms") or [], list) \
-            or not all(isinstance(x, NUM) for x in r.get("deschedule_cdf_ms") or []):
+    if (
+        not isinstance(r.get("gaps") or {}, dict)
+        or not isinstance(r.get("deschedule_cdf_ms") or [], list)
+        or not all(isinstance(x, NUM) for x in r.get("deschedule_cdf_ms") or [])
+    ):
         raise BadInput(f"{where}: gaps or deschedule_cdf_ms of the wrong shape")
     if r["slo"].get("verdict") is not None and not isinstance(r["slo"]["verdict"], str):
         raise BadInput(f"{where}.slo.verdict has the wrong type")
@@ -89,8 +92,11 @@ def load_results(path: str) -> dict[str, dict]:
     if isinstance(doc, dict) and "deschedule_ms" in doc:
         return {str(doc.get("host") or "host"): check_result(doc, path)}
     hosts = doc.get("hosts", doc) if isinstance(doc, dict) else None
-    if not isinstance(hosts, dict) or not hosts or not all(isinstance(v, dict) and "deschedule_ms" in v
-                                                           for v in hosts.values()):
+    if (
+        not isinstance(hosts, dict)
+        or not hosts
+        or not all(isinstance(v, dict) and "deschedule_ms" in v for v in hosts.values())
+    ):
         raise BadInput(f"{path} is not a hostkit smoke result (hostkit smoke --json)")
     return {str(h): check_result(r, f"{path}: {excerpt(h)}") for h, r in hosts.items()}
 
@@ -117,9 +123,13 @@ def verdict(r: dict) -> str:
 
 
 def markdown(pairs: list[tuple[str, dict, dict]], before_name: str, after_name: str) -> str:
-    out = ["# Migration evidence: SHM inference smoke test", "",
-           f"Before: `{before_name}` · After: `{after_name}`. Deschedule = wall − thread CPU time of each "
-           "inference: time the inference thread was runnable but not running.", ""]
+    out = [
+        "# Migration evidence: SHM inference smoke test",
+        "",
+        f"Before: `{before_name}` · After: `{after_name}`. Deschedule = wall − thread CPU time of each "
+        "inference: time the inference thread was runnable but not running.",
+        "",
+    ]
     for host, b, a in pairs:
         out += [f"## {host}", "", "| | before | after | change |", "|---|---|---|---|"]
         for label, get in ROWS:
@@ -128,13 +138,23 @@ def markdown(pairs: list[tuple[str, dict, dict]], before_name: str, after_name: 
             if isinstance(vb, (int, float)) and isinstance(va, (int, float)) and vb and not isinstance(vb, bool):
                 change = f"{va / vb:.2g}x"
             out.append(f"| {label} | {_fmt(vb)} | {_fmt(va)} | {change} |")
-        out += ["", f"**Verdict before:** {verdict(b)}  ", f"**Verdict after:** {verdict(a)}", "",
-                "Diagnosis before:", ""]
-        out += [f"- {'**primary** ' if d.get('primary') else ''}{d['cause']} ({d['confidence']}): {d['evidence']}"
-                for d in b["diagnosis"]]
+        out += [
+            "",
+            f"**Verdict before:** {verdict(b)}  ",
+            f"**Verdict after:** {verdict(a)}",
+            "",
+            "Diagnosis before:",
+            "",
+        ]
+        out += [
+            f"- {'**primary** ' if d.get('primary') else ''}{d['cause']} ({d['confidence']}): {d['evidence']}"
+            for d in b["diagnosis"]
+        ]
         out += ["", "Diagnosis after:", ""]
-        out += [f"- {'**primary** ' if d.get('primary') else ''}{d['cause']} ({d['confidence']}): {d['evidence']}"
-                for d in a["diagnosis"]]
+        out += [
+            f"- {'**primary** ' if d.get('primary') else ''}{d['cause']} ({d['confidence']}): {d['evidence']}"
+            for d in a["diagnosis"]
+        ]
         out.append("")
     return "\n".join(out)
 

@@ -29,81 +29,150 @@ IDLE_MODES = ("adaptive", "sleep", "spin")
 FIFO_POLICIES = ("budget", "always", "off")
 
 
-def _opt(default, help: str = "", *, flag: str | None = "", lo=None, hi=None, lo_open: bool = False,
-         choices=None, metavar: str | None = None):
+def _opt(
+    default,
+    help: str = "",
+    *,
+    flag: str | None = "",
+    lo=None,
+    hi=None,
+    lo_open: bool = False,
+    choices=None,
+    metavar: str | None = None,
+):
     """A field with its command-line option. ``flag=None``: a setting with no option (API only);
     ``lo``/``hi``: inclusive bounds (``lo_open``: lo itself excluded)."""
-    return field(default=default, metadata={"flag": flag, "help": help, "lo": lo, "hi": hi, "lo_open": lo_open,
-                                            "choices": choices, "metavar": metavar})
+    return field(
+        default=default,
+        metadata={
+            "flag": flag,
+            "help": help,
+            "lo": lo,
+            "hi": hi,
+            "lo_open": lo_open,
+            "choices": choices,
+            "metavar": metavar,
+        },
+    )
 
 
 @dataclass(frozen=True)
 class SmokeOptions:
     # transport and queue
-    transport: str = _opt("shm", "shm (the shared-memory queue) or socket (TCP loopback + pickle, the seed's "
-                                 "socket actor)", choices=("shm", "socket"))
-    allocator: str = _opt("partition", "slot allocation: lock-free partition, or the seed's flock",
-                          choices=("partition", "flock"))
-    state_stride: int = _opt(64, "bytes per slot state: 64 (own cache line) or 4 (packed as in the seed: false "
-                                 "sharing)", choices=(4, 64))
+    transport: str = _opt(
+        "shm",
+        "shm (the shared-memory queue) or socket (TCP loopback + pickle, the seed's socket actor)",
+        choices=("shm", "socket"),
+    )
+    allocator: str = _opt(
+        "partition", "slot allocation: lock-free partition, or the seed's flock", choices=("partition", "flock")
+    )
+    state_stride: int = _opt(
+        64, "bytes per slot state: 64 (own cache line) or 4 (packed as in the seed: false sharing)", choices=(4, 64)
+    )
     slots: int = _opt(256, "queue slots", lo=1, hi=65536, metavar="N")
     req_size: int = _opt(16384, flag=None, lo=64, hi=1 << 24)
     resp_size: int = _opt(32768, flag=None, lo=64, hi=1 << 24)
     tensor_size: int = _opt(16384, flag=None, lo=64, hi=1 << 24)
     # model
-    infer_ms: float = _opt(2.0, "synthetic model time per inference (0: the null model, transport only)",
-                           lo=0.0, hi=10000.0, metavar="MS")
-    model: str | None = _opt(None, "an ONNX model instead of the synthetic one (needs onnxruntime)",
-                             metavar="FILE.onnx")
+    infer_ms: float = _opt(
+        2.0, "synthetic model time per inference (0: the null model, transport only)", lo=0.0, hi=10000.0, metavar="MS"
+    )
+    model: str | None = _opt(
+        None, "an ONNX model instead of the synthetic one (needs onnxruntime)", metavar="FILE.onnx"
+    )
     # length and load
-    requests: int | None = _opt(None, f"number of inferences (default {DEFAULT_REQUESTS:,} when --duration is not "
-                                      "given)", lo=1, hi=10 ** 9, metavar="N")
+    requests: int | None = _opt(
+        None,
+        f"number of inferences (default {DEFAULT_REQUESTS:,} when --duration is not given)",
+        lo=1,
+        hi=10**9,
+        metavar="N",
+    )
     duration: float | None = _opt(None, "run for S seconds", lo=0.0, lo_open=True, hi=86400.0, metavar="S")
     clients: int = _opt(2, "client processes", lo=1, hi=MAX_CLIENTS, metavar="K")
     client_batch: int = _opt(4, "requests each client submits at once (closed loop)", lo=1, hi=65536, metavar="B")
-    rate: float | None = _opt(None, "open loop: requests/s over all clients (latency from when each was due)",
-                              lo=0.0, lo_open=True, hi=1e7, metavar="R")
+    rate: float | None = _opt(
+        None,
+        "open loop: requests/s over all clients (latency from when each was due)",
+        lo=0.0,
+        lo_open=True,
+        hi=1e7,
+        metavar="R",
+    )
     # worker
     max_batch: int = _opt(16, "most requests the worker claims at once", lo=1, hi=65536, metavar="N")
-    min_batch: int = _opt(8, "batch the worker waits for while more requests are on their way", lo=1, hi=65536,
-                          metavar="N")
+    min_batch: int = _opt(
+        8, "batch the worker waits for while more requests are on their way", lo=1, hi=65536, metavar="N"
+    )
     min_batch_wait_ms: float = _opt(0.2, "longest wait for --min-batch", lo=0.0, hi=1000.0, metavar="MS")
-    idle: str = _opt("adaptive", "how the worker and clients wait: adaptive (spin briefly, then block on an "
-                                 "eventfd until woken), sleep (the seed's loop: the worker sleeps --idle-sleep-ms "
-                                 "when idle and waits the whole --min-batch-wait-ms, clients poll every "
-                                 "--poll-sleep-us), spin (as sleep, but the worker never sleeps: the seed's "
-                                 "busy polling)", choices=IDLE_MODES)
-    spin_us: float = _opt(50.0, "with --idle adaptive: the longest spin before blocking", lo=0.0, hi=100000.0,
-                          metavar="US")
+    idle: str = _opt(
+        "adaptive",
+        "how the worker and clients wait: adaptive (spin briefly, then block on an "
+        "eventfd until woken), sleep (the seed's loop: the worker sleeps --idle-sleep-ms "
+        "when idle and waits the whole --min-batch-wait-ms, clients poll every "
+        "--poll-sleep-us), spin (as sleep, but the worker never sleeps: the seed's "
+        "busy polling)",
+        choices=IDLE_MODES,
+    )
+    spin_us: float = _opt(
+        50.0, "with --idle adaptive: the longest spin before blocking", lo=0.0, hi=100000.0, metavar="US"
+    )
     idle_sleep_ms: float = _opt(0.5, "with --idle sleep: the worker's idle sleep", lo=0.0, hi=1000.0, metavar="MS")
-    poll_sleep_us: float = _opt(50.0, "with --idle sleep or spin: the clients' sleep between polls (0: none)",
-                                lo=0.0, hi=100000.0, metavar="US")
-    cpu: int | None = _opt(None, "worker CPU (default: the first isolated CPU, else the last allowed one)", lo=0,
-                           hi=1 << 16)
+    poll_sleep_us: float = _opt(
+        50.0, "with --idle sleep or spin: the clients' sleep between polls (0: none)", lo=0.0, hi=100000.0, metavar="US"
+    )
+    cpu: int | None = _opt(
+        None, "worker CPU (default: the first isolated CPU, else the last allowed one)", lo=0, hi=1 << 16
+    )
     client_cpus: tuple[int, ...] | None = _opt(None, flag=None)
-    fifo: str = _opt("budget", "when the worker runs inference in SCHED_FIFO (if permitted): budget (in "
-                               "SCHED_FIFO as long as its SCHED_FIFO time in any one RT period stays under the "
-                               "host's sched_rt_runtime_us less 5%%, else in SCHED_OTHER at nice -20, so RT "
-                               "throttling never parks it), always (the seed's worker: every inference, parked "
-                               "by the throttle once a busy worker overruns the budget), off (never; also "
-                               "--no-fifo)", choices=FIFO_POLICIES)
-    request_timeout_s: float = _opt(2.0, "a request unanswered this long is an error", flag="--request-timeout",
-                                    lo=0.0, lo_open=True, hi=3600.0, metavar="S")
+    fifo: str = _opt(
+        "budget",
+        "when the worker runs inference in SCHED_FIFO (if permitted): budget (in "
+        "SCHED_FIFO as long as its SCHED_FIFO time in any one RT period stays under the "
+        "host's sched_rt_runtime_us less 5%%, else in SCHED_OTHER at nice -20, so RT "
+        "throttling never parks it), always (the seed's worker: every inference, parked "
+        "by the throttle once a busy worker overruns the budget), off (never; also "
+        "--no-fifo)",
+        choices=FIFO_POLICIES,
+    )
+    request_timeout_s: float = _opt(
+        2.0,
+        "a request unanswered this long is an error",
+        flag="--request-timeout",
+        lo=0.0,
+        lo_open=True,
+        hi=3600.0,
+        metavar="S",
+    )
     # calibration and peers
     inject_stall_ms: float | None = _opt(None, flag=None, lo=0.0, lo_open=True, hi=60000.0)
     inject_every_s: float | None = _opt(None, flag=None, lo=0.0, lo_open=True, hi=3600.0)
     with_cyclictest: bool = _opt(False, "run cyclictest on the worker CPU alongside")
-    probe_gaps: bool = _opt(False, "run the vCPU-gap probe alongside (hostkit gaps: SCHED_IDLE spinners on every "
-                                   "CPU, for the whole run): co-stops of several vCPUs at once, and the share of the "
-                                   "slowest inferences that overlapped one")
-    trace_sched: bool = _opt(False, "record sched_switch on the worker CPU (tracefs, root) and name who ran "
-                                    "instead for every deschedule longer than --target-p999-ms, and whether only RT "
-                                    "throttling explains it; without tracefs the report says so")
-    gap_threshold_us: float = _opt(100.0, "with --probe-gaps: record clock gaps longer than this", lo=1.0,
-                                   hi=1e6, metavar="US")
+    probe_gaps: bool = _opt(
+        False,
+        "run the vCPU-gap probe alongside (hostkit gaps: SCHED_IDLE spinners on every "
+        "CPU, for the whole run): co-stops of several vCPUs at once, and the share of the "
+        "slowest inferences that overlapped one",
+    )
+    trace_sched: bool = _opt(
+        False,
+        "record sched_switch on the worker CPU (tracefs, root) and name who ran "
+        "instead for every deschedule longer than --target-p999-ms, and whether only RT "
+        "throttling explains it; without tracefs the report says so",
+    )
+    gap_threshold_us: float = _opt(
+        100.0, "with --probe-gaps: record clock gaps longer than this", lo=1.0, hi=1e6, metavar="US"
+    )
     # the gate
-    target_p999_ms: float = _opt(1.0, f"SLO on p999 deschedule (needs >= {CREDIBLE_P999:,} samples to pass)",
-                                 lo=0.0, lo_open=True, hi=1e6, metavar="MS")
+    target_p999_ms: float = _opt(
+        1.0,
+        f"SLO on p999 deschedule (needs >= {CREDIBLE_P999:,} samples to pass)",
+        lo=0.0,
+        lo_open=True,
+        hi=1e6,
+        metavar="MS",
+    )
 
     def __post_init__(self) -> None:
         if self.client_cpus is not None:
@@ -115,22 +184,29 @@ class SmokeOptions:
             name = _flag(f) or f.name
             if m["choices"] and value not in m["choices"]:
                 raise BadInput(f"{name} must be one of {', '.join(map(str, m['choices']))}, got {value!r}")
-            if m["lo"] is not None and (value < m["lo"] or (m["lo_open"] and value == m["lo"])) or \
-                    m["hi"] is not None and value > m["hi"]:
+            if (
+                m["lo"] is not None
+                and (value < m["lo"] or (m["lo_open"] and value == m["lo"]))
+                or m["hi"] is not None
+                and value > m["hi"]
+            ):
                 low = f"({m['lo']:g}" if m["lo_open"] else f"[{m['lo']:g}"
                 raise BadInput(f"{name} must be in {low}, {m['hi']:g}], got {value}")
         if self.requests is not None and self.duration is not None:
             raise BadInput("--requests and --duration exclude each other")
         if self.clients * self.client_batch > self.slots:
-            raise BadInput(f"--clients x --client-batch ({self.clients * self.client_batch}) exceeds "
-                           f"--slots {self.slots}")
+            raise BadInput(
+                f"--clients x --client-batch ({self.clients * self.client_batch}) exceeds --slots {self.slots}"
+            )
         if not self.min_batch <= self.max_batch <= self.slots:
             raise BadInput("batching needs --min-batch <= --max-batch <= --slots")
         if (self.inject_stall_ms is None) != (self.inject_every_s is None):
             raise BadInput("an injected stall needs both its length and its period")
         if self.inject_stall_ms is not None and self.inject_stall_ms / 1000 >= self.inject_every_s:
-            raise BadInput(f"--inject-stall {self.inject_stall_ms:g}@{self.inject_every_s:g}: the stall must be "
-                           "shorter than its period")
+            raise BadInput(
+                f"--inject-stall {self.inject_stall_ms:g}@{self.inject_every_s:g}: the stall must be "
+                "shorter than its period"
+            )
 
     # ------------------------------------------------------------------ derived
     @property
@@ -210,11 +286,13 @@ def parse_stall(text: str) -> tuple[float, float]:
 
 
 _CREDIBLE_S = SmokeOptions().credible_duration_s()
-CREDIBLE_RUN_HELP = (f"A credible p999 needs >= {CREDIBLE_P999:,} samples: with the default {SmokeOptions.infer_ms:g} "
-                     f"ms model that is at least {_CREDIBLE_S:.0f} s of inference (--duration "
-                     f"{_CREDIBLE_S * 1.1:.0f} or --requests {CREDIBLE_P999}); the default --requests "
-                     f"{DEFAULT_REQUESTS:,} takes at least {DEFAULT_REQUESTS * SmokeOptions.infer_ms / 1000:.0f} s. "
-                     "Fewer samples give the verdict INCONCLUSIVE (exit 1), never PASSED.")
+CREDIBLE_RUN_HELP = (
+    f"A credible p999 needs >= {CREDIBLE_P999:,} samples: with the default {SmokeOptions.infer_ms:g} "
+    f"ms model that is at least {_CREDIBLE_S:.0f} s of inference (--duration "
+    f"{_CREDIBLE_S * 1.1:.0f} or --requests {CREDIBLE_P999}); the default --requests "
+    f"{DEFAULT_REQUESTS:,} takes at least {DEFAULT_REQUESTS * SmokeOptions.infer_ms / 1000:.0f} s. "
+    "Fewer samples give the verdict INCONCLUSIVE (exit 1), never PASSED."
+)
 
 
 def add_smoke_arguments(parser: argparse.ArgumentParser) -> None:
@@ -241,12 +319,28 @@ def add_smoke_arguments(parser: argparse.ArgumentParser) -> None:
             length.add_argument(flag, **kw)
         else:
             parser.add_argument(flag, **kw)
-    parser.add_argument("--busy-poll", dest="idle", action="store_const", const="spin", default=argparse.SUPPRESS,
-                        help="the same as --idle spin")
-    parser.add_argument("--no-fifo", dest="fifo", action="store_const", const="off", default=argparse.SUPPRESS,
-                        help="the same as --fifo off")
-    parser.add_argument("--inject-stall", metavar="MS@EVERY_S", default=argparse.SUPPRESS,
-                        help="SIGSTOP the worker for MS every EVERY_S seconds (calibration: stalls it must see)")
+    parser.add_argument(
+        "--busy-poll",
+        dest="idle",
+        action="store_const",
+        const="spin",
+        default=argparse.SUPPRESS,
+        help="the same as --idle spin",
+    )
+    parser.add_argument(
+        "--no-fifo",
+        dest="fifo",
+        action="store_const",
+        const="off",
+        default=argparse.SUPPRESS,
+        help="the same as --fifo off",
+    )
+    parser.add_argument(
+        "--inject-stall",
+        metavar="MS@EVERY_S",
+        default=argparse.SUPPRESS,
+        help="SIGSTOP the worker for MS every EVERY_S seconds (calibration: stalls it must see)",
+    )
 
 
 class _RaisingParser(argparse.ArgumentParser):
@@ -284,6 +378,7 @@ def options_from_mapping(values: dict, source: str = "smoke options") -> tuple[S
             continue
         argv += [flag, str(value)]
     ns = parser.parse_args(argv)
-    given = frozenset(k for k in vars(ns) if k in flags and k != "inject_stall") | \
-        (frozenset({"inject_stall_ms", "inject_every_s"}) if "inject_stall" in vars(ns) else frozenset())
+    given = frozenset(k for k in vars(ns) if k in flags and k != "inject_stall") | (
+        frozenset({"inject_stall_ms", "inject_every_s"}) if "inject_stall" in vars(ns) else frozenset()
+    )
     return SmokeOptions.from_args(ns), given

@@ -68,7 +68,7 @@ class Record:
         return struct.Struct("<" + self._fmt[name])
 
     def span(self, first: str, last: str) -> struct.Struct:
-        names = self.names[self.names.index(first):self.names.index(last) + 1]
+        names = self.names[self.names.index(first) : self.names.index(last) + 1]
         return struct.Struct("<" + "".join(self._fmt[n] for n in names))
 
     def unpack(self, buf, base: int = 0):
@@ -81,9 +81,19 @@ class Record:
 # The segment's first 64 bytes. ``stop``: the run's stop flag (the orchestrator sets it, everyone
 # reads it); ``completed``: inferences done so far (the worker alone writes it; the orchestrator
 # reads it for progress and liveness).
-HEADER = Record(("magic", "4s"), ("version", "I"), ("nslots", "I"), ("req_size", "I"), ("resp_size", "I"),
-                ("tensor_size", "I"), ("state_stride", "I"), ("stop", "I"), ("completed", "Q"), ("nclients", "I"),
-                size=64)
+HEADER = Record(
+    ("magic", "4s"),
+    ("version", "I"),
+    ("nslots", "I"),
+    ("req_size", "I"),
+    ("resp_size", "I"),
+    ("tensor_size", "I"),
+    ("state_stride", "I"),
+    ("stop", "I"),
+    ("completed", "Q"),
+    ("nclients", "I"),
+    size=64,
+)
 # One cache line per party (the worker is party 0, client k is party k + 1), written by that party:
 # ``sleeping`` (1 while it is blocked on its eventfd, see wake.py) and, for a client, its
 # announcement: ``coming`` requests from ``next_submit_ns`` on (monotonic ns; NEVER: none before
@@ -91,9 +101,10 @@ HEADER = Record(("magic", "4s"), ("version", "I"), ("nslots", "I"), ("req_size",
 # ``doorbell`` is used on the worker's line only: every client, after it publishes a READY request,
 # stores a token there that differs from any earlier value the worker may have read (see
 # ``doorbell_token``), so a spinning worker watches one word instead of scanning every slot.
-PARTY = Record(("sleeping", "I"), ("coming", "I"), ("next_submit_ns", "Q"), ("doorbell", "I"), ("reserved", "I"),
-               size=CACHE_LINE)
-NEVER = 2 ** 64 - 1
+PARTY = Record(
+    ("sleeping", "I"), ("coming", "I"), ("next_submit_ns", "Q"), ("doorbell", "I"), ("reserved", "I"), size=CACHE_LINE
+)
+NEVER = 2**64 - 1
 TOKEN_MASK = (1 << 19) - 1  # doorbell token: the party above these bits, a per-party count in them
 
 
@@ -104,11 +115,23 @@ def doorbell_token(party: int, count: int) -> int:
     token differs from it), with no read-modify-write between clients. A client computes it as
     ``doorbell_token(party, 0) | count & TOKEN_MASK``: the same value, one operation on its path."""
     return (party << TOKEN_MASK.bit_length()) | count & TOKEN_MASK
+
+
 # Per slot, 64 bytes. The client writes the whole record when it submits; the worker writes
 # ``claim_ns`` (when it claimed the slot's batch) to ``cpu_ns`` in one store once it is answered.
-SLOT_META = Record(("seq", "Q"), ("submit_ns", "Q"), ("claim_ns", "Q"), ("done_ns", "Q"), ("wall_ns", "Q"),
-                   ("cpu_ns", "Q"), ("owner_pid", "I"), ("req_len", "I"), ("client", "I"), ("reserved", "I"),
-                   size=64)
+SLOT_META = Record(
+    ("seq", "Q"),
+    ("submit_ns", "Q"),
+    ("claim_ns", "Q"),
+    ("done_ns", "Q"),
+    ("wall_ns", "Q"),
+    ("cpu_ns", "Q"),
+    ("owner_pid", "I"),
+    ("req_len", "I"),
+    ("client", "I"),
+    ("reserved", "I"),
+    size=64,
+)
 
 
 SHM_DIR = "/dev/shm"
@@ -169,8 +192,16 @@ class SharedInferenceQueue:
 
     # ------------------------------------------------------------------ create / attach
     @classmethod
-    def create(cls, name: str | None = None, nslots: int = 256, req_size: int = 16384, resp_size: int = 32768,
-               tensor_size: int = 16384, state_stride: int = CACHE_LINE, nclients: int = 64) -> SharedInferenceQueue:
+    def create(
+        cls,
+        name: str | None = None,
+        nslots: int = 256,
+        req_size: int = 16384,
+        resp_size: int = 32768,
+        tensor_size: int = 16384,
+        state_stride: int = CACHE_LINE,
+        nclients: int = 64,
+    ) -> SharedInferenceQueue:
         if nslots < 1 or nslots > 65536:
             raise ValueError(f"nslots must be 1..65536, got {nslots}")
         if state_stride not in (4, CACHE_LINE):
@@ -179,8 +210,20 @@ class SharedInferenceQueue:
             raise ValueError(f"nclients must be 1..4096, got {nclients}")
         size = cls._offsets(nslots, req_size, resp_size, tensor_size, state_stride, nclients)[-1]
         shm = Segment(name or SEGMENT_PREFIX + secrets.token_hex(6), create=True, size=size)
-        HEADER.pack(shm.buf, 0, magic=MAGIC, version=VERSION, nslots=nslots, req_size=req_size, resp_size=resp_size,
-                    tensor_size=tensor_size, state_stride=state_stride, stop=0, completed=0, nclients=nclients)
+        HEADER.pack(
+            shm.buf,
+            0,
+            magic=MAGIC,
+            version=VERSION,
+            nslots=nslots,
+            req_size=req_size,
+            resp_size=resp_size,
+            tensor_size=tensor_size,
+            state_stride=state_stride,
+            stop=0,
+            completed=0,
+            nclients=nclients,
+        )
         q = cls(shm)
         for party in range(1, nclients + 1):
             q.announce(party, NEVER, 0)
@@ -203,9 +246,10 @@ class SharedInferenceQueue:
 
     def _layout(self) -> None:
         n = self.nslots
-        (self.off_party, self.off_state, self.off_meta, self.off_req, self.off_resp, self.off_tensor, _) = \
+        (self.off_party, self.off_state, self.off_meta, self.off_req, self.off_resp, self.off_tensor, _) = (
             self._offsets(n, self.req_size, self.resp_size, self.tensor_size, self.state_stride, self.nclients)
-        self._states = self.shm.buf[self.off_state:self.off_state + n * self.state_stride].cast("I")
+        )
+        self._states = self.shm.buf[self.off_state : self.off_state + n * self.state_stride].cast("I")
         self._step = self.state_stride // 4
         self.state_bytes = self.state_reader(n)
         self._coming_by = None  # built on first use (coming_by)
@@ -241,7 +285,7 @@ class SharedInferenceQueue:
     def find(self, state: int, slots=None, limit: int | None = None) -> list[int]:
         out = []
         step, st = self._step, self._states
-        for i in (range(self.nslots) if slots is None else slots):
+        for i in range(self.nslots) if slots is None else slots:
             if st[i * step] == state:
                 out.append(i)
                 if limit is not None and len(out) >= limit:
@@ -252,8 +296,9 @@ class SharedInferenceQueue:
         """A function returning the low byte of the first ``n`` slots' states (states are small
         little-endian words), as ``bytes``: one strided copy of the mapping (mmap's extended slice,
         ~0.2 us for 256 slots, C calls only). ``state_bytes`` reads every slot."""
-        return partial(getitem, self.shm._mmap, slice(self.off_state, self.off_state + n * self.state_stride,
-                                                      self.state_stride))
+        return partial(
+            getitem, self.shm._mmap, slice(self.off_state, self.off_state + n * self.state_stride, self.state_stride)
+        )
 
     def find_from(self, state: int, start: int, limit: int) -> list[int]:
         """Slots in ``state`` in circular order from ``start`` (the worker resumes after the slot it
@@ -271,7 +316,7 @@ class SharedInferenceQueue:
     def word(self, offset: int, fmt: str = "I") -> memoryview:
         """A one-item view of the 32-bit (``I``) or 64-bit (``Q``) word at ``offset`` in the
         segment: reading or storing ``view[0]`` is one aligned access, no struct call."""
-        v = self.shm.buf[offset:offset + struct.calcsize(fmt)].cast(fmt)
+        v = self.shm.buf[offset : offset + struct.calcsize(fmt)].cast(fmt)
         self._views.append(v)
         return v
 
@@ -315,8 +360,9 @@ class SharedInferenceQueue:
                 step = PARTY.size // 4
                 words = np.frombuffer(self.shm.buf, dtype=np.uint32, count=self.nclients * step, offset=first)
                 coming = words[::step]
-                when = np.frombuffer(self.shm.buf, dtype=np.uint64, count=self.nclients * step // 2,
-                                     offset=first + 4)[:: step // 2]
+                when = np.frombuffer(self.shm.buf, dtype=np.uint64, count=self.nclients * step // 2, offset=first + 4)[
+                    :: step // 2
+                ]
                 return lambda deadline: int(coming[when <= deadline].sum())
         unpack, buf = self.ANNOUNCE.unpack_from, self.shm.buf
         offsets = [first + k * PARTY.size for k in range(self.nclients)]
@@ -328,6 +374,7 @@ class SharedInferenceQueue:
                 if when <= deadline:
                     n += coming
             return n
+
         return coming_by
 
     # ------------------------------------------------------------------ metadata and payloads
@@ -338,8 +385,9 @@ class SharedInferenceQueue:
     def submit_meta(self, i: int, seq: int, submit_ns: int, owner_pid: int, req_len: int, client: int) -> None:
         """The client's record of a request: everything the worker fills in starts at zero."""
         # SLOT_META's fields in order (positional: this is on every request's path)
-        SLOT_META.whole.pack_into(self.shm.buf, self.off_meta + i * SLOT_META.size,
-                                  seq, submit_ns, 0, 0, 0, 0, owner_pid, req_len, client, 0)
+        SLOT_META.whole.pack_into(
+            self.shm.buf, self.off_meta + i * SLOT_META.size, seq, submit_ns, 0, 0, 0, 0, owner_pid, req_len, client, 0
+        )
 
     _CLIENT = SLOT_META.field("client")
     SUBMITTED = SLOT_META.field("submit_ns")
@@ -366,16 +414,16 @@ class SharedInferenceQueue:
         return self.meta(i).owner_pid
 
     def request(self, i: int) -> memoryview:
-        return self.shm.buf[self.off_req + i * self.req_size:self.off_req + (i + 1) * self.req_size]
+        return self.shm.buf[self.off_req + i * self.req_size : self.off_req + (i + 1) * self.req_size]
 
     def tensor_bytes(self, i: int) -> memoryview:
         """The slot's tensor area as bytes (no copy): what a host without numpy uses."""
-        return self.shm.buf[self.off_tensor + i * self.tensor_size:self.off_tensor + (i + 1) * self.tensor_size]
+        return self.shm.buf[self.off_tensor + i * self.tensor_size : self.off_tensor + (i + 1) * self.tensor_size]
 
     def tensor_floats(self, i: int, count: int) -> memoryview:
         """The first ``count`` float32 of the slot's tensor area as a memoryview (what a client
         writes: a copy into it costs a third of numpy's, and needs no numpy)."""
-        v = self.tensor_bytes(i)[:count * 4].cast("f")
+        v = self.tensor_bytes(i)[: count * 4].cast("f")
         self._views.append(v)
         return v
 

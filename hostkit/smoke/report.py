@@ -43,21 +43,35 @@ def gate_record(doc: dict | None, error: str | None = None) -> dict:
     report (``doc``), or the ``error`` of a run that gave none, as ``{"verdict", "why", "p999_ms",
     "target_p999_ms", "samples", "diagnosis"}``; the gate fails on a verdict in :data:`GATE_FAILS`."""
     if doc is None:
-        return {"verdict": "FAILED", "why": f"smoke run failed: {error}", "p999_ms": None, "target_p999_ms": None,
-                "samples": 0, "diagnosis": []}
+        return {
+            "verdict": "FAILED",
+            "why": f"smoke run failed: {error}",
+            "p999_ms": None,
+            "target_p999_ms": None,
+            "samples": 0,
+            "diagnosis": [],
+        }
     slo = doc["slo"]
     said = verdict(slo)
     causes = [x["cause"] for x in doc.get("diagnosis") or []]
-    return {"verdict": said, "p999_ms": slo["p999_ms"], "target_p999_ms": slo["target_p999_ms"],
-            "samples": doc["samples"], "diagnosis": causes,
-            "why": f"{said}: p999 {slo['p999_ms']} ms vs target {slo['target_p999_ms']} ms "
-                   f"({doc['samples']} samples" + (f"; {slo['basis']}" if slo.get("basis") else "") + ")"
-                   + (f"; diagnosis: {', '.join(causes)}" if causes else "")}
+    return {
+        "verdict": said,
+        "p999_ms": slo["p999_ms"],
+        "target_p999_ms": slo["target_p999_ms"],
+        "samples": doc["samples"],
+        "diagnosis": causes,
+        "why": f"{said}: p999 {slo['p999_ms']} ms vs target {slo['target_p999_ms']} ms "
+        f"({doc['samples']} samples"
+        + (f"; {slo['basis']}" if slo.get("basis") else "")
+        + ")"
+        + (f"; diagnosis: {', '.join(causes)}" if causes else ""),
+    }
 
 
 def table_rows(r: dict) -> list[list[str]]:
-    return [[m, str(r[m]["n"]), fmt(r[m]["p50"]), fmt(r[m]["p99"]), fmt(r[m]["p999"]), fmt(r[m]["max"])]
-            for m in METRICS]
+    return [
+        [m, str(r[m]["n"]), fmt(r[m]["p50"]), fmt(r[m]["p99"]), fmt(r[m]["p999"]), fmt(r[m]["max"])] for m in METRICS
+    ]
 
 
 def fifo_state(fifo: dict) -> str:
@@ -73,14 +87,17 @@ def text_summary(r: dict) -> str:
     slo = r["slo"]
     fifo = r["sched_fifo"]
     lines = [
-        f"transport {r['transport']}" + (f" ({r['allocator']} allocation, state stride {r['state_stride']})"
-                                         if r["transport"] == "shm" else "")
+        f"transport {r['transport']}"
+        + (f" ({r['allocator']} allocation, state stride {r['state_stride']})" if r["transport"] == "shm" else "")
         + f", {r['mode']}, worker on CPU {r['cpu']} (pinned: {r['pinned']}, nice {r['nice']}), "
-          f"clients on {r['client_cpus']}",
+        f"clients on {r['client_cpus']}",
         f"SCHED_FIFO: {fifo_state(fifo)}"
-        + (f" (--fifo {fifo['policy']}: at most {fifo['limit_ms_per_period']:g} ms per RT period, "
-           f"{fifo['held_batches']} batches in SCHED_OTHER to keep to it)"
-           if fifo.get("limit_ms_per_period") is not None else "")
+        + (
+            f" (--fifo {fifo['policy']}: at most {fifo['limit_ms_per_period']:g} ms per RT period, "
+            f"{fifo['held_batches']} batches in SCHED_OTHER to keep to it)"
+            if fifo.get("limit_ms_per_period") is not None
+            else ""
+        )
         + f"; model {r['model']}",
         f"{r['samples']} samples in {r['duration_s']} s ({r['throughput_rps']} req/s); p999 {r['p999_credibility']}",
         f"slow_infer events (cpu > 100 ms or wall > 200 ms): {r['slow_infer']['count']}",
@@ -89,8 +106,10 @@ def text_summary(r: dict) -> str:
         lines.append(f"shared memory pages per node {r['shm_numa_nodes']}, worker CPU on node {r['worker_numa_node']}")
     if r.get("injected_stalls"):
         s = r["injected_stalls"]
-        lines.append(f"injected stalls: {s['count']} x {s['ms']} ms every {s['every_s']} s; detected "
-                     f"{s['detected']} inference(s) descheduled >= {s['detect_threshold_ms']} ms")
+        lines.append(
+            f"injected stalls: {s['count']} x {s['ms']} ms every {s['every_s']} s; detected "
+            f"{s['detected']} inference(s) descheduled >= {s['detect_threshold_ms']} ms"
+        )
     if r.get("cyclictest"):
         c = r["cyclictest"]
         lines.append("cyclictest on the worker CPU: " + ", ".join(f"{k}={v}" for k, v in c.items()))
@@ -105,36 +124,46 @@ def text_summary(r: dict) -> str:
         lines += [f"gap probe failed: {g['error']}"] if "error" in g else gaps_summary(g).splitlines()
         if g.get("tail_attribution"):
             t = g["tail_attribution"]
-            lines.append(f"  slowest inferences (wall >= {t['wall_ms_at_least']} ms): {t['explained']} of "
-                         f"{t['events']} had at least half their time beyond the median ({t['median_wall_ms']} ms) "
-                         f"in co-stops ({t['share']:.0%})")
+            lines.append(
+                f"  slowest inferences (wall >= {t['wall_ms_at_least']} ms): {t['explained']} of "
+                f"{t['events']} had at least half their time beyond the median ({t['median_wall_ms']} ms) "
+                f"in co-stops ({t['share']:.0%})"
+            )
             if t.get("hypervisor"):
                 h = t["hypervisor"]
-                lines.append(f"  their {h['excess_ms']:.1f} ms beyond the median computation ({h['compute_ms']} ms "
-                             f"CPU): {h['invisible_share']:.0%} charged as CPU time, {h['deschedule_ms']:.1f} ms "
-                             f"descheduled; spinners stopped invisibly {h['vcpu_stopped']:.0%} of their CPU time")
+                lines.append(
+                    f"  their {h['excess_ms']:.1f} ms beyond the median computation ({h['compute_ms']} ms "
+                    f"CPU): {h['invisible_share']:.0%} charged as CPU time, {h['deschedule_ms']:.1f} ms "
+                    f"descheduled; spinners stopped invisibly {h['vcpu_stopped']:.0%} of their CPU time"
+                )
     if r.get("sched_trace"):
         t = r["sched_trace"]
         if "error" in t:
             lines.append(f"sched trace: {t['error']}")
         else:
-            lines.append(f"sched trace of the worker CPU: {t['switches']} switches, {t['count']} deschedules over "
-                         f"{t['threshold_ms']:g} ms ({t['total_ms']:.1f} ms, {t['rt_throttled']} RT-throttled for "
-                         f"{t['rt_throttled_ms']:.1f} ms); ran "
-                         "instead: " + (", ".join(f"{k} {v:.1f} ms" for k, v in list(t["by_task"].items())[:4]) or "-"))
+            lines.append(
+                f"sched trace of the worker CPU: {t['switches']} switches, {t['count']} deschedules over "
+                f"{t['threshold_ms']:g} ms ({t['total_ms']:.1f} ms, {t['rt_throttled']} RT-throttled for "
+                f"{t['rt_throttled_ms']:.1f} ms); ran "
+                "instead: " + (", ".join(f"{k} {v:.1f} ms" for k, v in list(t["by_task"].items())[:4]) or "-")
+            )
             if not t.get("idle_exits_traced", True):
-                lines.append(f"  this kernel traced no switch out of the idle task on CPU {r['cpu']}: "
-                             f"{t['timed_by_inference']} deschedules timed by the worker's inference samples "
-                             f"instead, {t['untimed']} left untimed (between inferences, or a second one in "
-                             "an inference)")
+                lines.append(
+                    f"  this kernel traced no switch out of the idle task on CPU {r['cpu']}: "
+                    f"{t['timed_by_inference']} deschedules timed by the worker's inference samples "
+                    f"instead, {t['untimed']} left untimed (between inferences, or a second one in "
+                    "an inference)"
+                )
     for d in r["diagnosis"]:
-        lines.append(f"diagnosis: {d['cause']} ({d['confidence']}{', primary' if d.get('primary') else ''}): "
-                     f"{d['evidence']}")
+        lines.append(
+            f"diagnosis: {d['cause']} ({d['confidence']}{', primary' if d.get('primary') else ''}): {d['evidence']}"
+        )
     lines.append(f"SLO p999 deschedule <= {slo['target_p999_ms']} ms: {verdict(slo)} ({slo['basis']})")
     return "\n".join(lines)
 
 
 # ----------------------------------------------------------------------------- output files
+
 
 def check_output(path: str, option: str) -> None:
     """Bad input before anything runs: ``option``'s file must go into an existing, writable directory."""
@@ -153,8 +182,10 @@ def require_matplotlib(option: str = "--plot") -> None:
     try:
         import matplotlib  # noqa: F401
     except ImportError:
-        raise BadInput(f"{option} needs matplotlib, which is not installed: pip install 'hostkit[plots]' "
-                       f"(the plots extra), or leave out {option}") from None
+        raise BadInput(
+            f"{option} needs matplotlib, which is not installed: pip install 'hostkit[plots]' "
+            f"(the plots extra), or leave out {option}"
+        ) from None
 
 
 def host_path(path: str, host: str) -> str:
@@ -225,28 +256,60 @@ def _exposition(families: list) -> bytes:
 def host_families(r: dict, host: str, now: float | None = None) -> list:
     """One host's smoke run as metric families, every series labelled ``host``."""
     lab = [host]
-    fams = [_histogram_family(f"hostkit_smoke_{key}_seconds", f"{doc}, seconds (the last smoke run).",
-                              ["host"], [(lab, r["histograms"][key])])
-            for key, doc in HISTOGRAMS.items()]
+    fams = [
+        _histogram_family(
+            f"hostkit_smoke_{key}_seconds",
+            f"{doc}, seconds (the last smoke run).",
+            ["host"],
+            [(lab, r["histograms"][key])],
+        )
+        for key, doc in HISTOGRAMS.items()
+    ]
     slo = r["slo"]
     word = verdict(slo)
     fams += [
-        _gauge("hostkit_smoke_deschedule_max_seconds", "Largest deschedule of the last smoke run, seconds.",
-               ["host"], [(lab, _seconds(r["deschedule_ms"]["max"]))]),
-        _gauge("hostkit_smoke_rpc_max_seconds", "Largest request round trip of the last smoke run, seconds.",
-               ["host"], [(lab, _seconds(r["rpc_ms"]["max"]))]),
-        _gauge("hostkit_smoke_slo_target_p999_seconds", "The SLO: p99.9 deschedule target, seconds.",
-               ["host"], [(lab, _seconds(slo["target_p999_ms"]))]),
-        _gauge("hostkit_smoke_slo_p999_seconds",
-               "p99.9 deschedule the SLO was judged on (nearest rank over every sample), seconds.",
-               ["host"], [(lab, _seconds(slo["p999_ms"]))]),
-        _gauge("hostkit_smoke_slo_verdict",
-               "SLO verdict of the last smoke run: 1 for the verdict it had, 0 for the others.",
-               ["host", "verdict"], [([host, v], float(v == word)) for v in VERDICTS]),
-        _gauge("hostkit_smoke_sched_fifo", "1 when the smoke worker ran SCHED_FIFO.",
-               ["host"], [(lab, float(bool(r["sched_fifo"]["used"])))]),
-        _gauge("hostkit_smoke_timestamp_seconds", "Unix time the smoke result was written, seconds.",
-               ["host"], [(lab, time.time() if now is None else now)]),
+        _gauge(
+            "hostkit_smoke_deschedule_max_seconds",
+            "Largest deschedule of the last smoke run, seconds.",
+            ["host"],
+            [(lab, _seconds(r["deschedule_ms"]["max"]))],
+        ),
+        _gauge(
+            "hostkit_smoke_rpc_max_seconds",
+            "Largest request round trip of the last smoke run, seconds.",
+            ["host"],
+            [(lab, _seconds(r["rpc_ms"]["max"]))],
+        ),
+        _gauge(
+            "hostkit_smoke_slo_target_p999_seconds",
+            "The SLO: p99.9 deschedule target, seconds.",
+            ["host"],
+            [(lab, _seconds(slo["target_p999_ms"]))],
+        ),
+        _gauge(
+            "hostkit_smoke_slo_p999_seconds",
+            "p99.9 deschedule the SLO was judged on (nearest rank over every sample), seconds.",
+            ["host"],
+            [(lab, _seconds(slo["p999_ms"]))],
+        ),
+        _gauge(
+            "hostkit_smoke_slo_verdict",
+            "SLO verdict of the last smoke run: 1 for the verdict it had, 0 for the others.",
+            ["host", "verdict"],
+            [([host, v], float(v == word)) for v in VERDICTS],
+        ),
+        _gauge(
+            "hostkit_smoke_sched_fifo",
+            "1 when the smoke worker ran SCHED_FIFO.",
+            ["host"],
+            [(lab, float(bool(r["sched_fifo"]["used"])))],
+        ),
+        _gauge(
+            "hostkit_smoke_timestamp_seconds",
+            "Unix time the smoke result was written, seconds.",
+            ["host"],
+            [(lab, time.time() if now is None else now)],
+        ),
     ]
     return fams
 
@@ -261,8 +324,13 @@ def fleet_summary(docs: dict[str, dict]) -> dict:
     *at most* (the upper bound of the merged bucket holding it, never above the fleet's largest
     sample) and the largest sample; the hosts per SLO verdict."""
     hosts = sorted(docs)
-    out: dict = {"hosts": hosts, "verdicts": dict(Counter(verdict(docs[h]["slo"]) for h in hosts)),
-                 "histograms": {}, "at_most_s": {}, "max_s": {}}
+    out: dict = {
+        "hosts": hosts,
+        "verdicts": dict(Counter(verdict(docs[h]["slo"]) for h in hosts)),
+        "histograms": {},
+        "at_most_s": {},
+        "max_s": {},
+    }
     if not hosts:
         return out
     for key in HISTOGRAMS:
@@ -271,34 +339,64 @@ def fleet_summary(docs: dict[str, dict]) -> dict:
         top = max(maxima) / 1000.0 if maxima else None
         out["histograms"][key] = merged
         out["max_s"][key] = top
-        out["at_most_s"][key] = {q: (None if (b := histogram_percentile(merged, p)) is None else min(b, top))
-                                 for q, p in (("p50", 50), ("p99", 99), ("p999", 99.9))}
+        out["at_most_s"][key] = {
+            q: (None if (b := histogram_percentile(merged, p)) is None else min(b, top))
+            for q, p in (("p50", 50), ("p99", 99), ("p999", 99.9))
+        }
     return out
 
 
 def fleet_families(summary: dict, failed: list[str], now: float | None = None) -> list:
     """The fleet file: merged histograms (``hostkit_smoke_fleet_*``, no host label, so they never
     add up again with the hosts' series), the p99.9 bound, the largest deschedule, hosts per state."""
-    fams = [_histogram_family(f"hostkit_smoke_fleet_{key}_seconds",
-                              f"{doc}, seconds: every measured host's last smoke run, buckets added.",
-                              [], [([], summary["histograms"][key])])
-            for key, doc in HISTOGRAMS.items() if key in summary["histograms"]]
+    fams = [
+        _histogram_family(
+            f"hostkit_smoke_fleet_{key}_seconds",
+            f"{doc}, seconds: every measured host's last smoke run, buckets added.",
+            [],
+            [([], summary["histograms"][key])],
+        )
+        for key, doc in HISTOGRAMS.items()
+        if key in summary["histograms"]
+    ]
     bounds = summary["at_most_s"].get("deschedule", {})
     fams += [
-        _gauge("hostkit_smoke_fleet_deschedule_p99_seconds",
-               "Fleet p99 deschedule is at most this: upper bound of its bucket in the merged histogram, seconds.",
-               [], [([], bounds.get("p99"))]),
-        _gauge("hostkit_smoke_fleet_deschedule_p999_seconds",
-               "Fleet p99.9 deschedule is at most this: upper bound of its bucket in the merged histogram, seconds.",
-               [], [([], bounds.get("p999"))]),
-        _gauge("hostkit_smoke_fleet_deschedule_max_seconds", "Largest deschedule on any host, seconds.",
-               [], [([], summary["max_s"].get("deschedule"))]),
-        _gauge("hostkit_smoke_fleet_hosts", "Hosts of the fleet run: measured, or failed (no result).",
-               ["state"], [(["measured"], float(len(summary["hosts"]))), (["failed"], float(len(failed)))]),
-        _gauge("hostkit_smoke_fleet_slo_hosts", "Measured hosts per SLO verdict.",
-               ["verdict"], [([v], float(summary["verdicts"].get(v, 0))) for v in VERDICTS]),
-        _gauge("hostkit_smoke_fleet_timestamp_seconds", "Unix time the fleet result was written, seconds.",
-               [], [([], time.time() if now is None else now)]),
+        _gauge(
+            "hostkit_smoke_fleet_deschedule_p99_seconds",
+            "Fleet p99 deschedule is at most this: upper bound of its bucket in the merged histogram, seconds.",
+            [],
+            [([], bounds.get("p99"))],
+        ),
+        _gauge(
+            "hostkit_smoke_fleet_deschedule_p999_seconds",
+            "Fleet p99.9 deschedule is at most this: upper bound of its bucket in the merged histogram, seconds.",
+            [],
+            [([], bounds.get("p999"))],
+        ),
+        _gauge(
+            "hostkit_smoke_fleet_deschedule_max_seconds",
+            "Largest deschedule on any host, seconds.",
+            [],
+            [([], summary["max_s"].get("deschedule"))],
+        ),
+        _gauge(
+            "hostkit_smoke_fleet_hosts",
+            "Hosts of the fleet run: measured, or failed (no result).",
+            ["state"],
+            [(["measured"], float(len(summary["hosts"]))), (["failed"], float(len(failed)))],
+        ),
+        _gauge(
+            "hostkit_smoke_fleet_slo_hosts",
+            "Measured hosts per SLO verdict.",
+            ["verdict"],
+            [([v], float(summary["verdicts"].get(v, 0))) for v in VERDICTS],
+        ),
+        _gauge(
+            "hostkit_smoke_fleet_timestamp_seconds",
+            "Unix time the fleet result was written, seconds.",
+            [],
+            [([], time.time() if now is None else now)],
+        ),
     ]
     return fams
 
@@ -313,8 +411,15 @@ def prometheus_fleet(summary: dict, failed: list[str], now: float | None = None)
 # a decade apart each and the tail gets as much room as the body; y = latency, log.
 
 FLOOR_MS = 1e-4  # a deschedule of 0 drawn at 0.1 us (log axis)
-PERCENTILE_TICKS = ((50, "50%"), (90, "90%"), (99, "99%"), (99.9, "99.9%"), (99.99, "99.99%"),
-                    (99.999, "99.999%"), (99.9999, "99.9999%"))
+PERCENTILE_TICKS = (
+    (50, "50%"),
+    (90, "90%"),
+    (99, "99%"),
+    (99.9, "99.9%"),
+    (99.99, "99.99%"),
+    (99.999, "99.999%"),
+    (99.9999, "99.9999%"),
+)
 MARKS = (("p99", 99.0), ("p99.9", 99.9), ("max", 100.0))
 FIGSIZE, DPI = (9.0, 5.5), 110  # one panel: 990 x 605 pixels
 
@@ -422,30 +527,52 @@ def _draw_panel(fig, ax, title: str, curves: list[Curve], target_ms: float | Non
         if not c.points:
             continue
         solid = c.points[:-1] if c.tail_gap else c.points
-        line, = ax.plot([p[0] for p in solid], [p[1] for p in solid], label=c.label, **{"linewidth": 1.4, **c.style})
+        (line,) = ax.plot([p[0] for p in solid], [p[1] for p in solid], label=c.label, **{"linewidth": 1.4, **c.style})
         if c.tail_gap:  # the document holds every 0.1% and the max, nothing in between
-            ax.plot([p[0] for p in c.points[-2:]], [p[1] for p in c.points[-2:]], linestyle=":",
-                    color=line.get_color(), linewidth=line.get_linewidth())
+            ax.plot(
+                [p[0] for p in c.points[-2:]],
+                [p[1] for p in c.points[-2:]],
+                linestyle=":",
+                color=line.get_color(),
+                linewidth=line.get_linewidth(),
+            )
         xmax, ys = max(xmax, c.n), ys + [p[1] for p in c.points]
         if not (c.labelled and c.marks):
             continue
         prefix = f"{c.label.split(' (')[0]} " if len(labelled) > 1 else ""
         for name, (x, y) in c.marks.items():
             ax.plot([x], [y], marker="o" if name != "max" else "^", color=line.get_color(), markersize=5)
-            ann = ax.annotate(f"{prefix}{name} {_fmt_ms(y)}", (x, y), xytext=(-8, 10), textcoords="offset points",
-                              ha="right", va="bottom", fontsize=8, color=line.get_color(),
-                              bbox={"boxstyle": "round,pad=0.2", "fc": "white", "ec": line.get_color(), "lw": 0.6},
-                              arrowprops={"arrowstyle": "-", "color": line.get_color(), "lw": 0.6},
-                              annotation_clip=False)
+            ann = ax.annotate(
+                f"{prefix}{name} {_fmt_ms(y)}",
+                (x, y),
+                xytext=(-8, 10),
+                textcoords="offset points",
+                ha="right",
+                va="bottom",
+                fontsize=8,
+                color=line.get_color(),
+                bbox={"boxstyle": "round,pad=0.2", "fc": "white", "ec": line.get_color(), "lw": 0.6},
+                arrowprops={"arrowstyle": "-", "color": line.get_color(), "lw": 0.6},
+                annotation_clip=False,
+            )
             ann.set_gid(f"hostkit-mark:{name}")
             anns.append(ann)
     obstacles = []
     if target_ms:
         ys.append(target_ms)
         ax.axhline(target_ms, color="red", linewidth=1, linestyle="--")
-        obstacles.append(ax.annotate(f"target p99.9 {_fmt_ms(target_ms)}", (0.01, target_ms),
-                                     xycoords=("axes fraction", "data"), xytext=(0, 2), textcoords="offset points",
-                                     color="red", fontsize=8, va="bottom"))
+        obstacles.append(
+            ax.annotate(
+                f"target p99.9 {_fmt_ms(target_ms)}",
+                (0.01, target_ms),
+                xycoords=("axes fraction", "data"),
+                xytext=(0, 2),
+                textcoords="offset points",
+                color="red",
+                fontsize=8,
+                va="bottom",
+            )
+        )
     ticks = [(_px(p), t) for p, t in PERCENTILE_TICKS if _px(p) <= xmax * 1.01]
     ax.set_xticks([1.0] + [t[0] for t in ticks])
     ax.set_xticklabels(["0%"] + [t[1] for t in ticks])
@@ -458,8 +585,7 @@ def _draw_panel(fig, ax, title: str, curves: list[Curve], target_ms: float | Non
     ax.set_ylabel(ylabel)
     ax.set_title(title, fontsize=10)
     if any(c.points for c in curves):
-        ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.12), ncol=min(3, len(curves)), fontsize=8,
-                  frameon=False)
+        ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.12), ncol=min(3, len(curves)), fontsize=8, frameon=False)
     return anns, obstacles
 
 
@@ -491,8 +617,14 @@ def _place_labels(fig, ax, anns: list, obstacles: list, pad_px: float = 6.0) -> 
                 ann.xyann = (8, 10)
             for _ in range(len(placed) + 1):
                 box = _text_box(ann, renderer)
-                hit = [p for p in placed if box.x0 < p.x1 + pad_px and p.x0 < box.x1 + pad_px
-                       and box.y0 < p.y1 + pad_px and p.y0 < box.y1 + pad_px]
+                hit = [
+                    p
+                    for p in placed
+                    if box.x0 < p.x1 + pad_px
+                    and p.x0 < box.x1 + pad_px
+                    and box.y0 < p.y1 + pad_px
+                    and p.y0 < box.y1 + pad_px
+                ]
                 if not hit:
                     break
                 up = max(p.y1 for p in hit) + pad_px - box.y0
@@ -505,8 +637,9 @@ def _place_labels(fig, ax, anns: list, obstacles: list, pad_px: float = 6.0) -> 
         ax.set_ylim(lo, hi * 10 ** max(0.5, math.log10(hi / lo) * (top - frame.y1) / frame.height * 1.2))
 
 
-def percentile_figure(panels: list[tuple[str, list[Curve], float | None]],
-                      ylabel: str = "deschedule per inference (ms, log)"):
+def percentile_figure(
+    panels: list[tuple[str, list[Curve], float | None]], ylabel: str = "deschedule per inference (ms, log)"
+):
     """One panel per (title, curves, target ms); p99, p99.9 and max of each labelled curve marked
     and labelled without overlap. Returns the matplotlib Figure (Agg)."""
     require_matplotlib()
@@ -516,10 +649,10 @@ def percentile_figure(panels: list[tuple[str, list[Curve], float | None]],
     fig = Figure(figsize=(FIGSIZE[0] * len(panels), FIGSIZE[1]), dpi=DPI)
     FigureCanvasAgg(fig)  # no pyplot: no global state, no display needed
     axes = fig.subplots(1, len(panels), squeeze=False)[0]
-    fig.subplots_adjust(left=0.08 / len(panels), right=1 - 0.02 / len(panels), top=0.92, bottom=0.2,
-                        wspace=0.15)
-    drawn = [(ax, *_draw_panel(fig, ax, title, curves, target, ylabel))
-             for ax, (title, curves, target) in zip(axes, panels)]
+    fig.subplots_adjust(left=0.08 / len(panels), right=1 - 0.02 / len(panels), top=0.92, bottom=0.2, wspace=0.15)
+    drawn = [
+        (ax, *_draw_panel(fig, ax, title, curves, target, ylabel)) for ax, (title, curves, target) in zip(axes, panels)
+    ]
     for ax, anns, obstacles in drawn:
         _place_labels(fig, ax, anns, obstacles)
     return fig
@@ -540,8 +673,12 @@ def plot(results: list[tuple[str, dict, list[float]]], path: str, target_ms: flo
     return fig
 
 
-def plot_results(results: list[tuple[str, dict]], path: str, target_ms: float | None = None,
-                 title: str = "hostkit smoke: deschedule per inference"):
+def plot_results(
+    results: list[tuple[str, dict]],
+    path: str,
+    target_ms: float | None = None,
+    title: str = "hostkit smoke: deschedule per inference",
+):
     """Result documents (``hostkit smoke --json``, or a host's in a fleet run) on a percentile axis,
     from each one's deschedule at every 0.1% and its maximum. Returns the Figure written."""
     fig = percentile_figure([(title, [curve_from_result(label, r) for label, r in results], target_ms)])
@@ -552,13 +689,26 @@ def plot_results(results: list[tuple[str, dict]], path: str, target_ms: float | 
 def plot_fleet(docs: dict[str, dict], summary: dict, path: str, target_ms: float | None = None):
     """``hostkit smoke -i --plot``: every host's curve (from its document) and the fleet's, from
     the merged histogram (bucket upper bounds); the fleet's p99, p99.9 and max labelled."""
-    curves = [Curve(**{**vars(curve_from_result(h, docs[h])), "labelled": False,
-                       "style": {"linewidth": 0.8, "alpha": 0.6}}) for h in summary["hosts"]]
+    curves = [
+        Curve(**{**vars(curve_from_result(h, docs[h])), "labelled": False, "style": {"linewidth": 0.8, "alpha": 0.6}})
+        for h in summary["hosts"]
+    ]
     if summary["hosts"]:
         top = summary["max_s"]["deschedule"]
-        curves.append(Curve(**{**vars(curve_from_histogram(
-            f"fleet ({len(summary['hosts'])} hosts, merged buckets: at most)", summary["histograms"]["deschedule"],
-            None if top is None else top * 1000.0)), "style": {"color": "black", "linewidth": 2.0}}))
+        curves.append(
+            Curve(
+                **{
+                    **vars(
+                        curve_from_histogram(
+                            f"fleet ({len(summary['hosts'])} hosts, merged buckets: at most)",
+                            summary["histograms"]["deschedule"],
+                            None if top is None else top * 1000.0,
+                        )
+                    ),
+                    "style": {"color": "black", "linewidth": 2.0},
+                }
+            )
+        )
     fig = percentile_figure([("hostkit smoke -i: deschedule per inference, fleet", curves, target_ms)])
     save_figure(fig, path)
     return fig

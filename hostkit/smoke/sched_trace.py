@@ -23,8 +23,10 @@ TRACEFS_ROOTS = ("/sys/kernel/tracing", "/sys/kernel/debug/tracing")
 BUFFER_KB = 4096  # per CPU: bounded; a run that outgrows it keeps the newest events (overwrite)
 MAX_EVENTS = 50  # long deschedules kept in the report (all are counted)
 
-_SWITCH = re.compile(r"\s(\d+\.\d+): sched_switch: prev_comm=(.*?) prev_pid=(\d+) prev_prio=(-?\d+) "
-                     r"prev_state=(\S+) ==> next_comm=(.*?) next_pid=(\d+) next_prio=(-?\d+)")
+_SWITCH = re.compile(
+    r"\s(\d+\.\d+): sched_switch: prev_comm=(.*?) prev_pid=(\d+) prev_prio=(-?\d+) "
+    r"prev_state=(\S+) ==> next_comm=(.*?) next_pid=(\d+) next_prio=(-?\d+)"
+)
 
 
 class TraceUnavailable(Exception):
@@ -58,8 +60,10 @@ class SchedTrace:
         if root is None:
             mounted = tracefs_mounts()
             if mounted:  # there, but this user may not look inside (its root is mode 0700)
-                raise TraceUnavailable(f"tracefs at {mounted[0]} is not accessible to this user (uid "
-                                       f"{os.geteuid()}): per-event attribution needs root")
+                raise TraceUnavailable(
+                    f"tracefs at {mounted[0]} is not accessible to this user (uid "
+                    f"{os.geteuid()}): per-event attribution needs root"
+                )
             raise TraceUnavailable("tracefs is not mounted (mount -t tracefs nodev /sys/kernel/tracing)")
         self.cpu = cpu
         self.dir = os.path.join(root, "instances", name or f"hostkit-smoke-{os.getpid()}")
@@ -129,14 +133,19 @@ def long_deschedules(trace: str, worker_pid: int, threshold_ms: float, inference
         for r in e["ran_instead"]:
             key = f"{r['comm']}:{r['pid']} ({r['class']})"
             by_task[key] = by_task.get(key, 0.0) + r["ms"]
-    return {"switches": switches, "threshold_ms": threshold_ms, "count": len(events),
-            "rt_throttled": sum(1 for e in events if e["rt_throttled"]),
-            "rt_throttled_ms": round(sum(e["ms"] for e in events if e["rt_throttled"]), 3),
-            "total_ms": round(sum(e["ms"] for e in events), 3),
-            "idle_exits_traced": not idle_in or bool(idle_out),
-            "timed_by_inference": sum(1 for e in events if e["timed"] == "inference"), "untimed": untimed,
-            "by_task": dict(sorted(((k, round(v, 3)) for k, v in by_task.items()), key=lambda kv: -kv[1])[:10]),
-            "events": events[:MAX_EVENTS]}
+    return {
+        "switches": switches,
+        "threshold_ms": threshold_ms,
+        "count": len(events),
+        "rt_throttled": sum(1 for e in events if e["rt_throttled"]),
+        "rt_throttled_ms": round(sum(e["ms"] for e in events if e["rt_throttled"]), 3),
+        "total_ms": round(sum(e["ms"] for e in events), 3),
+        "idle_exits_traced": not idle_in or bool(idle_out),
+        "timed_by_inference": sum(1 for e in events if e["timed"] == "inference"),
+        "untimed": untimed,
+        "by_task": dict(sorted(((k, round(v, 3)) for k, v in by_task.items()), key=lambda kv: -kv[1])[:10]),
+        "events": events[:MAX_EVENTS],
+    }
 
 
 def _preempted_intervals(trace: str, worker_pid: int) -> tuple[list[tuple[dict, float | None]], int, int, int]:
@@ -197,8 +206,9 @@ def _timed_events(intervals, threshold_ms: float, inference_at) -> tuple[list[di
             timed = "inference"
             # the rest, after the stretches the trace timed, to the last task it saw take over
             known = sum(seg[3] for seg in interval["ran"])
-            interval["ran"].append([interval["last_comm"], interval["last_pid"], interval["last_prio"],
-                                    max(0.0, length_ms / 1000 - known)])
+            interval["ran"].append(
+                [interval["last_comm"], interval["last_pid"], interval["last_prio"], max(0.0, length_ms / 1000 - known)]
+            )
         if length_ms >= threshold_ms:
             events.append({**_event(interval, length_ms), "timed": timed})
     return events, untimed
@@ -208,13 +218,19 @@ def _event(current: dict, length_ms: float) -> dict:
     ran: dict[tuple, float] = {}
     for comm, pid, prio, seconds in current["ran"]:
         ran[(comm, pid, prio)] = ran.get((comm, pid, prio), 0.0) + seconds * 1000
-    ran_instead = [{"comm": c, "pid": p, "prio": pr, "class": "idle" if p == 0 else prio_class(pr), "ms": round(ms, 3)}
-                   for (c, p, pr), ms in sorted(ran.items(), key=lambda kv: -kv[1])]
+    ran_instead = [
+        {"comm": c, "pid": p, "prio": pr, "class": "idle" if p == 0 else prio_class(pr), "ms": round(ms, 3)}
+        for (c, p, pr), ms in sorted(ran.items(), key=lambda kv: -kv[1])
+    ]
     fifo_worker = current["worker_prio"] < 100
     # A runnable FIFO worker loses its CPU to CFS tasks or idle only when its RT budget is spent; RT
     # tasks that ran meanwhile (the migration thread runs whatever the budget) explain at most their
     # own time: a throttle park is one they took less than half of.
     rt_ms = sum(ms for (_, _, prio), ms in ran.items() if prio_class(prio) == "rt")
     throttled = fifo_worker and bool(ran_instead) and rt_ms * 2 < length_ms
-    return {"at_s": round(current["start"], 6), "ms": round(length_ms, 3), "rt_throttled": throttled,
-            "ran_instead": ran_instead[:5]}
+    return {
+        "at_s": round(current["start"], 6),
+        "ms": round(length_ms, 3),
+        "rt_throttled": throttled,
+        "ran_instead": ran_instead[:5],
+    }

@@ -80,8 +80,22 @@ def _cyclictest(cpu: int, seconds: float) -> subprocess.Popen | None:
     exe = "/usr/bin/cyclictest"
     if not os.path.exists(exe):
         return None
-    argv = [exe, "-q", "-m", "-t1", "-a", str(cpu), "-p", "80", "-i", "1000", "-h", "20000",
-            "-D", f"{max(1, int(round(seconds)))}s"]
+    argv = [
+        exe,
+        "-q",
+        "-m",
+        "-t1",
+        "-a",
+        str(cpu),
+        "-p",
+        "80",
+        "-i",
+        "1000",
+        "-h",
+        "20000",
+        "-D",
+        f"{max(1, int(round(seconds)))}s",
+    ]
     return subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 
 
@@ -161,14 +175,21 @@ class Session:
             os.environ.setdefault(var, "1")  # one BLAS thread in the spawned worker
         wcfg = {**asdict(opts), "cpu": self.cpu, "requests": opts.total_requests}
         if opts.transport == "shm":
-            self.queue = SharedInferenceQueue.create(nslots=opts.slots, req_size=opts.req_size,
-                                                     resp_size=opts.resp_size, tensor_size=opts.tensor_size,
-                                                     state_stride=opts.state_stride, nclients=opts.clients)
+            self.queue = SharedInferenceQueue.create(
+                nslots=opts.slots,
+                req_size=opts.req_size,
+                resp_size=opts.resp_size,
+                tensor_size=opts.tensor_size,
+                state_stride=opts.state_stride,
+                nclients=opts.clients,
+            )
             wcfg["queue"] = self.queue.name
             if opts.idle == "adaptive":
                 self.eventfds = [new_eventfd() for _ in range(1 + opts.clients)]
-                wcfg["wake_fds"] = {"worker": InheritedFd(self.eventfds[0]),
-                                    "clients": [InheritedFd(fd) for fd in self.eventfds[1:]]}
+                wcfg["wake_fds"] = {
+                    "worker": InheritedFd(self.eventfds[0]),
+                    "clients": [InheritedFd(fd) for fd in self.eventfds[1:]],
+                }
             fd, self.lockfile = tempfile.mkstemp(prefix="hostkit-smoke-", suffix=".lock")
             os.close(fd)
             wcfg["lockfile"] = self.lockfile
@@ -201,15 +222,23 @@ class Session:
         for _, conn in self.clients:
             conn.send("go")
         if on_started:
-            on_started({"worker": self.worker.pid, "clients": [p.pid for p, _ in self.clients],
-                        "segment": self.queue.shm.path if self.queue is not None else None})
+            on_started(
+                {
+                    "worker": self.worker.pid,
+                    "clients": [p.pid for p, _ in self.clients],
+                    "segment": self.queue.shm.path if self.queue is not None else None,
+                }
+            )
         if opts.inject_stall_ms:
             self.stalls = _Stalls(self.worker.pid, opts.inject_stall_ms, opts.inject_every_s)
             self.stalls.start()
 
     def _probes(self, with_log: bool = False) -> dict:
-        out = {"steal_ticks": diagnose.cpu_steal_ticks(self.cpu), "proc": diagnose.read_proc(self.worker.pid),
-               "t": time.monotonic()}
+        out = {
+            "steal_ticks": diagnose.cpu_steal_ticks(self.cpu),
+            "proc": diagnose.read_proc(self.worker.pid),
+            "t": time.monotonic(),
+        }
         if with_log:
             out["rt_log"] = diagnose.kernel_log_rt_throttling_count()
             out["sched_rt_runtime_us"] = read_int("/proc/sys/kernel/sched_rt_runtime_us")
@@ -358,6 +387,7 @@ def _reclaim(queue: SharedInferenceQueue, pid: int) -> int:
 @dataclass
 class SmokeRun:
     """One smoke test: its report (the JSON document) and every deschedule sample, in ms (for plots)."""
+
     report: dict
     deschedule_ms: list[float]
 
@@ -425,8 +455,9 @@ class _GapProbe:
         self.start_ns: int | None = None
         # Every CPU the run may use (this process keeps to the clients' CPUs while it supervises);
         # the run's length at most, or an hour for a run of --requests.
-        gap_opts = GapOptions(duration_s=min(3600.0, (opts.duration or 3600.0) + 60),
-                              threshold_us=opts.gap_threshold_us)
+        gap_opts = GapOptions(
+            duration_s=min(3600.0, (opts.duration or 3600.0) + 60), threshold_us=opts.gap_threshold_us
+        )
         allowed = frozenset(cpus)
 
         def on_started(_pids, start_ns: int) -> None:
@@ -462,6 +493,7 @@ class _GapProbe:
 
 # ---------------------------------------------------------------------------------------- aggregate
 
+
 def _merge(results: dict[int, dict]) -> tuple[dict[str, list[float]], list[str], int]:
     cols: dict[str, list[float]] = {f: [] for f in FIELDS}
     errors: list[str] = []
@@ -470,7 +502,7 @@ def _merge(results: dict[int, dict]) -> tuple[dict[str, list[float]], list[str],
         a = array("d")
         a.frombytes(r["samples"])
         for j, f in enumerate(FIELDS):
-            cols[f].extend(a[j::len(FIELDS)])
+            cols[f].extend(a[j :: len(FIELDS)])
         errors += r["errors"]
         error_count += r["error_count"]
     return cols, errors, error_count
@@ -489,6 +521,7 @@ def _gaps_with_attribution(gaps: dict, cols: dict[str, list[float]]) -> dict:
 
 def _probes(before: dict, after: dict, runnable: set[str]) -> dict:
     """Before/after readings as the diagnosis reads them."""
+
     def delta(a, b, scale=1.0):
         return None if a is None or b is None else (b - a) * scale
 
@@ -510,11 +543,13 @@ def _cpu_time(s: Supervised) -> dict:
     w0, w1 = before.get("proc", {}).get("cpu_ns"), after.get("proc", {}).get("cpu_ns")
     worker_s = None if w0 is None or w1 is None else (w1 - w0) / 1e9
     clients_s = sum(r.get("stats", {}).get("cpu_s", 0.0) for r in s.results.values())
-    return {"window_s": round(window, 3),
-            "worker_s": None if worker_s is None else round(worker_s, 4),
-            "worker_share": None if worker_s is None or window <= 0 else round(worker_s / window, 4),
-            "clients_s": round(clients_s, 4),
-            "clients_share": round(clients_s / s.elapsed_s, 4) if s.elapsed_s > 0 else None}
+    return {
+        "window_s": round(window, 3),
+        "worker_s": None if worker_s is None else round(worker_s, 4),
+        "worker_share": None if worker_s is None or window <= 0 else round(worker_s / window, 4),
+        "clients_s": round(clients_s, 4),
+        "clients_share": round(clients_s / s.elapsed_s, 4) if s.elapsed_s > 0 else None,
+    }
 
 
 def _wake_stats(opts: SmokeOptions, s: Supervised) -> dict:
@@ -525,12 +560,23 @@ def _wake_stats(opts: SmokeOptions, s: Supervised) -> dict:
     def total(key: str, sub: str | None = None) -> int:
         return sum((c.get(key) or {}).get(sub, 0) if sub else c.get(key, 0) for c in clients)
 
-    return {"idle": opts.idle, "spin_us": opts.spin_us,
-            "worker": {"spin_hits": ws.get("spin", {}).get("hits"), "spin_misses": ws.get("spin", {}).get("misses"),
-                       "sleeps": ws.get("sleeps"), "rings_sent": ws.get("rings_sent"),
-                       "missed_wakeups": ws.get("missed_wakeups")},
-            "clients": {"spin_hits": total("spin", "hits"), "spin_misses": total("spin", "misses"),
-                        "sleeps": total("sleeps"), "rings_sent": total("rings_sent")}}
+    return {
+        "idle": opts.idle,
+        "spin_us": opts.spin_us,
+        "worker": {
+            "spin_hits": ws.get("spin", {}).get("hits"),
+            "spin_misses": ws.get("spin", {}).get("misses"),
+            "sleeps": ws.get("sleeps"),
+            "rings_sent": ws.get("rings_sent"),
+            "missed_wakeups": ws.get("missed_wakeups"),
+        },
+        "clients": {
+            "spin_hits": total("spin", "hits"),
+            "spin_misses": total("spin", "misses"),
+            "sleeps": total("sleeps"),
+            "rings_sent": total("rings_sent"),
+        },
+    }
 
 
 def _inference_at(done_s: list[float], wall_ms: list[float], desched_ms: list[float]):
@@ -543,18 +589,32 @@ def _inference_at(done_s: list[float], wall_ms: list[float], desched_ms: list[fl
     def at(t: float) -> tuple[int, float] | None:
         k = bisect.bisect_left(ends, t)  # the first inference to end at or after t (they run one at a time)
         return (k, spans[k][2]) if k < len(spans) and spans[k][1] <= t else None
+
     return at
 
 
-def _explain(result: dict, opts: SmokeOptions, session: Session, s: Supervised, facts: dict | None,
-             gaps: dict | None, traced: str | dict | None, cols: dict, desched: list[float]) -> None:
+def _explain(
+    result: dict,
+    opts: SmokeOptions,
+    session: Session,
+    s: Supervised,
+    facts: dict | None,
+    gaps: dict | None,
+    traced: str | dict | None,
+    cols: dict,
+    desched: list[float],
+) -> None:
     """Into ``result``: the injected stalls seen, the probes, the gap probe's and the trace's
     attribution of the tail, and the diagnosis drawn from all of them."""
     if opts.inject_stall_ms:
         threshold = opts.inject_stall_ms * 0.75
-        result["injected_stalls"] = {"ms": opts.inject_stall_ms, "every_s": opts.inject_every_s, "count": s.stalls,
-                                     "detect_threshold_ms": threshold,
-                                     "detected": sum(1 for d in desched if d >= threshold)}
+        result["injected_stalls"] = {
+            "ms": opts.inject_stall_ms,
+            "every_s": opts.inject_every_s,
+            "count": s.stalls,
+            "detect_threshold_ms": threshold,
+            "detected": sum(1 for d in desched if d >= threshold),
+        }
     probes = _probes(s.probes_before, s.probes_after, s.runnable_seen)
     runtime, period = probes["sched_rt_runtime_us"], probes["sched_rt_period_us"]
     if result["sched_fifo"]["used"] and runtime is not None and period and 0 <= runtime < period:
@@ -564,23 +624,35 @@ def _explain(result: dict, opts: SmokeOptions, session: Session, s: Supervised, 
         result["gaps"] = _gaps_with_attribution(gaps, cols)
     if isinstance(traced, str):
         result["sched_trace"] = long_deschedules(
-            traced, session.worker.pid, opts.target_p999_ms,
-            inference_at=_inference_at(cols["done_s"], cols["infer_wall_ms"], desched))
+            traced,
+            session.worker.pid,
+            opts.target_p999_ms,
+            inference_at=_inference_at(cols["done_s"], cols["infer_wall_ms"], desched),
+        )
     elif traced is not None:
         result["sched_trace"] = traced
     result["probes"] = probes
     result["diagnosis"] = diagnose.diagnose(result, probes, facts)
 
 
-def aggregate(opts: SmokeOptions, session: Session, s: Supervised, facts: dict | None,
-              gaps: dict | None = None, traced: str | dict | None = None) -> SmokeRun:
+def aggregate(
+    opts: SmokeOptions,
+    session: Session,
+    s: Supervised,
+    facts: dict | None,
+    gaps: dict | None = None,
+    traced: str | dict | None = None,
+) -> SmokeRun:
     """The run's figures, SLO verdict and diagnosis, from what supervision collected. ``traced``: the
     sched_switch trace's text, or why there is none ({"error": ...})."""
     ready, ws = session.ready, s.worker_stats
     cols, errors, error_count = _merge(s.results)
     desched = [max(0.0, w - c) for w, c in zip(cols["infer_wall_ms"], cols["infer_cpu_ms"])]
-    slow = [{"wall_ms": round(w, 3), "cpu_ms": round(c, 3)} for w, c in zip(cols["infer_wall_ms"], cols["infer_cpu_ms"])
-            if c > SLOW_INFER_CPU_MS or w > SLOW_INFER_WALL_MS]
+    slow = [
+        {"wall_ms": round(w, 3), "cpu_ms": round(c, 3)}
+        for w, c in zip(cols["infer_wall_ms"], cols["infer_cpu_ms"])
+        if c > SLOW_INFER_CPU_MS or w > SLOW_INFER_WALL_MS
+    ]
     n, elapsed = len(desched), s.elapsed_s
     ordered = sorted(desched)
     shm = opts.transport == "shm"
@@ -592,18 +664,25 @@ def aggregate(opts: SmokeOptions, session: Session, s: Supervised, facts: dict |
         "transport": opts.transport,
         "allocator": opts.allocator if shm else None,
         "state_stride": opts.state_stride if shm else None,
-        "mode": f"open loop at {opts.rate:g} req/s" if opts.rate else f"closed loop, {opts.clients} x {opts.client_batch}",
+        "mode": f"open loop at {opts.rate:g} req/s"
+        if opts.rate
+        else f"closed loop, {opts.clients} x {opts.client_batch}",
         "cpu": session.cpu,
         "client_cpus": session.client_cpus,
         "pinned": ready.get("pinned"),
         "nice": ready.get("nice"),
-        "sched_fifo": {"available": ready.get("fifo_available"), "used": bool(ws.get("fifo_batches")),
-                       "batches": ws.get("fifo_batches", 0), "policy": opts.fifo,
-                       # policy budget, SCHED_FIFO permitted, a finite RT budget: the SCHED_FIFO time the
-                       # worker allowed itself per RT period, and the batches it ran in SCHED_OTHER to keep to it
-                       "limit_ms_per_period": (round(ready["fifo_limit"]["limit_ns"] / 1e6, 3)
-                                               if ready.get("fifo_limit") else None),
-                       "held_batches": ws.get("fifo_held", 0)},
+        "sched_fifo": {
+            "available": ready.get("fifo_available"),
+            "used": bool(ws.get("fifo_batches")),
+            "batches": ws.get("fifo_batches", 0),
+            "policy": opts.fifo,
+            # policy budget, SCHED_FIFO permitted, a finite RT budget: the SCHED_FIFO time the
+            # worker allowed itself per RT period, and the batches it ran in SCHED_OTHER to keep to it
+            "limit_ms_per_period": (
+                round(ready["fifo_limit"]["limit_ns"] / 1e6, 3) if ready.get("fifo_limit") else None
+            ),
+            "held_batches": ws.get("fifo_held", 0),
+        },
         "model": ready.get("model"),
         "deschedule_ms": summary(desched),
         "infer_wall_ms": summary(cols["infer_wall_ms"]),
@@ -611,8 +690,11 @@ def aggregate(opts: SmokeOptions, session: Session, s: Supervised, facts: dict |
         "rpc_ms": summary(cols["rpc_ms"]),
         "service_rpc_ms": summary(cols["service_rpc_ms"]),
         "client_ms": summary(cols["client_ms"]),
-        "slow_infer": {"count": len(slow), "events": slow[:20],
-                       "thresholds": {"cpu_ms": SLOW_INFER_CPU_MS, "wall_ms": SLOW_INFER_WALL_MS}},
+        "slow_infer": {
+            "count": len(slow),
+            "events": slow[:20],
+            "thresholds": {"cpu_ms": SLOW_INFER_CPU_MS, "wall_ms": SLOW_INFER_WALL_MS},
+        },
         "errors": {"count": error_count, "examples": errors[:10]},
         "faults": s.faults,
         "worker_numa_node": ready.get("cpu_node"),
@@ -623,14 +705,17 @@ def aggregate(opts: SmokeOptions, session: Session, s: Supervised, facts: dict |
         # The deschedule distribution at every 0.1% (and its maximum): enough to redraw the CDF
         # from the JSON alone (hostkit migrate report overlays two of them).
         "deschedule_cdf_ms": [round(ordered[min(n - 1, (k * n) // 1000)], 5) for k in range(1000)]
-        + [round(ordered[-1], 5)] if n else [],
+        + [round(ordered[-1], 5)]
+        if n
+        else [],
         # Bucket counts over fixed bounds (metrics.BUCKETS_S, the same on every host): what
         # Prometheus histograms and a fleet's merged percentiles are made of (hostkit smoke --prom).
         "histograms": {"deschedule": histogram(desched), "rpc": histogram(cols["rpc_ms"])},
         # Share of the worker's serving time (first claim to last answer; the socket worker: the run)
         # it spent in SCHED_FIFO, as the worker timed it.
         "fifo_duty": round(ws["fifo_ms"] / (ws.get("serving_ms") or elapsed * 1000), 3)
-        if elapsed > 0 and ws.get("fifo_batches") else 0.0,
+        if elapsed > 0 and ws.get("fifo_batches")
+        else 0.0,
         "cpu_time": _cpu_time(s),
         "wake": _wake_stats(opts, s),
     }

@@ -193,11 +193,14 @@ class Spin:
             error = wait_ns - self.typical_ns
             self.typical_ns += error / 8
             self.spread_ns += (abs(error) - self.spread_ns) / 4
-            self.budget_ns = int(min(self.max_ns, max(self.floor_ns,
-                                                      2 * self.typical_ns + 4 * self.spread_ns + 1_000)))
+            self.budget_ns = int(min(self.max_ns, max(self.floor_ns, 2 * self.typical_ns + 4 * self.spread_ns + 1_000)))
         else:
             self.budget_ns = max(self.floor_ns, self.budget_ns // 2)
 
     def stats(self) -> dict:
-        return {"hits": self.hits, "misses": self.misses, "spun_ms": round(self.spun_ns / 1e6, 3),
-                "budget_us": self.budget_ns / 1000}
+        return {
+            "hits": self.hits,
+            "misses": self.misses,
+            "spun_ms": round(self.spun_ns / 1e6, 3),
+            "budget_us": self.budget_ns / 1000,
+        }

@@ -283,8 +283,9 @@ def _serve_shm(q: SharedInferenceQueue, model, cfg: dict, info: dict, stats: dic
     me = Bell(q.party_flag(0), fds["worker"]) if adaptive else None
     doorbell = q.party_word(0, "doorbell")
     bells = [Bell(q.party_flag(k + 1), fd) for k, fd in enumerate(fds.get("clients", []))] if me else []
-    owners = PartitionAllocator.owners(nslots, q.nclients) if cfg.get("allocator", "partition") == "partition" \
-        else None  # flock: the client is read from the slot's metadata
+    owners = (
+        PartitionAllocator.owners(nslots, q.nclients) if cfg.get("allocator", "partition") == "partition" else None
+    )  # flock: the client is read from the slot's metadata
     spin = Spin(int(cfg["spin_us"] * 1000))
     block_s = cfg.get("idle_block_s", IDLE_BLOCK_S)
     parent = os.getppid()
@@ -326,8 +327,11 @@ def _serve_shm(q: SharedInferenceQueue, model, cfg: dict, info: dict, stats: dic
         for i in claimed:
             states[i * step] = PROCESSING  # ours now: the next scans skip it
         n = len(claimed)
-        if n < min_batch and min_wait_ns and (fixed_wait or may_fill and
-                                              n + coming_by(now_ns() + min_wait_ns) >= min_batch):
+        if (
+            n < min_batch
+            and min_wait_ns
+            and (fixed_wait or may_fill and n + coming_by(now_ns() + min_wait_ns) >= min_batch)
+        ):
             claimed += _more(q, n, cursor, max_batch, min_batch, now_ns() + min_wait_ns, fixed_wait)
             n = len(claimed)
         cursor = claimed[-1] + 1  # (nslots: find_in wraps to 0)
@@ -377,8 +381,9 @@ def _serve_shm(q: SharedInferenceQueue, model, cfg: dict, info: dict, stats: dic
     stats["missed_wakeups"] = missed
 
 
-def _more(q: SharedInferenceQueue, have: int, cursor: int, max_batch: int, min_batch: int,
-          deadline: int, fixed: bool) -> list[int]:
+def _more(
+    q: SharedInferenceQueue, have: int, cursor: int, max_batch: int, min_batch: int, deadline: int, fixed: bool
+) -> list[int]:
     """More READY slots for a batch of ``have`` (< ``min_batch``), until ``deadline``. ``fixed`` (the
     seed's): wait the whole time; otherwise only while the requests the clients have announced
     before the deadline can still make ``min_batch``: a request is never held back for a batch
@@ -444,8 +449,18 @@ def _serve_socket(server, model, cfg: dict, info: dict, stats: dict, conn) -> No
             tensor = np.frombuffer(msg["tensor"], dtype=np.float32) if np is not None else msg["tensor"]
             out, wall, cpu, done = _infer(model, tensor)
             fifo.leave()
-            reply = pickle.dumps({"id": msg["id"], "claim_ns": claim, "wall_ns": wall, "cpu_ns": cpu,
-                                  "done_ns": done, "out": out, "resp": resp_pad}, protocol=pickle.HIGHEST_PROTOCOL)
+            reply = pickle.dumps(
+                {
+                    "id": msg["id"],
+                    "claim_ns": claim,
+                    "wall_ns": wall,
+                    "cpu_ns": cpu,
+                    "done_ns": done,
+                    "out": out,
+                    "resp": resp_pad,
+                },
+                protocol=pickle.HIGHEST_PROTOCOL,
+            )
             c.sendall(struct.pack("<I", len(reply)) + reply)
             stats["inferences"] += 1
             stats["batches"] += 1

@@ -24,8 +24,14 @@ REPO = Path(__file__).resolve().parents[2]
 # (ansible-core), the planner (pyyaml, hypothesis), the metrics and plots (prometheus-client,
 # matplotlib). The smoke test's real runs (standard library only) stay out: they add minutes to
 # `make test` and depend on no pinned package.
-SUITE = ["tests/unit/test_ansible_lint.py", "tests/unit/test_modules.py", "tests/unit/test_plan.py", "tests/unit/test_tunables.py",
-         "tests/unit/test_smoke_metrics.py", "tests/unit/test_collection.py"]
+SUITE = [
+    "tests/unit/test_ansible_lint.py",
+    "tests/unit/test_modules.py",
+    "tests/unit/test_plan.py",
+    "tests/unit/test_tunables.py",
+    "tests/unit/test_smoke_metrics.py",
+    "tests/unit/test_collection.py",
+]
 
 
 def floors() -> dict[str, str]:
@@ -54,16 +60,36 @@ def test_lint_and_unit_suites_pass_at_the_floors(tmp_path):
     base_python = getattr(sys, "_base_executable", None) or sys.executable
     subprocess.run([base_python, "-m", "venv", str(venv)], check=True, timeout=300)
     python = venv / "bin" / "python"
-    proc = subprocess.run([str(python), "-m", "pip", "install", "-q", "-c", str(pins), f"{REPO}[test]"],
-                          capture_output=True, text=True, timeout=1800)
+    proc = subprocess.run(
+        [str(python), "-m", "pip", "install", "-q", "-c", str(pins), f"{REPO}[test]"],
+        capture_output=True,
+        text=True,
+        timeout=1800,
+    )
     assert proc.returncode == 0, proc.stderr[-3000:]
     frozen = subprocess.run([str(python), "-m", "pip", "freeze"], capture_output=True, text=True).stdout
     installed = {canonicalize_name(n): Version(v) for n, v in re.findall(r"^([^=\s]+)==(\S+)$", frozen, re.M)}
-    assert {n: installed.get(canonicalize_name(n)) for n in floors()} == \
-        {n: Version(v) for n, v in floors().items()}
+    assert {n: installed.get(canonicalize_name(n)) for n in floors()} == {n: Version(v) for n, v in floors().items()}
     env = {k: v for k, v in os.environ.items() if k not in ("VIRTUAL_ENV", "PYTHONPATH")}
     env["PATH"] = f"{venv / 'bin'}{os.pathsep}{env.get('PATH', '')}"
-    proc = subprocess.run([str(python), "-m", "pytest", "-q", "-p", "no:cacheprovider", "-m",
-                           "not lab and not vm and not live and not floors", "-k", "not sanity", *SUITE],
-                          cwd=REPO, env=env, capture_output=True, text=True, timeout=3600)
+    proc = subprocess.run(
+        [
+            str(python),
+            "-m",
+            "pytest",
+            "-q",
+            "-p",
+            "no:cacheprovider",
+            "-m",
+            "not lab and not vm and not live and not floors",
+            "-k",
+            "not sanity",
+            *SUITE,
+        ],
+        cwd=REPO,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=3600,
+    )
     assert proc.returncode == 0, proc.stdout[-5000:]

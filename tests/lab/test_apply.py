@@ -29,8 +29,9 @@ def profile_of(host: str) -> str:
 @pytest.fixture(scope="module")
 def lab_fleet(make_lab, tmp_path_factory):
     lab = make_lab([(n, n) for n in BARE + GUESTS], lab_port(3))
-    inv = inventory_with(lab, tmp_path_factory.mktemp("inv") / "inventory.yml",
-                         {g: {"hostkit_profile": "vmware-guest"} for g in GUESTS})
+    inv = inventory_with(
+        lab, tmp_path_factory.mktemp("inv") / "inventory.yml", {g: {"hostkit_profile": "vmware-guest"} for g in GUESTS}
+    )
     fleet = Fleet(lab, inv)
     # Each host's plan, computed on the controller from its pristine tree (what the apply plans).
     plans = {}
@@ -52,6 +53,7 @@ def plans(lab_fleet):
 
 # ----------------------------------------------------------------------------- on the pristine fleet
 
+
 def journals(lab) -> dict[str, list[str]]:
     return {h: sorted(p.name for p in (sysroot(lab, h) / "var/lib/hostkit/journal").glob("*")) for h in BARE + GUESTS}
 
@@ -70,8 +72,9 @@ def test_check_changes_nothing_and_diff_shows_files(fleet):
 
 def test_guest_with_bare_metal_profile_is_refused_and_untouched(fleet):
     before = trees(fleet.lab)
-    rc, doc, _ = cli_json("apply", "-i", fleet.inventory, "--limit", "vmware-88vcpu,kvm-small", "--profile",
-                          "bare-metal-inference")
+    rc, doc, _ = cli_json(
+        "apply", "-i", fleet.inventory, "--limit", "vmware-88vcpu,kvm-small", "--profile", "bare-metal-inference"
+    )
     assert rc == 3
     assert doc["hosts"]["vmware-88vcpu"]["status"] == "refused"
     assert "deceptive topology" in doc["hosts"]["vmware-88vcpu"]["refused"][0]
@@ -83,8 +86,9 @@ def test_containerd_config_rejected_by_containerd_is_never_installed(fleet, tmp_
     fleet.pristine()
     target = sysroot(fleet.lab, "epyc-9654-nps4-smt") / "etc/containerd/config.toml"
     assert not target.exists()
-    inv = inventory_with(fleet.lab, tmp_path / "inv.yml",
-                         {"epyc-9654-nps4-smt": {"containerd_extra_toml": "broken = ["}})
+    inv = inventory_with(
+        fleet.lab, tmp_path / "inv.yml", {"epyc-9654-nps4-smt": {"containerd_extra_toml": "broken = ["}}
+    )
     rc, doc, _ = cli_json("apply", "-i", inv, "--limit", "epyc-9654-nps4-smt", "--tags", "containerd")
     assert rc == 1
     host = doc["hosts"]["epyc-9654-nps4-smt"]
@@ -99,13 +103,17 @@ def test_isolcpus_from_another_tool_is_replaced_not_duplicated(fleet):
     originals = {grub: grub.read_text(), proc_cmdline: proc_cmdline.read_text()}
     to_roll_back = False
     try:
-        grub.write_text(originals[grub].replace('GRUB_CMDLINE_LINUX=""',
-                                                'GRUB_CMDLINE_LINUX="isolcpus=4-7 nohz_full=4-7 mitigations=off"'))
+        grub.write_text(
+            originals[grub].replace(
+                'GRUB_CMDLINE_LINUX=""', 'GRUB_CMDLINE_LINUX="isolcpus=4-7 nohz_full=4-7 mitigations=off"'
+            )
+        )
         proc_cmdline.write_text(originals[proc_cmdline].strip() + " isolcpus=4-7 nohz_full=4-7\n")
         to_roll_back = True
         # --reboot: on a lab sysroot the reboot is simulated (proc/cmdline rewritten as a boot would)
-        rc, doc, proc = cli_json("apply", "-i", fleet.inventory, "--limit", "epyc-9634-nps1", "--tags", "isolcpus",
-                                 "--reboot")
+        rc, doc, proc = cli_json(
+            "apply", "-i", fleet.inventory, "--limit", "epyc-9634-nps1", "--tags", "isolcpus", "--reboot"
+        )
         assert rc == 0, proc.stderr[-3000:]
         assert doc["hosts"]["epyc-9634-nps1"]["reboot_required"] is False  # the lab "rebooted"
         text = grub.read_text()
@@ -127,6 +135,7 @@ def test_isolcpus_from_another_tool_is_replaced_not_duplicated(fleet):
 
 # ----------------------------------------------------------------------------- on the applied fleet
 
+
 def test_apply_changes_every_host_and_says_which_need_a_reboot(fleet):
     hosts = fleet.applied()["hosts"]
     assert {h: v["status"] for h, v in hosts.items()} == dict.fromkeys(BARE + GUESTS, "changed")
@@ -141,8 +150,12 @@ def test_apply_reports_the_managed_irqs_the_kernel_refuses_to_move(fleet):
     hosts = fleet.applied()["hosts"]
     # A kernel answers EIO to an affinity write on a managed IRQ (the NVMe queues here); a lab
     # sysroot marks those IRQs with a .managed file and answers the same. Every other write succeeds.
-    expected = {h: sorted(f"/proc/irq/{m.parent.name}/smp_affinity_list"
-                          for m in sysroot(fleet.lab, h).glob("proc/irq/*/.managed")) for h in BARE + GUESTS}
+    expected = {
+        h: sorted(
+            f"/proc/irq/{m.parent.name}/smp_affinity_list" for m in sysroot(fleet.lab, h).glob("proc/irq/*/.managed")
+        )
+        for h in BARE + GUESTS
+    }
     assert {h: sorted(r["path"] for r in v["irq_refused"]) for h, v in hosts.items()} == expected
     assert {r["error"] for v in hosts.values() for r in v["irq_refused"]} == {"Input/output error (lab: managed IRQ)"}
 
@@ -152,8 +165,12 @@ def test_facts_after_apply_show_the_planned_kernel_values(fleet, host):
     fleet.applied()
     k = gather(str(sysroot(fleet.lab, host)))["kernel"]
     # timer_migration 1 where kubelet's static CPU manager owns the isolated CPUs (bare metal), else the profile's 0
-    assert (k["sched_rt_runtime_us"], k["numa_balancing"], k["timer_migration"], k["stat_interval"]) == \
-        (950000, 0, 1 if host in BARE else 0, 10)
+    assert (k["sched_rt_runtime_us"], k["numa_balancing"], k["timer_migration"], k["stat_interval"]) == (
+        950000,
+        0,
+        1 if host in BARE else 0,
+        10,
+    )
 
 
 @pytest.mark.parametrize("host", BARE)
@@ -220,8 +237,10 @@ def test_kernel_threads_step_says_a_lab_host_has_no_threads_to_move(fleet, plans
         skipped = hosts[h]["roles"]["kthreads"]["skipped"]
         assert len(skipped) == 1 and skipped[0].startswith(NOT_LIVE), (h, skipped)
         root = sysroot(fleet.lab, h)
-        assert f"--housekeeping {plans[h]['housekeeping']} --isolated {plans[h]['isolated']}\n" in \
-            (root / "etc/systemd/system/hostkit-kthreads.service").read_text()
+        assert (
+            f"--housekeeping {plans[h]['housekeeping']} --isolated {plans[h]['isolated']}\n"
+            in (root / "etc/systemd/system/hostkit-kthreads.service").read_text()
+        )
         assert (root / "usr/local/lib/hostkit/hostkit_kthreads.py").read_bytes() == program
     for h in GUESTS:  # nothing isolated: nothing to move, no unit
         assert "skipped" not in hosts[h]["roles"]["kthreads"], h
@@ -232,8 +251,9 @@ def test_second_apply_changes_nothing_on_any_role(fleet):
     fleet.applied()
     rc, again, proc = cli_json("apply", "-i", fleet.inventory)
     assert rc == 0, proc.stderr[-3000:]
-    assert {h: {r: x["changed"] for r, x in v["roles"].items() if x["changed"]} for h, v in again["hosts"].items()} \
-        == {h: {} for h in BARE + GUESTS}
+    assert {h: {r: x["changed"] for r, x in v["roles"].items() if x["changed"]} for h, v in again["hosts"].items()} == {
+        h: {} for h in BARE + GUESTS
+    }
 
 
 def test_history_lists_the_apply_as_the_newest_run_on_every_host(fleet):
@@ -241,8 +261,9 @@ def test_history_lists_the_apply_as_the_newest_run_on_every_host(fleet):
     rc, doc, _ = cli_json("history", "-i", fleet.inventory)
     assert rc == 0
     hist = doc["hosts"]
-    assert {h: (hist[h]["runs"][-1]["run_id"], hist[h]["runs"][-1]["rolled_back"]) for h in BARE + GUESTS} == \
-        dict.fromkeys(BARE + GUESTS, (run_id, None))
+    assert {
+        h: (hist[h]["runs"][-1]["run_id"], hist[h]["runs"][-1]["rolled_back"]) for h in BARE + GUESTS
+    } == dict.fromkeys(BARE + GUESTS, (run_id, None))
 
 
 def test_rollback_check_changes_nothing(fleet):
@@ -256,13 +277,15 @@ def test_rollback_check_changes_nothing(fleet):
 
 # ----------------------------------------------------------------------------- rolling back
 
+
 def test_rollback_restores_every_tree_exactly(fleet):
     fleet.applied()
     rb = fleet.roll_back()
     assert {h: v["verify"]["ok"] for h, v in rb["hosts"].items()} == dict.fromkeys(BARE + GUESTS, True)
     # kernel arguments restored: a reboot is needed for them to take effect (bare metal only)
-    assert {h: v["reboot_required"] for h, v in rb["hosts"].items()} == \
-        {h: h in BARE or h == "vmware-88vcpu" for h in BARE + GUESTS}
+    assert {h: v["reboot_required"] for h, v in rb["hosts"].items()} == {
+        h: h in BARE or h == "vmware-88vcpu" for h in BARE + GUESTS
+    }
     assert trees(fleet.lab) == fleet.before
 
 

@@ -49,9 +49,26 @@ def test_audit_as_a_plain_pytest_suite(tuned, tmp_path):
     import subprocess
     import sys
 
-    proc = subprocess.run([sys.executable, "-m", "pytest", "--pyargs", "hostkit.audit", "--hostkit-inventory",
-                           str(tuned.inventory), "-q", "-p", "no:cacheprovider", "--junitxml", str(tmp_path / "j.xml")],
-                          capture_output=True, text=True, cwd=tmp_path, timeout=300)
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pytest",
+            "--pyargs",
+            "hostkit.audit",
+            "--hostkit-inventory",
+            str(tuned.inventory),
+            "-q",
+            "-p",
+            "no:cacheprovider",
+            "--junitxml",
+            str(tmp_path / "j.xml"),
+        ],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        timeout=300,
+    )
     assert proc.returncode == 0, proc.stdout[-3000:]
     assert " passed" in proc.stdout and "failed" not in proc.stdout
     assert (tmp_path / "j.xml").exists()
@@ -59,9 +76,11 @@ def test_audit_as_a_plain_pytest_suite(tuned, tmp_path):
 
 @pytest.fixture
 def three_drifts(tuned):
-    drifted = {sysroot(tuned, "a") / "proc/sys/vm/stat_interval": "1\n",
-               sysroot(tuned, "b") / "proc/irq/24/smp_affinity_list": "58\n",  # on the NIC's node, off plan
-               sysroot(tuned, "c") / "sys/devices/system/cpu/cpu5/cpufreq/scaling_governor": "powersave\n"}
+    drifted = {
+        sysroot(tuned, "a") / "proc/sys/vm/stat_interval": "1\n",
+        sysroot(tuned, "b") / "proc/irq/24/smp_affinity_list": "58\n",  # on the NIC's node, off plan
+        sysroot(tuned, "c") / "sys/devices/system/cpu/cpu5/cpufreq/scaling_governor": "powersave\n",
+    }
     applied = {path: path.read_text() for path in drifted}
     for path, text in drifted.items():
         path.write_text(text)
@@ -73,8 +92,11 @@ def three_drifts(tuned):
 def test_three_drifts_on_three_hosts_named_exactly(tuned, three_drifts):
     rc, doc, proc = cli_json("audit", "-i", tuned.inventory)
     assert rc == 1
-    assert drifts(doc) == {("a", "sysctl vm.stat_interval"), ("b", "IRQ 24 affinity (ens785f0-TxRx-0)"),
-                           ("c", "cpufreq governor")}
+    assert drifts(doc) == {
+        ("a", "sysctl vm.stat_interval"),
+        ("b", "IRQ 24 affinity (ens785f0-TxRx-0)"),
+        ("c", "cpufreq governor"),
+    }
     by = {(h, f["check"]): f for h, r in doc["hosts"].items() for f in r["findings"]}
     assert (by[("a", "sysctl vm.stat_interval")]["expected"], by[("a", "sysctl vm.stat_interval")]["actual"]) == (10, 1)
     assert by[("b", "IRQ 24 affinity (ens785f0-TxRx-0)")]["actual"] == "58"
@@ -86,9 +108,13 @@ def test_drifts_are_the_failed_testcases_of_the_junit_report(tuned, three_drifts
     assert cli("audit", "-i", tuned.inventory, "--junit", junit).returncode == 1
     tree = ET.parse(junit).getroot()
     failed = [(c.get("classname"), c.get("name")) for c in tree.iter("testcase") if c.find("failure") is not None]
-    assert sorted(failed) == sorted([("hostkit.audit.a", "sysctl vm.stat_interval"),
-                                     ("hostkit.audit.b", "IRQ 24 affinity (ens785f0-TxRx-0)"),
-                                     ("hostkit.audit.c", "cpufreq governor")])
+    assert sorted(failed) == sorted(
+        [
+            ("hostkit.audit.a", "sysctl vm.stat_interval"),
+            ("hostkit.audit.b", "IRQ 24 affinity (ens785f0-TxRx-0)"),
+            ("hostkit.audit.c", "cpufreq governor"),
+        ]
+    )
     assert tree.get("failures") == "3"
 
 

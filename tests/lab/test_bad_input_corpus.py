@@ -23,8 +23,12 @@ from tests.labutil import cli, cli_json, inventory_with, start_apply_and_wait_fo
 # needle in the error). Exit 2: the plan cannot be made for these facts; exit 3: a guard refuses it.
 HOST_CASES = [
     ("isolated-not-online", {"hostkit_overrides": {"isolated": "160-200"}}, 2, "not online"),
-    ("reserve-all-cores", {"hostkit_overrides": {"reserve_per_node": 60, "irq_cores": 30}}, 2,
-     "leaves no isolated core"),
+    (
+        "reserve-all-cores",
+        {"hostkit_overrides": {"reserve_per_node": 60, "irq_cores": 30}},
+        2,
+        "leaves no isolated core",
+    ),
     ("everything-isolated", {"hostkit_overrides": {"isolated": "0-167"}}, 3, "CPU 0"),
     ("nothing-isolated", {"hostkit_overrides": {"housekeeping": "0-167"}}, 3, "nothing would be isolated"),
     ("node-without-housekeeping", {"hostkit_overrides": {"isolated": "1-83,84-167"}}, 3, "no housekeeping"),

@@ -14,20 +14,29 @@ from hostkit.core.kernel_args import arg_name, cmdline_words, format_arg
 from tests.conftest import lab_port
 from tests.labutil import cli_json, sysroot, trees
 
-BOOT_HOSTS = {"boot-rhel8-tuned": "bls", "boot-rhel9": "bls", "boot-ubuntu2204-cloud": "grub-debian",
-              "boot-debian12": "grub-debian", "boot-sdboot": "systemd-boot"}
+BOOT_HOSTS = {
+    "boot-rhel8-tuned": "bls",
+    "boot-rhel9": "bls",
+    "boot-ubuntu2204-cloud": "grub-debian",
+    "boot-debian12": "grub-debian",
+    "boot-sdboot": "systemd-boot",
+}
 UKI = "boot-arch-uki"
 # What the apply must have written on each (beyond hostkit's own journal), and what it may not touch.
 CHANGED = {
     "boot-rhel8-tuned": {"boot/grub2/grubenv"},
-    "boot-rhel9": {"boot/loader/entries/0c3fb7a2d4e44a3a9e0b9f7d2c6a1e55-5.14.0-427.13.1.el9_4.x86_64.conf",
-                   "boot/loader/entries/0c3fb7a2d4e44a3a9e0b9f7d2c6a1e55-5.14.0-362.8.1.el9_3.x86_64.conf",
-                   "etc/kernel/cmdline"},
+    "boot-rhel9": {
+        "boot/loader/entries/0c3fb7a2d4e44a3a9e0b9f7d2c6a1e55-5.14.0-427.13.1.el9_4.x86_64.conf",
+        "boot/loader/entries/0c3fb7a2d4e44a3a9e0b9f7d2c6a1e55-5.14.0-362.8.1.el9_3.x86_64.conf",
+        "etc/kernel/cmdline",
+    },
     "boot-ubuntu2204-cloud": {"etc/default/grub.d/50-cloudimg-settings.cfg", "etc/default/grub.d/hostkit.cfg"},
     "boot-debian12": {"etc/default/grub.d/hostkit.cfg"},
-    "boot-sdboot": {"boot/efi/loader/entries/4f0c9e1b7a2d4c6e8b3a5d7f9e1c2b4a-6.1.0-28-amd64.conf",
-                    "boot/efi/loader/entries/4f0c9e1b7a2d4c6e8b3a5d7f9e1c2b4a-6.1.0-27-amd64.conf",
-                    "etc/kernel/cmdline"},
+    "boot-sdboot": {
+        "boot/efi/loader/entries/4f0c9e1b7a2d4c6e8b3a5d7f9e1c2b4a-6.1.0-28-amd64.conf",
+        "boot/efi/loader/entries/4f0c9e1b7a2d4c6e8b3a5d7f9e1c2b4a-6.1.0-27-amd64.conf",
+        "etc/kernel/cmdline",
+    },
 }
 
 
@@ -68,7 +77,9 @@ def fleet(lab):
 def test_apply_sets_the_next_boot_once_audit_passes_rollback_is_exact(fleet, host):
     before, planned = fleet["before"][host], fleet["plan"]["hosts"][host]["cmdline_set"]
     assert planned["isolcpus"] and planned["nohz_full"]
-    assert fleet["apply_rc"] == 0 and fleet["apply"]["hosts"][host]["status"] == "changed", fleet["apply"]["hosts"][host]
+    assert fleet["apply_rc"] == 0 and fleet["apply"]["hosts"][host]["status"] == "changed", fleet["apply"]["hosts"][
+        host
+    ]
     # update-grub is Debian GRUB's only: BLS and systemd-boot entries are read by the loader itself.
     assert (["update-grub"] in fleet["apply"]["hosts"][host]["would_run"]) is (BOOT_HOSTS[host] == "grub-debian")
     after = fleet["applied"][host]
@@ -105,7 +116,8 @@ def test_a_host_without_boot_configuration_is_refused_and_untouched(lab):
     assert host["refused"] == [
         "no supported boot configuration (found: none of /etc/default/grub, /boot/loader/entries/*.conf, "
         "<esp>/loader/entries/*.conf; supported: Debian/Ubuntu GRUB (/etc/default/grub), BLS entries with GRUB "
-        "(/boot/loader/entries + /boot/grub2), systemd-boot (<esp>/loader/entries))"]
+        "(/boot/loader/entries + /boot/grub2), systemd-boot (<esp>/loader/entries))"
+    ]
     assert trees(lab)["boot-none"] == before
 
 
@@ -118,12 +130,14 @@ def test_a_uki_host_gets_all_but_its_kernel_arguments_and_rolls_back_exactly(lab
     host = doc["hosts"][UKI]
     assert host["status"] == "changed" and not host["reboot_required"] and host["refused"] == [], host
     assert len(host["refused_parts"]) == 1 and host["refused_parts"][0].startswith(
-        "kernel arguments refused: booted from a unified kernel image (systemd-stub's StubInfo EFI variable"), host
+        "kernel arguments refused: booted from a unified kernel image (systemd-stub's StubInfo EFI variable"
+    ), host
     after = trees(lab)[UKI]
     changed = {p for p in set(before) | set(after) if before.get(p) != after.get(p)}
     assert any(p.startswith("etc/sysctl.d/") for p in changed), sorted(changed)  # the rest applied
-    assert not [p for p in changed if p.startswith(("efi/", "boot/", "etc/kernel/", "etc/default/grub",
-                                                    "sys/firmware/"))], sorted(changed)
+    assert not [
+        p for p in changed if p.startswith(("efi/", "boot/", "etc/kernel/", "etc/default/grub", "sys/firmware/"))
+    ], sorted(changed)
     rc, rb, proc = cli_json("rollback", "-i", lab.inventory, "--limit", UKI)
     assert rc == 0 and rb["hosts"][UKI]["verify"]["ok"], proc.stdout[-2000:]
     assert trees(lab)[UKI] == before

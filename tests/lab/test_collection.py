@@ -70,8 +70,13 @@ def controller(tmp_path_factory):
     for tool in [p.name for p in BIN.glob("ansible*")] + ["molecule"]:  # ansible-playbook, -navigator, -config ...
         (bindir / tool).symlink_to(BIN / tool)
     env = {k: v for k, v in os.environ.items() if not k.startswith(("ANSIBLE_", "HOSTKIT_"))}
-    env.update(PATH=f"{bindir}:/usr/bin:/bin", HOME=str(root), ANSIBLE_COLLECTIONS_PATH=str(root / "collections"),
-               ANSIBLE_FORCE_COLOR="0", ANSIBLE_NOCOLOR="1")
+    env.update(
+        PATH=f"{bindir}:/usr/bin:/bin",
+        HOME=str(root),
+        ANSIBLE_COLLECTIONS_PATH=str(root / "collections"),
+        ANSIBLE_FORCE_COLOR="0",
+        ANSIBLE_NOCOLOR="1",
+    )
     assert shutil.which("hostkit", path=env["PATH"]) is None
     return root, env
 
@@ -104,6 +109,7 @@ def fleet(lab, tmp_path):
 
     inventory.before = before
     inventory.dir = tmp_path
+
     def calls() -> list[list[str]]:
         """The hooks' calls, grouped by step (the hosts of a batch run a step at once, in either order)."""
         log = tmp_path / "calls.log"
@@ -128,8 +134,7 @@ def fleet(lab, tmp_path):
 
 def ansible(controller, *args, tool: str = "ansible-playbook", timeout: int = 900) -> subprocess.CompletedProcess:
     root, env = controller
-    return subprocess.run([tool, *map(str, args)], cwd=root, env=env, capture_output=True, text=True,
-                          timeout=timeout)
+    return subprocess.run([tool, *map(str, args)], cwd=root, env=env, capture_output=True, text=True, timeout=timeout)
 
 
 # Per host, the runs its journal held when the test began (earlier tests of the module, rolled back).
@@ -140,8 +145,11 @@ def journals(lab, host: str, rolled_back: bool = False) -> list[dict]:
     """The runs of this test in the host's journal that are not rolled back (``rolled_back``: those that are)."""
     d = sysroot(lab, host) / "var/lib/hostkit/journal"
     runs = [p for p in sorted(d.glob("*.json")) if not p.name.endswith(".rollback.json")] if d.is_dir() else []
-    return [json.loads(p.read_text()) for p in runs if p.stem not in EARLIER.get(host, ())
-            and p.with_suffix(".rollback.json").exists() is rolled_back]
+    return [
+        json.loads(p.read_text())
+        for p in runs
+        if p.stem not in EARLIER.get(host, ()) and p.with_suffix(".rollback.json").exists() is rolled_back
+    ]
 
 
 def journal_times(lab, host: str, rolled_back: bool = False) -> tuple[str, str]:
@@ -183,8 +191,9 @@ def test_the_rollout_playbook_tunes_every_host_once_in_order_and_matches_hostkit
     assert [len(journals(lab, h)) for h in HOSTS] == [1, 1, 1, 1]
     assert_live_audit_passes(lab, inv)
     gates = gate_lines(proc.stdout)
-    assert sorted(gates) == HOSTS and all("audit pass, smoke INCONCLUSIVE" in g and "(before: INCONCLUSIVE" in g
-                                          for g in gates.values()), gates
+    assert sorted(gates) == HOSTS and all(
+        "audit pass, smoke INCONCLUSIVE" in g and "(before: INCONCLUSIVE" in g for g in gates.values()
+    ), gates
     assert fleet.calls() == [["pre c1", "pre c2"], ["post c1", "post c2"], ["pre c3", "pre c4"], ["post c3", "post c4"]]
     by_playbook = changes(lab)
 
@@ -201,8 +210,9 @@ def test_the_rollout_playbook_tunes_every_host_once_in_order_and_matches_hostkit
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-2000:]
     state = json.loads(proc.stdout)
     assert [b["hosts"] for b in state["batches"]] == batches
-    assert {h: (r["before"]["verdict"], r["after"]["verdict"]) for h, r in state["hosts"].items()} == \
-        dict.fromkeys(HOSTS, ("INCONCLUSIVE", "INCONCLUSIVE"))
+    assert {h: (r["before"]["verdict"], r["after"]["verdict"]) for h, r in state["hosts"].items()} == dict.fromkeys(
+        HOSTS, ("INCONCLUSIVE", "INCONCLUSIVE")
+    )
     assert_batches_in_order(lab, batches)
     assert changes(lab) == by_playbook
 
@@ -216,17 +226,40 @@ def test_missed_smoke_gates_within_and_past_max_failures_through_navigator(lab, 
     (which passed) included. Every host back in service ran its post-batch tasks."""
     miss = {"hostkit_target_p999_ms": 0.0001}
     inv = fleet({"c2": miss, "c4": miss})
-    proc = ansible(controller, "run", "hostkit.tuning.rollout", "-i", inv, "--ee", "false", "-m", "stdout",
-                   "--pae", "false", "--lf", controller[0] / "navigator.log", *ROLLOUT,
-                   "-e", "hostkit_max_failures=1", tool="ansible-navigator")
+    proc = ansible(
+        controller,
+        "run",
+        "hostkit.tuning.rollout",
+        "-i",
+        inv,
+        "--ee",
+        "false",
+        "-m",
+        "stdout",
+        "--pae",
+        "false",
+        "--lf",
+        controller[0] / "navigator.log",
+        *ROLLOUT,
+        "-e",
+        "hostkit_max_failures=1",
+        tool="ansible-navigator",
+    )
     assert proc.returncode != 0
     out = proc.stdout
-    assert re.search(r'ok: \[c2\] => \{\s*"msg": "Smoke gate: MISSED: p999 .* vs target 0.0001 ms.* - rolled back; '
-                     r'failed hosts 1, tolerated up to hostkit_max_failures 1: the rollout goes on', out), out[-4000:]
-    assert re.search(r'fatal: \[c4\]: FAILED! => .*Smoke gate: MISSED: p999 .* vs target 0.0001 ms.* - rolled back"',
-                     out), out[-4000:]
-    assert re.search(r'fatal: \[c3\]: FAILED! => .*rolled back: the rollout stopped after 2 failed host\(s\) '
-                     r'\(c2, c4; hostkit_max_failures 1\)', out), out[-4000:]
+    assert re.search(
+        r'ok: \[c2\] => \{\s*"msg": "Smoke gate: MISSED: p999 .* vs target 0.0001 ms.* - rolled back; '
+        r"failed hosts 1, tolerated up to hostkit_max_failures 1: the rollout goes on",
+        out,
+    ), out[-4000:]
+    assert re.search(
+        r'fatal: \[c4\]: FAILED! => .*Smoke gate: MISSED: p999 .* vs target 0.0001 ms.* - rolled back"', out
+    ), out[-4000:]
+    assert re.search(
+        r"fatal: \[c3\]: FAILED! => .*rolled back: the rollout stopped after 2 failed host\(s\) "
+        r"\(c2, c4; hostkit_max_failures 1\)",
+        out,
+    ), out[-4000:]
     assert "tolerated: hostkit_max_failures" not in out  # a stopped rollout ends before the closing play
     now = trees(lab)
     assert now["c1"] != fleet.before["c1"] and len(journals(lab, "c1")) == 1  # passed within the limit: stays tuned
@@ -244,25 +277,40 @@ def test_a_failing_pre_batch_task_changes_nothing_on_its_batch(lab, controller, 
     the test needs no apply): nothing changes on c1 or c2, the rollout stops before c3 and c4."""
     inv = fleet()
     (fleet.dir / "fail-pre-c1").touch()
-    proc = ansible(controller, "-i", inv, "hostkit.tuning.rollout", "-e", "hostkit_batch=2",
-                   "-e", "hostkit_reboot=true", "-e", "hostkit_smoke_gate=false")
+    proc = ansible(
+        controller,
+        "-i",
+        inv,
+        "hostkit.tuning.rollout",
+        "-e",
+        "hostkit_batch=2",
+        "-e",
+        "hostkit_reboot=true",
+        "-e",
+        "hostkit_smoke_gate=false",
+    )
     assert proc.returncode != 0
     assert trees(lab) == fleet.before and not any(journals(lab, h) for h in HOSTS)
     # c2 was drained before c1's failure stopped the batch: it is back in service; c1 never left it
     assert fleet.calls() == [["pre c1", "pre c2"], ["post c2"]]
     assert re.search(r"fatal: \[c1\]: FAILED! => .*Record the pre-batch call", proc.stdout)
-    assert re.search(r"fatal: \[c2\]: FAILED! => .*batch stopped: a pre-batch task failed on another host",
-                     proc.stdout), proc.stdout[-3000:]
+    assert re.search(
+        r"fatal: \[c2\]: FAILED! => .*batch stopped: a pre-batch task failed on another host", proc.stdout
+    ), proc.stdout[-3000:]
 
 
-@pytest.mark.parametrize("bad, why", [
-    ({"hostkit_profile": "no-such-profile"}, "unknown profile 'no-such-profile'"),
-    ({"hostkit_overrides": {"isolation": "sometimes"}}, "c2: hostkit_overrides"),
-])
+@pytest.mark.parametrize(
+    "bad, why",
+    [
+        ({"hostkit_profile": "no-such-profile"}, "unknown profile 'no-such-profile'"),
+        ({"hostkit_overrides": {"isolation": "sometimes"}}, "c2: hostkit_overrides"),
+    ],
+)
 def test_bad_input_fails_its_host_with_one_line_and_leaves_the_batch_untouched(lab, controller, fleet, bad, why):
     inv = fleet({"c2": bad})
-    proc = ansible(controller, "-i", inv, "hostkit.tuning.rollout", "-e", "hostkit_batch=4",
-                   "-e", "hostkit_reboot=true")
+    proc = ansible(
+        controller, "-i", inv, "hostkit.tuning.rollout", "-e", "hostkit_batch=4", "-e", "hostkit_reboot=true"
+    )
     assert proc.returncode != 0
     (line,) = re.findall(r"fatal: \[c2\]: FAILED! => (.*)", proc.stdout)
     assert why in json.loads(line)["msg"] and "\\n" not in json.loads(line)["msg"]
@@ -272,12 +320,14 @@ def test_bad_input_fails_its_host_with_one_line_and_leaves_the_batch_untouched(l
 
 def test_a_plan_refused_on_a_vm_fails_that_host_alone_with_its_reason(lab, controller, fleet):
     inv = fleet(with_vm=True)
-    proc = ansible(controller, "-i", inv, "hostkit.tuning.rollout", "-e", "hostkit_batch=5",
-                   "-e", "hostkit_reboot=true")
+    proc = ansible(
+        controller, "-i", inv, "hostkit.tuning.rollout", "-e", "hostkit_batch=5", "-e", "hostkit_reboot=true"
+    )
     assert proc.returncode != 0
     (line,) = re.findall(r"fatal: \[(\w+)\]: FAILED! => (.*)", proc.stdout)
     assert line[0] == "v1" and json.loads(line[1])["msg"].startswith(
-        "refused: isolation asked on a host with deceptive topology")
+        "refused: isolation asked on a host with deceptive topology"
+    )
     assert trees(lab) == fleet.before and not any(journals(lab, h) for h in HOSTS + ["v1"])
     assert fleet.calls() == []
 
@@ -292,15 +342,22 @@ def test_the_collections_molecule_scenario_passes_on_a_lab_host(lab, controller,
     root, env = controller
     source = root / "source"
     if not source.exists():
-        subprocess.run([sys.executable, REPO / "scripts" / "build_collection.py", source], check=True,
-                       capture_output=True)
+        subprocess.run(
+            [sys.executable, REPO / "scripts" / "build_collection.py", source], check=True, capture_output=True
+        )
     coll = source / "ansible_collections" / "hostkit" / "tuning"
-    env = dict(env, MOLECULE_HOSTKIT_INVENTORY=str(fleet()), MOLECULE_HOSTKIT_LIMIT="c1", NO_COLOR="1",
-               ANSIBLE_COLLECTIONS_PATH=str(source))
+    env = dict(
+        env,
+        MOLECULE_HOSTKIT_INVENTORY=str(fleet()),
+        MOLECULE_HOSTKIT_LIMIT="c1",
+        NO_COLOR="1",
+        ANSIBLE_COLLECTIONS_PATH=str(source),
+    )
 
     def molecule(*args):
-        return subprocess.run(["molecule", *args, "-s", scenario], cwd=coll, env=env, capture_output=True,
-                              text=True, timeout=600)
+        return subprocess.run(
+            ["molecule", *args, "-s", scenario], cwd=coll, env=env, capture_output=True, text=True, timeout=600
+        )
 
     untouched = molecule("verify")
     assert untouched.returncode != 0 and "not as planned" in untouched.stdout + untouched.stderr

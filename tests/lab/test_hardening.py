@@ -63,10 +63,12 @@ def test_stale_lock_is_detected_and_cleared_explicitly(lab):
     before = trees(lab)["x"]
     lock = sysroot(lab, "x") / "var/lib/hostkit/lock"
     lock.parent.mkdir(parents=True, exist_ok=True)
-    dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True,
-                          text=True).stdout.strip()
-    lock.write_text(json.dumps({"run_id": "20200101T000000Z-dead00", "controller": f"{os.uname().nodename}:{dead}",
-                                "time": 0}))
+    dead = subprocess.run(
+        [sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True
+    ).stdout.strip()
+    lock.write_text(
+        json.dumps({"run_id": "20200101T000000Z-dead00", "controller": f"{os.uname().nodename}:{dead}", "time": 0})
+    )
     try:
         rc, doc, _ = cli_json("apply", "-i", lab.inventory, "--limit", "x")
         assert rc == 1 and "stale: run 20200101T000000Z-dead00 died" in doc["hosts"]["x"]["msg"]
@@ -100,17 +102,26 @@ def impostor_inventory(lab, tmp_path):
     key = (tmp_path / "other.pub").read_text().split()
     y = next(h for h in lab.hosts() if h.name == "y")
     impostor = tmp_path / "known_hosts"
-    impostor.write_text(lab.known_hosts.read_text().replace(
-        next(line for line in lab.known_hosts.read_text().splitlines() if line.startswith(f"[{y.address}]")),
-        f"[{y.address}]:{y.port} {key[0]} {key[1]}"))
+    impostor.write_text(
+        lab.known_hosts.read_text().replace(
+            next(line for line in lab.known_hosts.read_text().splitlines() if line.startswith(f"[{y.address}]")),
+            f"[{y.address}]:{y.port} {key[0]} {key[1]}",
+        )
+    )
     inv = tmp_path / "inv.yml"
     inv.write_text(lab.inventory.read_text().replace(str(lab.known_hosts), str(impostor)))
     return inv
 
 
-@pytest.mark.parametrize("command,message", [
-    (["apply", "--profile", "vmware-guest"], "msg"), (["audit"], "error"), (["smoke", "--duration", "1"], "error"),
-], ids=["apply", "audit", "smoke"])
+@pytest.mark.parametrize(
+    "command,message",
+    [
+        (["apply", "--profile", "vmware-guest"], "msg"),
+        (["audit"], "error"),
+        (["smoke", "--duration", "1"], "error"),
+    ],
+    ids=["apply", "audit", "smoke"],
+)
 def test_impostor_host_key_is_refused(lab, impostor_inventory, command, message):
     before = trees(lab)["y"]
     rc, doc, _ = cli_json(command[0], "-i", impostor_inventory, "--limit", "y", *command[1:])
@@ -121,22 +132,30 @@ def test_impostor_host_key_is_refused(lab, impostor_inventory, command, message)
     assert trees(lab)["y"] == before
 
 
-def test_a_role_failing_on_one_host_mid_fleet_leaves_the_others_and_a_consistent_journal(lab, tmp_path,
-                                                                                            rolled_back):
+def test_a_role_failing_on_one_host_mid_fleet_leaves_the_others_and_a_consistent_journal(lab, tmp_path, rolled_back):
     rolled_back("x", "y")  # the consistent journal: both roll back to the byte
     inv = tmp_path / "inv.yml"
-    inv.write_text(lab.inventory.read_text().replace(
-        "hostkit_fixture: epyc-9634-nps1", "hostkit_fixture: epyc-9634-nps1\n          containerd_extra_toml: 'broken = ['"))
+    inv.write_text(
+        lab.inventory.read_text().replace(
+            "hostkit_fixture: epyc-9634-nps1",
+            "hostkit_fixture: epyc-9634-nps1\n          containerd_extra_toml: 'broken = ['",
+        )
+    )
     rc, doc, proc = cli_json("apply", "-i", inv, "--force")  # y is a small KVM guest: forced, so both run every role
     assert rc == 1, proc.stderr[-2000:]
     x, y = doc["hosts"]["x"], doc["hosts"]["y"]
     assert x["status"] == "failed"
     # x ran every role up to containerd, which failed; nothing after it (kubelet) ran there.
-    assert [r for r in ROLES if r in x["roles"]] == ROLES[:ROLES.index("containerd") + 1]
+    assert [r for r in ROLES if r in x["roles"]] == ROLES[: ROLES.index("containerd") + 1]
     assert [r for r in ROLES if r in x["roles"] and x["roles"][r]["failed"]] == ["containerd"]
-    before_failure = ROLES[:ROLES.index("containerd")]
-    assert {r for r in before_failure if x["roles"][r]["changed"]} == \
-        {"isolcpus", "irq_affinity", "cpu_governor", "rt_runtime", "numa_sysctl"}, x["roles"]
+    before_failure = ROLES[: ROLES.index("containerd")]
+    assert {r for r in before_failure if x["roles"][r]["changed"]} == {
+        "isolcpus",
+        "irq_affinity",
+        "cpu_governor",
+        "rt_runtime",
+        "numa_sysctl",
+    }, x["roles"]
     # y went on to the end: every role ran, none failed; kubelet (after containerd) ran and said why it
     # had nothing to do (y is a plain KVM guest: no kubelet installed).
     assert y["status"] == "changed"
@@ -147,8 +166,9 @@ def test_a_role_failing_on_one_host_mid_fleet_leaves_the_others_and_a_consistent
 
 def test_journals_are_readable_by_root_only(lab, rolled_back):
     rolled_back("y")
-    rc, _, proc = cli_json("apply", "-i", lab.inventory, "--limit", "y", "--profile", "vmware-guest", "--tags",
-                           "rt_runtime")
+    rc, _, proc = cli_json(
+        "apply", "-i", lab.inventory, "--limit", "y", "--profile", "vmware-guest", "--tags", "rt_runtime"
+    )
     assert rc == 0, proc.stderr[-2000:]
     journal = sysroot(lab, "y") / "var/lib/hostkit/journal"
     modes = {j.name: oct(j.stat().st_mode & 0o777) for j in journal.glob("*.json")}
@@ -159,11 +179,15 @@ def test_become_password_never_reaches_artifacts_or_journals(lab, tmp_path, roll
     rolled_back("y")
     secret = "S3cr3t-become-pw-" + os.urandom(4).hex()
     inv = tmp_path / "inv.yml"
-    inv.write_text(lab.inventory.read_text().replace("hostkit_fixture: kvm-small",
-                                                     f"hostkit_fixture: kvm-small\n          ansible_become_password: {secret}"))
+    inv.write_text(
+        lab.inventory.read_text().replace(
+            "hostkit_fixture: kvm-small", f"hostkit_fixture: kvm-small\n          ansible_become_password: {secret}"
+        )
+    )
     rc, doc, proc = cli_json("apply", "-i", inv, "--limit", "y", "--profile", "vmware-guest")
     assert rc == 0, proc.stderr[-2000:]
     state = os.environ["HOSTKIT_STATE_DIR"]  # this test's runs and artifacts
-    leaks = subprocess.run(["grep", "-rl", secret, state, str(sysroot(lab, "y") / "var/lib/hostkit")],
-                           capture_output=True, text=True).stdout.split()
+    leaks = subprocess.run(
+        ["grep", "-rl", secret, state, str(sysroot(lab, "y") / "var/lib/hostkit")], capture_output=True, text=True
+    ).stdout.split()
     assert leaks == [] and secret not in proc.stdout + proc.stderr

@@ -29,6 +29,7 @@ from tests.unit.test_irq_boot import (
 
 # ----------------------------------------------------------------------------- the role, on a lab host
 
+
 @pytest.fixture(scope="module")
 def lab(make_lab):
     # irqbalance installed (its /etc/default/irqbalance is in the fixture) but not running (no irqbalance

@@ -73,7 +73,8 @@ def impostor_known_hosts(lab, tmp_path):
 def test_impostor_host_key_is_refused_by_testinfra(lab, impostor_known_hosts):
     host, impostor = impostor_known_hosts
     host.vars["ansible_ssh_common_args"] = host.vars["ansible_ssh_common_args"].replace(
-        f"UserKnownHostsFile={lab.known_hosts}", f"UserKnownHostsFile={impostor}")  # as Ansible would be told
+        f"UserKnownHostsFile={lab.known_hosts}", f"UserKnownHostsFile={impostor}"
+    )  # as Ansible would be told
     with pytest.raises(HostKeyError, match="CHANGED"):
         open_testinfra_host(host).run("true")
 
@@ -83,7 +84,8 @@ def test_unknown_host_key_is_refused_by_testinfra_not_accepted_on_first_use(lab,
     empty = tmp_path / "empty"
     empty.write_text("")
     host.vars["ansible_ssh_common_args"] = host.vars["ansible_ssh_common_args"].replace(
-        f"UserKnownHostsFile={lab.known_hosts}", f"UserKnownHostsFile={empty}")
+        f"UserKnownHostsFile={lab.known_hosts}", f"UserKnownHostsFile={empty}"
+    )
     with pytest.raises(HostKeyError, match="unknown"):
         open_testinfra_host(host).run("true")
 

@@ -36,8 +36,14 @@ REMOTE_USER = "hkop"
 def hostkit(*args, cwd: Path, timeout: int = 600) -> subprocess.CompletedProcess:
     env = {k: v for k, v in os.environ.items() if k != "ANSIBLE_CONFIG"}
     env["HOME"] = str(cwd)  # no ~/.ansible.cfg but the test's own
-    return subprocess.run([sys.executable, "-m", "hostkit.cli", *map(str, args)], capture_output=True, text=True,
-                          timeout=timeout, cwd=cwd, env={**env, "PYTHONPATH": str(REPO)})
+    return subprocess.run(
+        [sys.executable, "-m", "hostkit.cli", *map(str, args)],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        cwd=cwd,
+        env={**env, "PYTHONPATH": str(REPO)},
+    )
 
 
 def _pid_with(pidfile: Path, config: Path) -> int | None:
@@ -80,7 +86,9 @@ class JumpTopology:
         # from inside its own namespace, after its loopback is up, and the namespace is checked.
         self.holder = subprocess.Popen(
             ["unshare", "-n", "sh", "-c", "ip link set lo up && echo ready && exec sleep 3600"],
-            stdout=subprocess.PIPE, text=True)
+            stdout=subprocess.PIPE,
+            text=True,
+        )
         ns = f"/proc/{self.holder.pid}/ns/net"
         # Bounded, as any wait of this fixture: 10 s for the holder to answer.
         if not select.select([self.holder.stdout], [], [], 10)[0]:
@@ -95,9 +103,19 @@ class JumpTopology:
         shadow.write_text(Path("/etc/shadow").read_text() + f"{REMOTE_USER}:*:19000:0:99999:7:::\n")
         os.chmod(shadow, 0o600)
         config = self.lab.host_dir("t") / "sshd_config"
-        subprocess.run(["nsenter", f"--net={ns}", "unshare", "-m", "sh", "-c",
-                        f"mount --bind {passwd} /etc/passwd && mount --bind {shadow} /etc/shadow && "
-                        f"exec {SSHD} -f {config} -E {self.target_log}"], check=True)
+        subprocess.run(
+            [
+                "nsenter",
+                f"--net={ns}",
+                "unshare",
+                "-m",
+                "sh",
+                "-c",
+                f"mount --bind {passwd} /etc/passwd && mount --bind {shadow} /etc/shadow && "
+                f"exec {SSHD} -f {config} -E {self.target_log}",
+            ],
+            check=True,
+        )
         pidfile = self.lab.host_dir("t") / "sshd.pid"
         deadline = time.monotonic() + 10
         while _pid_with(pidfile, config) is None:
@@ -114,9 +132,14 @@ class JumpTopology:
             except OSError:
                 return
             with conn:
-                self.sessions.append(subprocess.Popen(
-                    ["nsenter", f"--net={ns}", SSHD, "-i", "-f", str(config), "-E", str(self.jump_log)],
-                    stdin=conn.fileno(), stdout=conn.fileno(), stderr=subprocess.DEVNULL))
+                self.sessions.append(
+                    subprocess.Popen(
+                        ["nsenter", f"--net={ns}", SSHD, "-i", "-f", str(config), "-E", str(self.jump_log)],
+                        stdin=conn.fileno(),
+                        stdout=conn.fileno(),
+                        stderr=subprocess.DEVNULL,
+                    )
+                )
 
     def down(self) -> None:
         if self.listener:
@@ -147,8 +170,8 @@ def jumped(make_lab, tmp_path_factory):
         raise
     # The operator's ansible.cfg, in the directory hostkit is started from.
     (work / "ansible.cfg").write_text(
-        f"[defaults]\nremote_user = {REMOTE_USER}\n\n"
-        f"[ssh_connection]\nssh_args = -F {lab.ssh_config} -o ProxyJump=j\n")
+        f"[defaults]\nremote_user = {REMOTE_USER}\n\n[ssh_connection]\nssh_args = -F {lab.ssh_config} -o ProxyJump=j\n"
+    )
     inv = yaml.safe_load(lab.inventory.read_text())
     del inv["all"]["vars"]["ansible_user"]  # the operator's remote_user decides
     del inv["all"]["children"]["lab"]["hosts"]["j"]  # the jump host is not a host to tune
@@ -204,10 +227,18 @@ def test_unknown_jumped_host_key_is_refused_not_accepted(jumped, tmp_path):
     work.mkdir()
     (work / "ansible.cfg").write_text((jumped.work / "ansible.cfg").read_text())
     known = tmp_path / "known_hosts"
-    known.write_text("".join(line + "\n" for line in jumped.lab.known_hosts.read_text().splitlines()
-                             if not line.startswith(f"[{jumped.target.address}]")))
-    (work / "inventory.yml").write_text((jumped.work / "inventory.yml").read_text().replace(
-        f"UserKnownHostsFile={jumped.lab.known_hosts}", f"UserKnownHostsFile={known}"))
+    known.write_text(
+        "".join(
+            line + "\n"
+            for line in jumped.lab.known_hosts.read_text().splitlines()
+            if not line.startswith(f"[{jumped.target.address}]")
+        )
+    )
+    (work / "inventory.yml").write_text(
+        (jumped.work / "inventory.yml")
+        .read_text()
+        .replace(f"UserKnownHostsFile={jumped.lab.known_hosts}", f"UserKnownHostsFile={known}")
+    )
     audit = hostkit("audit", "-i", "inventory.yml", "--json", cwd=work)
     assert audit.returncode == 1
     t = json.loads(audit.stdout)["hosts"]["t"]
@@ -224,9 +255,21 @@ def local_host(tmp_path_factory):
 
     work = tmp_path_factory.mktemp("local")
     root = fixtures.materialize("epyc-9634-nps1", work / "root")
-    (work / "inventory.yml").write_text(yaml.safe_dump({"all": {"hosts": {"me": {
-        "ansible_connection": "local", "ansible_python_interpreter": "/usr/bin/python3",
-        "hostkit_sysroot": str(root)}}}}))
+    (work / "inventory.yml").write_text(
+        yaml.safe_dump(
+            {
+                "all": {
+                    "hosts": {
+                        "me": {
+                            "ansible_connection": "local",
+                            "ansible_python_interpreter": "/usr/bin/python3",
+                            "hostkit_sysroot": str(root),
+                        }
+                    }
+                }
+            }
+        )
+    )
     proc = hostkit("apply", "-i", "inventory.yml", "--json", cwd=work)
     assert proc.returncode == 0, proc.stderr[-3000:]
     return work, root
@@ -244,16 +287,24 @@ def test_local_connection_host_audits(local_host):
 
 def _pytest(*args, cwd: Path) -> subprocess.CompletedProcess:
     # testinfra's ansible backend runs ansible-inventory: the venv's bin/ on PATH.
-    env = {**os.environ, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}",
-           "PYTHONPATH": str(REPO)}
-    return subprocess.run([sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-q", *map(str, args)],
-                          capture_output=True, text=True, cwd=cwd, timeout=300, env=env)
+    env = {
+        **os.environ,
+        "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}",
+        "PYTHONPATH": str(REPO),
+    }
+    return subprocess.run(
+        [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-q", *map(str, args)],
+        capture_output=True,
+        text=True,
+        cwd=cwd,
+        timeout=300,
+        env=env,
+    )
 
 
 def test_testinfra_idiom_runs_the_checks(local_host):
     work, _ = local_host
-    proc = _pytest("--pyargs", "hostkit.audit", "--connection=ansible", "--ansible-inventory=inventory.yml",
-                   cwd=work)
+    proc = _pytest("--pyargs", "hostkit.audit", "--connection=ansible", "--ansible-inventory=inventory.yml", cwd=work)
     assert proc.returncode == 0, proc.stdout[-3000:]
     summary = proc.stdout.strip().splitlines()[-1]
     assert " passed" in summary and "failed" not in summary and "error" not in summary, summary
@@ -265,8 +316,9 @@ def test_testinfra_idiom_fails_the_run_on_a_drifting_check(local_host):
     applied = stat_interval.read_text()
     stat_interval.write_text("1\n")
     try:
-        proc = _pytest("--pyargs", "hostkit.audit", "--connection=ansible", "--ansible-inventory=inventory.yml",
-                       cwd=work)
+        proc = _pytest(
+            "--pyargs", "hostkit.audit", "--connection=ansible", "--ansible-inventory=inventory.yml", cwd=work
+        )
     finally:
         stat_interval.write_text(applied)
     assert proc.returncode == 1, proc.stdout[-3000:]
@@ -281,7 +333,8 @@ def test_hostkit_checks_from_a_users_own_testinfra_test(local_host):
         "def test_tuned(host, hostkit_audit):\n"
         "    result = hostkit_audit(host)\n"
         "    assert result['counts']['pass'] > 10\n"
-        "    assert hostkit_drift(result) == []\n")
+        "    assert hostkit_drift(result) == []\n"
+    )
     ok = _pytest("test_mine.py", "--hosts=ansible://me", "--ansible-inventory=inventory.yml", cwd=work)
     assert ok.returncode == 0, ok.stdout[-3000:]
     governor = root / "sys/devices/system/cpu/cpu5/cpufreq/scaling_governor"
@@ -291,7 +344,9 @@ def test_hostkit_checks_from_a_users_own_testinfra_test(local_host):
         drifted = _pytest("test_mine.py", "--hosts=ansible://me", "--ansible-inventory=inventory.yml", cwd=work)
     finally:
         governor.write_text(applied)
-    assert drifted.returncode == 1 and "cpufreq governor: expected performance" in drifted.stdout, drifted.stdout[-3000:]
+    assert drifted.returncode == 1 and "cpufreq governor: expected performance" in drifted.stdout, drifted.stdout[
+        -3000:
+    ]
 
 
 # ----------------------------------------------------------------------------- -v and --log
@@ -320,7 +375,9 @@ def test_without_log_each_run_logs_in_its_run_directory(local_host):
     work, _ = local_host
     proc = hostkit("apply", "-i", "inventory.yml", "--check", "--json", cwd=work)
     assert proc.returncode == 0, proc.stderr[-3000:]
-    assert "TASK [hostkit.tuning.isolcpus : " in (Path(json.loads(proc.stdout)["artifacts"]) / "ansible.log").read_text()
+    assert (
+        "TASK [hostkit.tuning.isolcpus : " in (Path(json.loads(proc.stdout)["artifacts"]) / "ansible.log").read_text()
+    )
     assert "TASK [" not in proc.stderr  # without -v: no task log on the screen
 
 
@@ -330,5 +387,9 @@ def test_audit_verbosity_shows_each_hosts_steps_and_logs_its_commands(local_host
     proc = hostkit("audit", "-i", "inventory.yml", "-v", "--log", log, cwd=work)
     assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
     assert [line for line in proc.stderr.splitlines() if line.startswith("me: ")] == [
-        "me: connect [ok]", "me: facts [ok]", "me: plan [ok]", "me: checks [ok]"]
+        "me: connect [ok]",
+        "me: facts [ok]",
+        "me: plan [ok]",
+        "me: checks [ok]",
+    ]
     assert "facts --sysroot" in log.read_text()  # the agent's command, as testinfra ran it

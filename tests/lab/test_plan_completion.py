@@ -27,8 +27,11 @@ def test_irqbalance_ban_goes_where_a_rhel_host_has_its_file_and_rollback_restart
     assert rc == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
     rc, plan, _ = cli_json("plan", "-i", lab.inventory, "--limit", "rhel")
     assert plan["hosts"]["rhel"]["irq"]["irqbalance_config"] == "/etc/sysconfig/irqbalance"
-    banned = [line for line in (root / "etc/sysconfig/irqbalance").read_text().splitlines()
-              if line.startswith("IRQBALANCE_BANNED_CPULIST=")]
+    banned = [
+        line
+        for line in (root / "etc/sysconfig/irqbalance").read_text().splitlines()
+        if line.startswith("IRQBALANCE_BANNED_CPULIST=")
+    ]
     assert banned == [f"IRQBALANCE_BANNED_CPULIST={plan['hosts']['rhel']['isolated']}"]
     assert not (root / "etc/default/irqbalance").exists()
     rc, rb, proc = cli_json("rollback", "-i", lab.inventory, "--limit", "rhel")

@@ -35,11 +35,11 @@ def test_adopt_a_guest_tuned_by_another_tool_then_roll_back_to_it(lab, tmp_path)
 
 def test_verify_smoke_reverts_a_host_that_misses_its_slo(lab, tmp_path):
     before = trees(lab)["bm"]
-    inv = inventory_with(lab, tmp_path / "inv.yml",
-                         {"bm": {"hostkit_overrides": {"smoke": {"target_p999_ms": 0.001}}}})
+    inv = inventory_with(lab, tmp_path / "inv.yml", {"bm": {"hostkit_overrides": {"smoke": {"target_p999_ms": 0.001}}}})
     # --reboot: the plan changes kernel arguments; without a (lab-simulated) reboot the smoke run is refused
-    rc, doc, proc = cli_json("apply", "-i", inv, "--limit", "bm", "--verify-smoke", "--revert-on-fail",
-                             "--smoke-duration", "2", "--reboot")
+    rc, doc, proc = cli_json(
+        "apply", "-i", inv, "--limit", "bm", "--verify-smoke", "--revert-on-fail", "--smoke-duration", "2", "--reboot"
+    )
     assert rc == 1, proc.stderr[-2000:]
     v = doc["verify_smoke"]["bm"]
     assert v["passed"] is False and "MISSED" in v["verdict"] and "rolled back" in v["rollback"]

@@ -62,17 +62,21 @@ def fleet(lab, tmp_path):
         inv["all"]["vars"]["hostkit_pre_batch"] = f"{hook} pre {{{{ inventory_hostname }}}}"
         inv["all"]["vars"]["hostkit_post_batch"] = f"{hook} post {{{{ inventory_hostname }}}}"
         for h, v in inv["all"]["children"]["lab"]["hosts"].items():
-            v["hostkit_overrides"] = {"isolation": isolation,
-                                      "smoke": {"target_p999_ms": (targets or {}).get(h, 1000.0)}}
+            v["hostkit_overrides"] = {
+                "isolation": isolation,
+                "smoke": {"target_p999_ms": (targets or {}).get(h, 1000.0)},
+            }
         path = tmp_path / "inventory.yml"
         path.write_text(yaml.safe_dump(inv, sort_keys=False))
         return path
 
     inventory.before = before
     inventory.dir = tmp_path
-    inventory.calls = lambda: [" ".join(line.split()[:2]) for line in
-                               (tmp_path / "calls.log").read_text().splitlines()] \
-        if (tmp_path / "calls.log").exists() else []
+    inventory.calls = lambda: (
+        [" ".join(line.split()[:2]) for line in (tmp_path / "calls.log").read_text().splitlines()]
+        if (tmp_path / "calls.log").exists()
+        else []
+    )
     yield inventory
     changed = [h for h, t in trees(lab).items() if t != before[h]]
     if changed:
@@ -98,8 +102,7 @@ def state_file(rid: str) -> dict:
 
 def epoch(stamp: str) -> float:
     """A journal time (``2026-11-30T09:20:03.123456Z``) in seconds since the epoch."""
-    return datetime.datetime.strptime(stamp, "%Y-%m-%dT%H:%M:%S.%fZ").replace(
-        tzinfo=datetime.UTC).timestamp()
+    return datetime.datetime.strptime(stamp, "%Y-%m-%dT%H:%M:%S.%fZ").replace(tzinfo=datetime.UTC).timestamp()
 
 
 def process_tree(pid: int) -> list[int]:
@@ -124,8 +127,12 @@ def kill_mid_apply(lab, inv, args: list[str], host: str) -> str:
     """Start a rollout and kill its controller (hostkit, ansible-playbook and their children, with
     SIGKILL: no handler runs) once ``host``'s journal holds a change of the batch's apply run, i.e.
     in the middle of the apply. The rollout id."""
-    proc = subprocess.Popen([sys.executable, "-m", "hostkit.cli", "rollout", "-i", str(inv), *args, "--json"],
-                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "hostkit.cli", "rollout", "-i", str(inv), *args, "--json"],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     journal = sysroot(lab, host) / "var/lib/hostkit/journal"
     deadline = time.monotonic() + 900
     while True:
@@ -175,8 +182,15 @@ def test_a_rollout_killed_mid_apply_resumes_each_host_applied_once_in_order_then
     cut_off = next(r for r in hist["n2"] if r["run_id"] == cut)
     assert cut_off["rolled_back"] and epoch(cut_off["rolled_back"]) < epoch(hist["n2"][-1]["started"]), cut_off
     assert not (sysroot(lab, "n2") / "var/lib/hostkit/lock").exists()
-    assert fleet.calls() == ["pre n1", "post n1", "pre n2",  # killed in n2's apply
-                             "pre n2", "post n2", "pre n3", "post n3"]
+    assert fleet.calls() == [
+        "pre n1",
+        "post n1",
+        "pre n2",  # killed in n2's apply
+        "pre n2",
+        "post n2",
+        "pre n3",
+        "post n3",
+    ]
     # the hosts' journals: waves strictly ordered, one host changing at a time
     span = {h: (epoch(hist[h][-1]["started"]), epoch(hist[h][-1]["last_change"])) for h in HOSTS}
     for earlier, later in zip(WAVES, WAVES[1:]):
@@ -185,8 +199,9 @@ def test_a_rollout_killed_mid_apply_resumes_each_host_applied_once_in_order_then
     for h in HOSTS:
         assert "isolcpus=managed_irq," in (sysroot(lab, h) / "proc/cmdline").read_text(), h
     # the state and the fleet report
-    assert {h: (r["status"], r["audit"]["status"], r["after"]["verdict"]) for h, r in state_file(rid)["hosts"].items()} \
-        == dict.fromkeys(HOSTS, ("done", "pass", "INCONCLUSIVE"))
+    assert {
+        h: (r["status"], r["audit"]["status"], r["after"]["verdict"]) for h, r in state_file(rid)["hosts"].items()
+    } == dict.fromkeys(HOSTS, ("done", "pass", "INCONCLUSIVE"))
     d = runs_dir() / rid
     assert "status: **completed**" in (d / "report.md").read_text()
     assert (d / "fleet.png").read_bytes()[:4] == b"\x89PNG"

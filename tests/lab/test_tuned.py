@@ -27,8 +27,9 @@ TUNED_FILES = ("etc/tuned/", "boot/grub2/grubenv")
 @pytest.fixture(scope="module")
 def lab(make_lab):
     # One host per test; each test rolls its host back and checks it to the byte: any order.
-    lab = make_lab([("drive", "boot-rhel8-tuned"), ("neutral", "boot-rhel8-tuned"), ("adopt", "boot-rhel8-tuned")],
-                   lab_port(14))
+    lab = make_lab(
+        [("drive", "boot-rhel8-tuned"), ("neutral", "boot-rhel8-tuned"), ("adopt", "boot-rhel8-tuned")], lab_port(14)
+    )
     for h in ("drive", "neutral", "adopt"):
         install_tuned(sysroot(lab, h))
     return lab
@@ -76,14 +77,22 @@ def test_drive_makes_tuned_and_the_next_boot_agree_with_the_plan_and_rollback_re
         assert ["tuned-adm", "profile", "hostkit"] in doc["hosts"]["drive"]["would_run"]
         after = trees(lab)["drive"]
         # profile_mode was manual already: tuned-adm profile would leave it so.
-        assert changed_files(before, after) == {"boot/grub2/grubenv", "etc/tuned/active_profile",
-                                                "etc/tuned/bootcmdline", "etc/tuned/hostkit",
-                                                "etc/tuned/hostkit/tuned.conf"}
+        assert changed_files(before, after) == {
+            "boot/grub2/grubenv",
+            "etc/tuned/active_profile",
+            "etc/tuned/bootcmdline",
+            "etc/tuned/hostkit",
+            "etc/tuned/hostkit/tuned.conf",
+        }
         facts = facts_of(lab, "drive")
         tuned = facts["tuned"]
         assert tuned["active_profile"] == "hostkit" and tuned["profile_mode"] == "manual"
-        assert [p["name"] for p in tuned["profiles"]] == ["latency-performance", "network-latency",
-                                                          "cpu-partitioning", "hostkit"]
+        assert [p["name"] for p in tuned["profiles"]] == [
+            "latency-performance",
+            "network-latency",
+            "cpu-partitioning",
+            "hostkit",
+        ]
         assert tuned["isolated_cores"] == plan["isolated"]
 
         words = cmdline_words(facts["kernel"]["next_boot_cmdline"])
@@ -93,8 +102,12 @@ def test_drive_makes_tuned_and_the_next_boot_agree_with_the_plan_and_rollback_re
 
         # What tuned will write at its next start is what the next boot already reads.
         env = dict(parse_grubenv((sysroot(lab, "drive") / "boot/grub2/grubenv").read_text()))
-        assert tuned["boot_cmdline"] == env["tuned_params"] == plan["tuned"]["boot_cmdline"] == (
-            "rcupdate.rcu_normal_after_boot=1 nohz=on tuned.non_isolcpus=00000003 intel_pstate=disable")
+        assert (
+            tuned["boot_cmdline"]
+            == env["tuned_params"]
+            == plan["tuned"]["boot_cmdline"]
+            == ("rcupdate.rcu_normal_after_boot=1 nohz=on tuned.non_isolcpus=00000003 intel_pstate=disable")
+        )
         assert not {arg_name(w) for w in cmdline_words(env["tuned_params"])} & set(planned)
 
         rc, audit, proc = cli_json("audit", "-i", lab.inventory, "--limit", "drive")
@@ -108,7 +121,8 @@ def test_drive_makes_tuned_and_the_next_boot_agree_with_the_plan_and_rollback_re
         rc, dry, proc = cli_json("rollback", "-i", lab.inventory, "--limit", "drive", "--check")
         assert rc == 0, proc.stdout[-2000:]
         assert [a for a in dry["hosts"]["drive"]["would_run"] if a[0] == "tuned-adm"] == [
-            ["tuned-adm", "profile", "cpu-partitioning"]]
+            ["tuned-adm", "profile", "cpu-partitioning"]
+        ]
         assert trees(lab)["drive"] == after
     finally:
         rb = rollback_twice(lab, "drive", before)
@@ -140,8 +154,12 @@ def test_adopt_records_tuned_s_state_and_rollback_returns_to_it(lab):
     rc, doc, proc = cli_json("rollback", "-i", lab.inventory, "--limit", "adopt", "--adopt")
     assert rc == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
     host = doc["hosts"]["adopt"]
-    assert {"/etc/tuned/active_profile", "/etc/tuned/profile_mode", "/etc/tuned/bootcmdline",
-            "/boot/grub2/grubenv"} <= set(host["adopted_files"])
+    assert {
+        "/etc/tuned/active_profile",
+        "/etc/tuned/profile_mode",
+        "/etc/tuned/bootcmdline",
+        "/boot/grub2/grubenv",
+    } <= set(host["adopted_files"])
     assert host["apply_status"] == "changed"
     assert (sysroot(lab, "adopt") / "etc/tuned/active_profile").read_text() == "hostkit\n"
     rb = rollback_twice(lab, "adopt", before)

@@ -29,29 +29,46 @@ def installed(tmp_path_factory):
     that know nothing of the checkout."""
     base = tmp_path_factory.mktemp("wheel")
     dist = base / "dist"
-    proc = subprocess.run([sys.executable, "-m", "pip", "wheel", str(REPO), "--no-deps", "-q", "-w", str(dist)],
-                          capture_output=True, text=True, timeout=600)
+    proc = subprocess.run(
+        [sys.executable, "-m", "pip", "wheel", str(REPO), "--no-deps", "-q", "-w", str(dist)],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert proc.returncode == 0, proc.stderr[-3000:]
     (wheel,) = dist.glob("hostkit-*.whl")
     venv = base / "venv"
     base_python = getattr(sys, "_base_executable", None) or sys.executable
     subprocess.run([base_python, "-m", "venv", str(venv)], check=True, timeout=300)
-    proc = subprocess.run([str(venv / "bin" / "python"), "-m", "pip", "install", "-q", str(wheel)],
-                          capture_output=True, text=True, timeout=900)
+    proc = subprocess.run(
+        [str(venv / "bin" / "python"), "-m", "pip", "install", "-q", str(wheel)],
+        capture_output=True,
+        text=True,
+        timeout=900,
+    )
     assert proc.returncode == 0, proc.stderr[-3000:]
     cwd = base / "work"
     cwd.mkdir()
-    env = {k: v for k, v in os.environ.items()
-           if k not in ("HOSTKIT_PROJECT_DIR", "HOSTKIT_STATE_DIR", "PYTHONPATH", "VIRTUAL_ENV", "ANSIBLE_CONFIG")
-           and not k.startswith("PYTEST")}
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if k not in ("HOSTKIT_PROJECT_DIR", "HOSTKIT_STATE_DIR", "PYTHONPATH", "VIRTUAL_ENV", "ANSIBLE_CONFIG")
+        and not k.startswith("PYTEST")
+    }
     env["PATH"] = f"{venv / 'bin'}{os.pathsep}{env.get('PATH', '')}"
     return venv, cwd, env
 
 
 def hostkit(installed, *args, timeout: int = 600) -> subprocess.CompletedProcess:
     venv, cwd, env = installed
-    return subprocess.run([str(venv / "bin" / "hostkit"), *map(str, args)], cwd=cwd, env=env,
-                          capture_output=True, text=True, timeout=timeout)
+    return subprocess.run(
+        [str(venv / "bin" / "hostkit"), *map(str, args)],
+        cwd=cwd,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
 
 
 def hostkit_json(installed, *args):
@@ -59,8 +76,10 @@ def hostkit_json(installed, *args):
     try:
         return proc.returncode, json.loads(proc.stdout), proc
     except json.JSONDecodeError:
-        raise AssertionError(f"no JSON from hostkit {' '.join(map(str, args))}: rc={proc.returncode}\n"
-                             f"{proc.stdout[-2000:]}\n{proc.stderr[-3000:]}") from None
+        raise AssertionError(
+            f"no JSON from hostkit {' '.join(map(str, args))}: rc={proc.returncode}\n"
+            f"{proc.stdout[-2000:]}\n{proc.stderr[-3000:]}"
+        ) from None
 
 
 @pytest.fixture(scope="module")
@@ -70,18 +89,22 @@ def lab(make_lab):
 
 def test_the_installed_package_runs_from_its_collection_not_the_checkout(installed):
     venv, cwd, env = installed
-    code = ("import sys, hostkit, hostkit.paths as p; lay = p.layout(); "
-            "print(hostkit.__file__); print(lay.kind); print(lay.root); print(lay.collections); "
-            "print(any(x.rstrip('/') == sys.argv[1] for x in sys.path))")
-    proc = subprocess.run([str(venv / "bin" / "python"), "-c", code, str(REPO)], cwd=cwd, env=env,
-                          capture_output=True, text=True)
+    code = (
+        "import sys, hostkit, hostkit.paths as p; lay = p.layout(); "
+        "print(hostkit.__file__); print(lay.kind); print(lay.root); print(lay.collections); "
+        "print(any(x.rstrip('/') == sys.argv[1] for x in sys.path))"
+    )
+    proc = subprocess.run(
+        [str(venv / "bin" / "python"), "-c", code, str(REPO)], cwd=cwd, env=env, capture_output=True, text=True
+    )
     assert proc.returncode == 0, proc.stderr
     package, kind, root, collections, checkout_on_path = proc.stdout.split("\n")[:5]
     site = str(venv / "lib")
     assert package.startswith(site) and kind == "collection" and checkout_on_path == "False"
     assert root == f"{collections}/ansible_collections/hostkit/tuning" and root.startswith(site)
-    assert sorted(p.name for p in (Path(root) / "plugins" / "modules").glob("*.py")) == \
-        sorted(p.name for p in (REPO / "library").glob("*.py"))
+    assert sorted(p.name for p in (Path(root) / "plugins" / "modules").glob("*.py")) == sorted(
+        p.name for p in (REPO / "library").glob("*.py")
+    )
 
 
 def test_fixtures_list_finds_the_packaged_captures(installed):
@@ -124,8 +147,19 @@ def test_facts_plan_check_apply_rollback_from_the_installed_wheel(installed, lab
 def test_lab_up_facts_and_down_from_the_installed_wheel(installed):
     venv, cwd, env = installed
     labdir = cwd / "lab"
-    proc = hostkit(installed, "lab", "up", "--host", "w1=epyc-9634-nps1", "--host", "w2=this-machine",
-                   "--port", lab_port(14), "--dir", labdir)
+    proc = hostkit(
+        installed,
+        "lab",
+        "up",
+        "--host",
+        "w1=epyc-9634-nps1",
+        "--host",
+        "w2=this-machine",
+        "--port",
+        lab_port(14),
+        "--dir",
+        labdir,
+    )
     try:
         assert proc.returncode == 0, proc.stderr[-3000:]
         rc, facts, proc = hostkit_json(installed, "facts", "-i", labdir / "inventory.yml")

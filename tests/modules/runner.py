@@ -74,6 +74,7 @@ if str(MODULE_UTILS) not in ansible.module_utils.__path__:
 
 # ----------------------------------------------------------------------------- cases
 
+
 def load_cases() -> list[tuple[str, str, dict, bool]]:
     """(id, module, case, journals_changes) for every case of every file, in file order."""
     out = []
@@ -95,6 +96,7 @@ def substitute(value, tree: Path):
 
 
 # ----------------------------------------------------------------------------- trees
+
 
 def rel(path: str) -> str:
     return path.lstrip("/")
@@ -214,7 +216,7 @@ def run_inprocess(name: str, args: dict, spy: JournalSpy | None = None, library:
     mod = load_module(name, library)
     out = io.StringIO()
     rc = 0
-    with patch_module_args(args), contextlib.redirect_stdout(out), (spying(spy) if spy else contextlib.nullcontext()):
+    with patch_module_args(args), contextlib.redirect_stdout(out), spying(spy) if spy else contextlib.nullcontext():
         try:
             mod.main()
         except SystemExit as exc:
@@ -245,8 +247,14 @@ def run_subprocess(name: str, args: dict, shim: Path, workdir: Path, library: Pa
     argsfile = workdir / "args.json"
     argsfile.write_text(json.dumps({"ANSIBLE_MODULE_ARGS": args}))
     env = dict(os.environ, PYTHONPATH=str(shim))
-    proc = subprocess.run([sys.executable, str(library / f"{name}.py"), str(argsfile)], cwd=workdir, env=env,
-                          capture_output=True, text=True, timeout=120)
+    proc = subprocess.run(
+        [sys.executable, str(library / f"{name}.py"), str(argsfile)],
+        cwd=workdir,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     lines = proc.stdout.strip().splitlines()
     assert lines, f"{name} printed nothing (rc {proc.returncode}): {proc.stderr[-2000:]}"
     return json.loads(lines[-1]), proc.returncode
@@ -282,8 +290,13 @@ def run_agent_route(name: str, args: dict) -> tuple[dict, int]:
     if checked.error_messages:  # the plugin fails the task before anything runs on the host
         return {"failed": True, "msg": "; ".join(checked.error_messages)}, 1
     shell = LocalRemote()
-    result = work(shell, checked.validated_parameters, check_mode=bool(args.get("_ansible_check_mode")),
-                  diff_mode=bool(args.get("_ansible_diff")), python="/usr/bin/python3")
+    result = work(
+        shell,
+        checked.validated_parameters,
+        check_mode=bool(args.get("_ansible_check_mode")),
+        diff_mode=bool(args.get("_ansible_diff")),
+        python="/usr/bin/python3",
+    )
     if not shell.calls:
         assert result.get("failed"), f"the agent was never run, and the task did not fail: {result}"
         return result, 1
@@ -291,6 +304,7 @@ def run_agent_route(name: str, args: dict) -> tuple[dict, int]:
 
 
 # ----------------------------------------------------------------------------- one case
+
 
 def module_args(case: dict, tree: Path) -> dict:
     args = substitute(dict(case["params"]), tree)
@@ -348,8 +362,9 @@ def check_tree(tree: Path, before: dict, before_dirs: set, files_after: dict) ->
             assert doc.get(k) == v, f"/{r}: {k} is {doc.get(k)!r}, expected {v!r}"
         if "mode" in spec:
             assert mode == spec["mode"], f"/{r}: mode {mode}, expected {spec['mode']}"
-    assert sorted(now) == sorted(want), (f"files appeared {sorted(set(now) - set(want))}, "
-                                         f"disappeared {sorted(set(want) - set(now))}")
+    assert sorted(now) == sorted(want), (
+        f"files appeared {sorted(set(now) - set(want))}, disappeared {sorted(set(want) - set(now))}"
+    )
     for r, (data, mode) in want.items():
         got_data, got_mode = now[r]
         assert got_data == data, f"/{r} is {got_data!r}, expected {data!r}"
@@ -396,15 +411,17 @@ def check_journal(tree: Path, run_id: str | None, expected: list[dict], before: 
         if e["kind"] == "values":
             for item in e["items"]:
                 data = before.get(rel(item["path"]))
-                assert data is not None and data[0].decode().rstrip("\n") == item["before"], \
+                assert data is not None and data[0].decode().rstrip("\n") == item["before"], (
                     f"journal: {item['path']} before {item['before']!r}, the case had {data}"
+                )
         else:
             data = before.get(rel(e["path"]))
             b = e["before"]
             assert bool(b.get("exists")) == (data is not None), f"journal: {e['path']} exists {b.get('exists')}"
             if data is not None:
-                assert b["sha256"] == hashlib.sha256(data[0]).hexdigest() and b["mode"] == data[1], \
+                assert b["sha256"] == hashlib.sha256(data[0]).hexdigest() and b["mode"] == data[1], (
                     f"journal: {e['path']} before state differs from the case's file"
+                )
     return entries
 
 
@@ -417,8 +434,15 @@ def check_would_run(tree: Path, expected: list) -> None:
     assert got == expected, f"would run {got}, expected {expected}"
 
 
-def run_case(module: str, case: dict, journals_changes: bool, mode: str, workdir: Path, shim: Path | None,
-             library: Path = LIBRARY) -> None:
+def run_case(
+    module: str,
+    case: dict,
+    journals_changes: bool,
+    mode: str,
+    workdir: Path,
+    shim: Path | None,
+    library: Path = LIBRARY,
+) -> None:
     tree = workdir / "tree"
     write_tree(tree, case.get("files", {}))
     before, before_dirs = snapshot(tree)
@@ -464,7 +488,8 @@ def run_case(module: str, case: dict, journals_changes: bool, mode: str, workdir
             now.pop(WOULD_RUN_LOG, None)
             after.pop(WOULD_RUN_LOG, None)
         assert now == after and now_dirs == after_dirs, "the second run changed bytes: " + ", ".join(
-            sorted(k for k in set(now) | set(after) if now.get(k) != after.get(k)) or ["directories"])
+            sorted(k for k in set(now) | set(after) if now.get(k) != after.get(k)) or ["directories"]
+        )
 
     if journals_changes and entries:
         check_rollback(tree, before, before_dirs)
@@ -482,4 +507,5 @@ def check_rollback(tree: Path, before: dict, before_dirs: set) -> None:
     assert now == was, "rollback left " + ", ".join(sorted(k for k in set(now) | set(was) if now.get(k) != was.get(k)))
     state_dirs = set().union(*(parents(r) for r in snapshot(tree)[0] if r.startswith(STATE_PREFIX)))
     assert now_dirs - state_dirs == before_dirs - state_dirs, "rollback left directories: " + ", ".join(
-        sorted((now_dirs - state_dirs) ^ (before_dirs - state_dirs)))
+        sorted((now_dirs - state_dirs) ^ (before_dirs - state_dirs))
+    )

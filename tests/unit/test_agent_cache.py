@@ -49,16 +49,28 @@ def test_an_unchanged_package_names_the_same_artifact(pyz):
 BUSY = "import sys; [sys.intern(c) for c in '[](){}<>,.:;=+-*/ _']; "
 
 
-@pytest.mark.parametrize("prelude, env", [("", {"PYTHONHASHSEED": "0"}), (BUSY, {"PYTHONHASHSEED": "1"}),
-                                          (BUSY, {"PYTHONHASHSEED": "random"}), ("", {"PYTHONOPTIMIZE": "2"})],
-                         ids=["plain", "interned", "interned-random-seed", "optimized"])
+@pytest.mark.parametrize(
+    "prelude, env",
+    [
+        ("", {"PYTHONHASHSEED": "0"}),
+        (BUSY, {"PYTHONHASHSEED": "1"}),
+        (BUSY, {"PYTHONHASHSEED": "random"}),
+        ("", {"PYTHONOPTIMIZE": "2"}),
+    ],
+    ids=["plain", "interned", "interned-random-seed", "optimized"],
+)
 def test_the_same_sources_build_the_same_bytes_in_any_process(pyz, tmp_path, prelude, env):
     """One version of hostkit ships one file: hosts share one cache (one file name, one content), and
     a file of the same name with other bytes would be swapped under an agent running from it."""
     code = prelude + "from hostkit.ansible import agent_zipapp; print(agent_zipapp.build(sys.argv[1]))"
     env = {**os.environ, **env}
-    out = subprocess.run([sys.executable, "-c", "import sys; " + code, str(tmp_path)], env=env,
-                         capture_output=True, text=True, check=True).stdout.strip()
+    out = subprocess.run(
+        [sys.executable, "-c", "import sys; " + code, str(tmp_path)],
+        env=env,
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.strip()
     assert Path(out).name == pyz.name and Path(out).read_bytes() == pyz.read_bytes()
 
 
@@ -75,8 +87,12 @@ def user_env(tmp_path) -> dict:
 
 def _run(pyz: Path, env: dict, *args: str, upload: bool = False) -> subprocess.CompletedProcess:
     script = agent_zipapp.locate_script(pyz, upload=upload) + 'p=$1; shift; exec "$p" "$f" "$@"'
-    return subprocess.run(["sh", "-c", script, "hostkit-agent", SYSTEM_PYTHON, *args], env=env,
-                          input=pyz.read_bytes() if upload else None, capture_output=True)
+    return subprocess.run(
+        ["sh", "-c", script, "hostkit-agent", SYSTEM_PYTHON, *args],
+        env=env,
+        input=pyz.read_bytes() if upload else None,
+        capture_output=True,
+    )
 
 
 @pytest.mark.skipif(not os.path.exists(SYSTEM_PYTHON), reason="needs the system python3")

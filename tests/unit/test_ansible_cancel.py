@@ -29,12 +29,14 @@ def _alive(pattern: str) -> str:
 
 def test_sigint_during_a_task_stops_the_worker_before_run_playbook_returns(tmp_path):
     token = str(7000 + uuid.uuid4().int % 1000) + ".5"  # a sleep no other process runs
-    (tmp_path / "p.yml").write_text(textwrap.dedent(f"""\
+    (tmp_path / "p.yml").write_text(
+        textwrap.dedent(f"""\
         - hosts: all
           gather_facts: false
           tasks:
             - ansible.builtin.command: sleep {token}
-        """))
+        """)
+    )
     (tmp_path / "hosts").write_text(f"here ansible_connection=local ansible_python_interpreter={sys.executable}\n")
     script = textwrap.dedent(f"""\
         import os, signal, subprocess, threading, time
@@ -46,7 +48,7 @@ def test_sigint_during_a_task_stops_the_worker_before_run_playbook_returns(tmp_p
             os.kill(os.getpid(), signal.SIGINT)
 
         threading.Thread(target=interrupt_once_the_task_runs, daemon=True).start()
-        r = run_playbook({str(tmp_path / 'p.yml')!r}, {str(tmp_path / 'hosts')!r}, timeout=600)
+        r = run_playbook({str(tmp_path / "p.yml")!r}, {str(tmp_path / "hosts")!r}, timeout=600)
         print({{h: (x.status, x.msg) for h, x in r.hosts.items()}}, r.error)
         print(r.status)
         """)
@@ -63,12 +65,16 @@ def test_sigint_during_a_task_stops_the_worker_before_run_playbook_returns(tmp_p
 def test_a_leftover_ignoring_sigterm_is_killed_after_the_grace(tmp_path):
     control_dir = str(tmp_path / "hk-cp-test")
     # argv[0] "ansible-playbook", SIGTERM ignored (kept across exec), a session of its own like a worker.
-    proc = subprocess.Popen(["bash", "-c", "trap '' TERM; exec -a ansible-playbook sleep 300"],
-                            env=dict(os.environ, ANSIBLE_SSH_CONTROL_PATH_DIR=control_dir),
-                            start_new_session=True)
-    other = subprocess.Popen(["bash", "-c", "exec -a ansible-playbook sleep 300"],
-                             env=dict(os.environ, ANSIBLE_SSH_CONTROL_PATH_DIR=control_dir + "-another-run"),
-                             start_new_session=True)
+    proc = subprocess.Popen(
+        ["bash", "-c", "trap '' TERM; exec -a ansible-playbook sleep 300"],
+        env=dict(os.environ, ANSIBLE_SSH_CONTROL_PATH_DIR=control_dir),
+        start_new_session=True,
+    )
+    other = subprocess.Popen(
+        ["bash", "-c", "exec -a ansible-playbook sleep 300"],
+        env=dict(os.environ, ANSIBLE_SSH_CONTROL_PATH_DIR=control_dir + "-another-run"),
+        start_new_session=True,
+    )
     try:
         deadline = time.monotonic() + 10
         while "ansible-playbook" not in _alive("^ansible-playbook") and time.monotonic() < deadline:

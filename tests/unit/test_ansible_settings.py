@@ -82,15 +82,27 @@ def test_no_operator_file_gives_hostkits_defaults_and_strict_host_keys(operator_
 
 def test_operator_settings_come_first_and_hostkit_appends(operator_env):
     _, work = operator_env
-    c = cfg(work / "ansible.cfg", "[defaults]\nremote_user = op\ntimeout = 33\nroles_path = theirs\n"
-            "[ssh_connection]\nssh_args = -o ProxyJump=bastion -o ControlPersist=5m\npipelining = False\n")
+    c = cfg(
+        work / "ansible.cfg",
+        "[defaults]\nremote_user = op\ntimeout = 33\nroles_path = theirs\n"
+        "[ssh_connection]\nssh_args = -o ProxyJump=bastion -o ControlPersist=5m\npipelining = False\n",
+    )
     s = st.settings()
     assert s.path == c
     env = st.runner_env(REPO, "/tmp/cp", operator=s)
     assert env["ANSIBLE_CONFIG"] == str(c)
-    assert shlex.split(env["ANSIBLE_SSH_ARGS"]) == ["-o", "ProxyJump=bastion", "-o", "ControlPersist=5m", "-o",
-                                                    "ControlMaster=auto", "-o", "ControlPersist=60s", "-o",
-                                                    "StrictHostKeyChecking=yes"]
+    assert shlex.split(env["ANSIBLE_SSH_ARGS"]) == [
+        "-o",
+        "ProxyJump=bastion",
+        "-o",
+        "ControlPersist=5m",
+        "-o",
+        "ControlMaster=auto",
+        "-o",
+        "ControlPersist=60s",
+        "-o",
+        "StrictHostKeyChecking=yes",
+    ]
     assert env["ANSIBLE_ROLES_PATH"].split(os.pathsep) == [str(REPO / "roles"), str(work / "theirs")]
     assert "ANSIBLE_PIPELINING" not in env  # they set it
     assert "ANSIBLE_TIMEOUT" not in env and "ANSIBLE_REMOTE_USER" not in env
@@ -103,8 +115,11 @@ def test_hostkits_collection_comes_first_and_the_operators_collections_stay(oper
     home, work = operator_env
     view = str(REPO / "build" / "collections")
     env = st.runner_env(REPO, "/tmp/cp", operator=st.OperatorSettings(None))
-    assert env["ANSIBLE_COLLECTIONS_PATH"].split(os.pathsep) == [view, str(home / ".ansible/collections"),
-                                                               "/usr/share/ansible/collections"]
+    assert env["ANSIBLE_COLLECTIONS_PATH"].split(os.pathsep) == [
+        view,
+        str(home / ".ansible/collections"),
+        "/usr/share/ansible/collections",
+    ]
     assert env["ANSIBLE_MODULE_UTILS"] == str(REPO / "module_utils")
     assert (REPO / "build/collections/ansible_collections/hostkit/tuning/plugins/modules").resolve() == REPO / "library"
     c = cfg(work / "ansible.cfg", "[defaults]\ncollections_path = theirs:/opt/collections\n")
@@ -115,15 +130,22 @@ def test_hostkits_collection_comes_first_and_the_operators_collections_stay(oper
     for d in ("playbooks", "roles", "plugins/modules"):
         (installed / d).mkdir(parents=True)
     env = st.runner_env(installed, "/tmp/cp", operator=st.settings())
-    assert env["ANSIBLE_COLLECTIONS_PATH"].split(os.pathsep) == [str(tmp_path / "site"), str(work / "theirs"),
-                                                               "/opt/collections"]
+    assert env["ANSIBLE_COLLECTIONS_PATH"].split(os.pathsep) == [
+        str(tmp_path / "site"),
+        str(work / "theirs"),
+        "/opt/collections",
+    ]
     assert "ANSIBLE_MODULE_UTILS" not in env and "ANSIBLE_LIBRARY" not in env
 
 
-@pytest.mark.parametrize("weakening", [
-    "[defaults]\nhost_key_checking = False\n",
-    "[ssh_connection]\nssh_args = -o StrictHostKeyChecking=accept-new\n",
-], ids=["host_key_checking", "their-ssh-args"])
+@pytest.mark.parametrize(
+    "weakening",
+    [
+        "[defaults]\nhost_key_checking = False\n",
+        "[ssh_connection]\nssh_args = -o StrictHostKeyChecking=accept-new\n",
+    ],
+    ids=["host_key_checking", "their-ssh-args"],
+)
 def test_only_an_explicit_operator_setting_weakens_host_key_checking(operator_env, weakening):
     _, work = operator_env
     cfg(work / "ansible.cfg", weakening)
@@ -138,24 +160,42 @@ def test_environment_variables_are_operator_settings_too(operator_env, monkeypat
 
 def test_audit_connection_follows_ansible(operator_env):
     _, work = operator_env
-    cfg(work / "ansible.cfg", "[defaults]\nremote_user = op\nprivate_key_file = keys/id\n"
-                              "[ssh_connection]\nssh_args = -o ProxyJump=bastion\n")
+    cfg(
+        work / "ansible.cfg",
+        "[defaults]\nremote_user = op\nprivate_key_file = keys/id\n[ssh_connection]\nssh_args = -o ProxyJump=bastion\n",
+    )
     s = st.settings()
-    c = st.host_connection("web1", {"ansible_host": "10.0.0.5", "ansible_port": 2200,
-                                    "ansible_ssh_common_args": "-o UserKnownHostsFile=/k"}, s)
+    c = st.host_connection(
+        "web1",
+        {"ansible_host": "10.0.0.5", "ansible_port": 2200, "ansible_ssh_common_args": "-o UserKnownHostsFile=/k"},
+        s,
+    )
     assert (c.connection, c.address, c.port, c.user, c.key) == ("ssh", "10.0.0.5", 2200, "op", str(work / "keys/id"))
-    assert c.ssh_args == ["-o", "ProxyJump=bastion", "-o", "ControlMaster=auto", "-o", "ControlPersist=60s",
-                          "-o", "StrictHostKeyChecking=yes", "-o", "UserKnownHostsFile=/k"]
+    assert c.ssh_args == [
+        "-o",
+        "ProxyJump=bastion",
+        "-o",
+        "ControlMaster=auto",
+        "-o",
+        "ControlPersist=60s",
+        "-o",
+        "StrictHostKeyChecking=yes",
+        "-o",
+        "UserKnownHostsFile=/k",
+    ]
     # Inventory variables win over the operator's settings, as in Ansible.
     assert st.host_connection("web1", {"ansible_user": "admin"}, s).user == "admin"
     local = st.host_connection("me", {"ansible_connection": "local", "ansible_become": True}, s)
     assert (local.connection, local.become, local.become_user) == ("local", True, "root")
 
 
-@pytest.mark.parametrize("hv,message", [
-    ({"ansible_connection": "winrm"}, "ansible_connection 'winrm'"),
-    ({"ansible_become": True, "ansible_become_method": "su"}, "become method 'su'"),
-])
+@pytest.mark.parametrize(
+    "hv,message",
+    [
+        ({"ansible_connection": "winrm"}, "ansible_connection 'winrm'"),
+        ({"ansible_become": True, "ansible_become_method": "su"}, "become method 'su'"),
+    ],
+)
 def test_audit_refuses_connections_it_cannot_reproduce(operator_env, hv, message):
     with pytest.raises(BadInput, match=message):
         st.host_connection("h", hv, st.OperatorSettings(None))

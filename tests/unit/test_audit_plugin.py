@@ -12,9 +12,28 @@ from tests.conftest import REPO
 
 
 def test_testinfra_idiom_without_an_inventory_fails_loudly_naming_the_option(tmp_path):
-    env = {**os.environ, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}",
-           "PYTHONPATH": str(REPO)}
-    proc = subprocess.run([sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-q", "--pyargs", "hostkit.audit",
-                           "--connection=ansible"], capture_output=True, text=True, cwd=tmp_path, timeout=300, env=env)
+    env = {
+        **os.environ,
+        "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}",
+        "PYTHONPATH": str(REPO),
+    }
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pytest",
+            "-p",
+            "no:cacheprovider",
+            "-q",
+            "--pyargs",
+            "hostkit.audit",
+            "--connection=ansible",
+        ],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        timeout=300,
+        env=env,
+    )
     assert proc.returncode == 4, proc.stdout[-2000:] + proc.stderr[-2000:]
     assert "--ansible-inventory" in proc.stderr and "--hostkit-inventory" in proc.stderr

@@ -35,12 +35,24 @@ OVERRIDE_CASES = [
     ("housekeeping-shell", {"hostkit_overrides": {"housekeeping": "$(reboot)"}}, [], ["$(reboot)"]),
     ("irq-cpus-shell", {"hostkit_overrides": {"irq_cpus": "0`id`"}}, [], ["`id`"]),
     ("reserve-zero", {"hostkit_overrides": {"reserve_per_node": 0}}, [], ["reserve_per_node"]),
-    ("rt-negative", {"hostkit_overrides": {"sysctl": {"kernel.sched_rt_runtime_us": -5}}}, [],
-     ["kernel.sched_rt_runtime_us"]),
-    ("rt-absurd", {"hostkit_overrides": {"sysctl": {"kernel.sched_rt_runtime_us": 10**12}}}, [],
-     ["kernel.sched_rt_runtime_us"]),
-    ("rt-string", {"hostkit_overrides": {"sysctl": {"kernel.sched_rt_runtime_us": "lots"}}}, [],
-     ["must be an integer"]),
+    (
+        "rt-negative",
+        {"hostkit_overrides": {"sysctl": {"kernel.sched_rt_runtime_us": -5}}},
+        [],
+        ["kernel.sched_rt_runtime_us"],
+    ),
+    (
+        "rt-absurd",
+        {"hostkit_overrides": {"sysctl": {"kernel.sched_rt_runtime_us": 10**12}}},
+        [],
+        ["kernel.sched_rt_runtime_us"],
+    ),
+    (
+        "rt-string",
+        {"hostkit_overrides": {"sysctl": {"kernel.sched_rt_runtime_us": "lots"}}},
+        [],
+        ["must be an integer"],
+    ),
     ("governor-unknown", {"hostkit_overrides": {"governor": "turbo"}}, [], ["governor"]),
     ("unknown-override-key", {"hostkit_overrides": {"isolcpu": "8-63"}}, [], ["unknown key 'isolcpu'"]),
     ("wrong-type-bool", {"hostkit_overrides": {"isolation": "yes"}}, [], ["isolation"]),
@@ -75,11 +87,16 @@ def offline(tmp_path, closed_port):
     root = fixtures.materialize("kvm-small", tmp_path / "p")
 
     def inventory(host_vars: dict | None = None):
-        host = {"ansible_host": "127.0.0.1", "ansible_port": closed_port, "hostkit_sysroot": str(root),
-                **(host_vars or {})}
+        host = {
+            "ansible_host": "127.0.0.1",
+            "ansible_port": closed_port,
+            "hostkit_sysroot": str(root),
+            **(host_vars or {}),
+        }
         path = tmp_path / "inventory.yml"
-        path.write_text(yaml.safe_dump({"all": {"vars": {"ansible_user": "root"},
-                                                "children": {"lab": {"hosts": {"p": host}}}}}))
+        path.write_text(
+            yaml.safe_dump({"all": {"vars": {"ansible_user": "root"}, "children": {"lab": {"hosts": {"p": host}}}}})
+        )
         return path
 
     inventory.tree = lambda: tree_hash(root)
@@ -140,10 +157,14 @@ def test_missing_inventory_file_is_bad_input(tmp_path, capsys, command):
     assert_one_line_error(rc, err, ["nowhere.yml", "does not exist"])
 
 
-@pytest.mark.parametrize("make_root,needles", [
-    (lambda tmp: tmp / "nope", ["nope", "does not exist"]),
-    (lambda tmp: tmp, ["sys/devices/system/cpu"]),  # a directory, but not a Linux root
-], ids=["missing", "not-linux"])
+@pytest.mark.parametrize(
+    "make_root,needles",
+    [
+        (lambda tmp: tmp / "nope", ["nope", "does not exist"]),
+        (lambda tmp: tmp, ["sys/devices/system/cpu"]),  # a directory, but not a Linux root
+    ],
+    ids=["missing", "not-linux"],
+)
 def test_plan_on_a_bad_local_sysroot_is_bad_input(tmp_path, capsys, make_root, needles):
     root = make_root(tmp_path)
     rc, _, err = hostkit(capsys, "plan", "--sysroot", root)
@@ -170,8 +191,12 @@ def test_the_installed_entry_point_prints_the_same_one_line_error(offline):
     """The in-process cases above, once through `python -m hostkit.cli` as an operator runs it."""
     inv = offline({"hostkit_overrides": {"isolated": "3-1"}})
     before = offline.tree()
-    proc = subprocess.run([sys.executable, "-m", "hostkit.cli", "apply", "-i", str(inv), "--limit", "p"],
-                          capture_output=True, text=True, timeout=120)
+    proc = subprocess.run(
+        [sys.executable, "-m", "hostkit.cli", "apply", "-i", str(inv), "--limit", "p"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert_one_line_error(proc.returncode, proc.stderr, ["'3-1'"])
     assert no_host_contacted()
     assert offline.tree() == before

@@ -11,68 +11,102 @@ from hostkit.core import boot_loader as bl
 from hostkit.core.kernel_args import arg_name, cmdline_words, edit_words
 from hostkit.facts import gather
 
-WANT = {"isolcpus": "managed_irq,domain,2-7", "nohz_full": "2-7", "rcu_nocbs": "2-7", "irqaffinity": "0-1",
-        "nosoftlockup": None}
+WANT = {
+    "isolcpus": "managed_irq,domain,2-7",
+    "nohz_full": "2-7",
+    "rcu_nocbs": "2-7",
+    "irqaffinity": "0-1",
+    "nosoftlockup": None,
+}
 BOOT_FIXTURES = ["boot-rhel8-tuned", "boot-rhel9", "boot-ubuntu2204-cloud", "boot-debian12", "boot-sdboot"]
 
 
 def grub_cfg(files: dict[str, str]) -> dict:
-    return {"backend": "grub-debian", "files": bl.grub_order(list(files)), "texts": dict(files), "found": [],
-            "esp": None}
+    return {
+        "backend": "grub-debian",
+        "files": bl.grub_order(list(files)),
+        "texts": dict(files),
+        "found": [],
+        "esp": None,
+    }
 
 
 # ----------------------------------------------------------------------------- GRUB (Debian)
 
-@pytest.mark.parametrize("line, value", [
-    ('GRUB_CMDLINE_LINUX="quiet isolcpus=2-3"', "quiet isolcpus=2-3"),
-    ("GRUB_CMDLINE_LINUX='quiet $NOT_EXPANDED'", "quiet $NOT_EXPANDED"),
-    ("GRUB_CMDLINE_LINUX=bare", "bare"),
-    ("GRUB_CMDLINE_LINUX=bare # a comment", "bare"),
-    ('export GRUB_CMDLINE_LINUX="a"\'b c\'"d"', "ab cd"),
-    ('GRUB_CMDLINE_LINUX="dyndbg=\\"module foo +p\\" x=\\$y"', 'dyndbg="module foo +p" x=$y'),
-    ('GRUB_CMDLINE_LINUX="${GRUB_CMDLINE_LINUX_DEFAULT} more"', "d more"),
-    ('GRUB_CMDLINE_LINUX="$GRUB_CMDLINE_LINUX_DEFAULT more"', "d more"),
-])
+
+@pytest.mark.parametrize(
+    "line, value",
+    [
+        ('GRUB_CMDLINE_LINUX="quiet isolcpus=2-3"', "quiet isolcpus=2-3"),
+        ("GRUB_CMDLINE_LINUX='quiet $NOT_EXPANDED'", "quiet $NOT_EXPANDED"),
+        ("GRUB_CMDLINE_LINUX=bare", "bare"),
+        ("GRUB_CMDLINE_LINUX=bare # a comment", "bare"),
+        ('export GRUB_CMDLINE_LINUX="a"\'b c\'"d"', "ab cd"),
+        ('GRUB_CMDLINE_LINUX="dyndbg=\\"module foo +p\\" x=\\$y"', 'dyndbg="module foo +p" x=$y'),
+        ('GRUB_CMDLINE_LINUX="${GRUB_CMDLINE_LINUX_DEFAULT} more"', "d more"),
+        ('GRUB_CMDLINE_LINUX="$GRUB_CMDLINE_LINUX_DEFAULT more"', "d more"),
+    ],
+)
 def test_grub_values_are_read_as_the_shell_assigns_them(line, value):
     assert bl.grub_effective(['GRUB_CMDLINE_LINUX_DEFAULT="d"\n' + line + "\n"])["GRUB_CMDLINE_LINUX"] == value
 
 
 def test_grub_d_files_are_sourced_after_grub_in_name_order_and_a_later_assignment_wins():
-    paths = ["/etc/default/grub.d/hostkit.cfg", "/etc/default/grub.d/50-cloudimg-settings.cfg", "/etc/default/grub",
-             "/etc/default/grub.d/40-force-partuuid.cfg", "/etc/default/grub.d/notes.txt"]
-    assert bl.grub_order(paths) == ["/etc/default/grub", "/etc/default/grub.d/40-force-partuuid.cfg",
-                                    "/etc/default/grub.d/50-cloudimg-settings.cfg", "/etc/default/grub.d/hostkit.cfg"]
-    files = {"/etc/default/grub": 'GRUB_CMDLINE_LINUX_DEFAULT="quiet splash"\nGRUB_CMDLINE_LINUX=""\n',
-             "/etc/default/grub.d/50-cloudimg-settings.cfg": 'GRUB_CMDLINE_LINUX_DEFAULT="console=tty1 console=ttyS0"\n',
-             "/etc/default/grub.d/hostkit.cfg": bl.dropin_text({"isolcpus": "2-3"})}
+    paths = [
+        "/etc/default/grub.d/hostkit.cfg",
+        "/etc/default/grub.d/50-cloudimg-settings.cfg",
+        "/etc/default/grub",
+        "/etc/default/grub.d/40-force-partuuid.cfg",
+        "/etc/default/grub.d/notes.txt",
+    ]
+    assert bl.grub_order(paths) == [
+        "/etc/default/grub",
+        "/etc/default/grub.d/40-force-partuuid.cfg",
+        "/etc/default/grub.d/50-cloudimg-settings.cfg",
+        "/etc/default/grub.d/hostkit.cfg",
+    ]
+    files = {
+        "/etc/default/grub": 'GRUB_CMDLINE_LINUX_DEFAULT="quiet splash"\nGRUB_CMDLINE_LINUX=""\n',
+        "/etc/default/grub.d/50-cloudimg-settings.cfg": 'GRUB_CMDLINE_LINUX_DEFAULT="console=tty1 console=ttyS0"\n',
+        "/etc/default/grub.d/hostkit.cfg": bl.dropin_text({"isolcpus": "2-3"}),
+    }
     line, _ = bl.next_boot(grub_cfg(files), "BOOT_IMAGE=/boot/vmlinuz root=/dev/sda1 ro quiet splash")
     # The cloud image's value replaces Ubuntu's "quiet splash"; hostkit's drop-in appends to it.
     assert line == "BOOT_IMAGE=/boot/vmlinuz root=/dev/sda1 ro console=tty1 console=ttyS0 isolcpus=2-3"
 
 
 def test_grub_edit_replaces_a_foreign_value_in_any_grub_d_file_and_keeps_its_quotes():
-    files = {"/etc/default/grub": "GRUB_CMDLINE_LINUX='isolcpus=1 mitigations=off'\n",
-             "/etc/default/grub.d/50-cloudimg-settings.cfg": 'GRUB_CMDLINE_LINUX_DEFAULT="console=ttyS0 nohz_full=1"\n'}
+    files = {
+        "/etc/default/grub": "GRUB_CMDLINE_LINUX='isolcpus=1 mitigations=off'\n",
+        "/etc/default/grub.d/50-cloudimg-settings.cfg": 'GRUB_CMDLINE_LINUX_DEFAULT="console=ttyS0 nohz_full=1"\n',
+    }
     new = bl.edit(grub_cfg(files), {"isolcpus": "2-3", "nohz_full": "2-3"})
-    assert new == {"/etc/default/grub": "GRUB_CMDLINE_LINUX='mitigations=off'\n",
-                   "/etc/default/grub.d/50-cloudimg-settings.cfg": 'GRUB_CMDLINE_LINUX_DEFAULT="console=ttyS0"\n',
-                   "/etc/default/grub.d/hostkit.cfg": bl.dropin_text({"isolcpus": "2-3", "nohz_full": "2-3"})}
+    assert new == {
+        "/etc/default/grub": "GRUB_CMDLINE_LINUX='mitigations=off'\n",
+        "/etc/default/grub.d/50-cloudimg-settings.cfg": 'GRUB_CMDLINE_LINUX_DEFAULT="console=ttyS0"\n',
+        "/etc/default/grub.d/hostkit.cfg": bl.dropin_text({"isolcpus": "2-3", "nohz_full": "2-3"}),
+    }
 
 
 def test_grub_edit_refuses_when_a_later_file_would_drop_hostkits_arguments():
-    files = {"/etc/default/grub": 'GRUB_CMDLINE_LINUX_DEFAULT="quiet"\n',
-             "/etc/default/grub.d/zz-vendor.cfg": 'GRUB_CMDLINE_LINUX_DEFAULT="quiet"\n'}
+    files = {
+        "/etc/default/grub": 'GRUB_CMDLINE_LINUX_DEFAULT="quiet"\n',
+        "/etc/default/grub.d/zz-vendor.cfg": 'GRUB_CMDLINE_LINUX_DEFAULT="quiet"\n',
+    }
     with pytest.raises(bl.BootConfigError, match="isolcpus appears as nothing"):
         bl.edit(grub_cfg(files), {"isolcpus": "2-3"})
 
 
 # ----------------------------------------------------------------------------- grubenv
 
+
 def test_grubenv_keeps_its_1024_bytes_and_padding():
     block = bl.format_grubenv([("saved_entry", "abc-4.18.0"), ("kernelopts", "root=/dev/sda1 ro")], 1024)
     assert len(block.encode()) == 1024 and not block.endswith("\n")
     assert block.startswith("# GRUB Environment Block\nsaved_entry=abc-4.18.0\nkernelopts=root=/dev/sda1 ro\n###")
-    assert set(block[len("# GRUB Environment Block\nsaved_entry=abc-4.18.0\nkernelopts=root=/dev/sda1 ro\n"):]) == {"#"}
+    assert set(block[len("# GRUB Environment Block\nsaved_entry=abc-4.18.0\nkernelopts=root=/dev/sda1 ro\n") :]) == {
+        "#"
+    }
     assert bl.parse_grubenv(block) == [("saved_entry", "abc-4.18.0"), ("kernelopts", "root=/dev/sda1 ro")]
 
 
@@ -86,6 +120,7 @@ def test_grubenv_escapes_round_trip_and_an_overfull_block_is_refused():
 
 # ----------------------------------------------------------------------------- BLS
 
+
 def bls_cfg(entries: dict[str, str], env: list[tuple[str, str]] | None = None, cmdline: str | None = None) -> dict:
     texts = {f"/boot/loader/entries/{n}.conf": t for n, t in entries.items()}
     if env is not None:
@@ -96,10 +131,17 @@ def bls_cfg(entries: dict[str, str], env: list[tuple[str, str]] | None = None, c
 
 
 def test_bls_options_expand_grub_variables_of_the_default_entry():
-    cfg = bls_cfg({"m-4.18.0-80.el8": "version 4.18.0-80.el8\noptions $kernelopts ${tuned_params}\n",
-                   "m-4.18.0-513.el8": "version 4.18.0-513.el8\noptions $kernelopts $tuned_params extra\n"},
-                  [("saved_entry", "m-4.18.0-80.el8"), ("kernelopts", "root=/dev/sda1 ro"),
-                   ("tuned_params", "isolcpus=2-7 nohz=on")])
+    cfg = bls_cfg(
+        {
+            "m-4.18.0-80.el8": "version 4.18.0-80.el8\noptions $kernelopts ${tuned_params}\n",
+            "m-4.18.0-513.el8": "version 4.18.0-513.el8\noptions $kernelopts $tuned_params extra\n",
+        },
+        [
+            ("saved_entry", "m-4.18.0-80.el8"),
+            ("kernelopts", "root=/dev/sda1 ro"),
+            ("tuned_params", "isolcpus=2-7 nohz=on"),
+        ],
+    )
     assert bl.next_boot(cfg) == ("root=/dev/sda1 ro isolcpus=2-7 nohz=on", "/boot/loader/entries/m-4.18.0-80.el8.conf")
     # No saved_entry: the newest kernel by version (513 > 80, numbers compare as numbers).
     cfg["texts"][bl.GRUBENV] = bl.format_grubenv([("kernelopts", "root=/dev/sda1 ro")], 1024)
@@ -108,39 +150,59 @@ def test_bls_options_expand_grub_variables_of_the_default_entry():
 
 def test_bls_el8_edit_goes_to_kernelopts_and_takes_managed_names_out_of_tuned_params():
     entry = "version 4.18.0-513.el8\noptions $kernelopts $tuned_params\n"
-    cfg = bls_cfg({"m-4.18.0-513.el8": entry},
-                  [("saved_entry", "m-4.18.0-513.el8"), ("kernelopts", "root=/dev/sda1 ro quiet"),
-                   ("tuned_params", "skew_tick=1 nohz=on isolcpus=2-7 nohz_full=2-7 nosoftlockup")])
+    cfg = bls_cfg(
+        {"m-4.18.0-513.el8": entry},
+        [
+            ("saved_entry", "m-4.18.0-513.el8"),
+            ("kernelopts", "root=/dev/sda1 ro quiet"),
+            ("tuned_params", "skew_tick=1 nohz=on isolcpus=2-7 nohz_full=2-7 nosoftlockup"),
+        ],
+    )
     new = bl.edit(cfg, {"isolcpus": "managed_irq,2-7", "nohz_full": "2-7"})
     assert list(new) == [bl.GRUBENV]  # the entry keeps `options $kernelopts $tuned_params`
     assert len(new[bl.GRUBENV]) == 1024
     assert dict(bl.parse_grubenv(new[bl.GRUBENV])) == {
         "saved_entry": "m-4.18.0-513.el8",
         "kernelopts": "root=/dev/sda1 ro quiet isolcpus=managed_irq,2-7 nohz_full=2-7",
-        "tuned_params": "skew_tick=1 nohz=on nosoftlockup"}
+        "tuned_params": "skew_tick=1 nohz=on nosoftlockup",
+    }
 
 
 def test_bls_inline_options_are_edited_as_grubby_does_in_place_and_duplicates_go():
-    cfg = bls_cfg({"m-5.14.0-427.el9": "version 5.14.0-427.el9\noptions root=/dev/sda1 ro isolcpus=4-7 quiet "
-                                       "isolcpus=5 $tuned_params\n"}, cmdline="root=/dev/sda1 ro isolcpus=4-7\n")
+    cfg = bls_cfg(
+        {
+            "m-5.14.0-427.el9": "version 5.14.0-427.el9\noptions root=/dev/sda1 ro isolcpus=4-7 quiet "
+            "isolcpus=5 $tuned_params\n"
+        },
+        cmdline="root=/dev/sda1 ro isolcpus=4-7\n",
+    )
     new = bl.edit(cfg, {"isolcpus": "2-7", "rcu_nocbs": "2-7"}, remove=["quiet"])
     assert new["/boot/loader/entries/m-5.14.0-427.el9.conf"] == (
-        "version 5.14.0-427.el9\noptions root=/dev/sda1 ro isolcpus=2-7 $tuned_params rcu_nocbs=2-7\n")
+        "version 5.14.0-427.el9\noptions root=/dev/sda1 ro isolcpus=2-7 $tuned_params rcu_nocbs=2-7\n"
+    )
     assert new[bl.KERNEL_CMDLINE] == "root=/dev/sda1 ro isolcpus=2-7 rcu_nocbs=2-7\n"
 
 
 def test_edit_words_is_what_grubby_args_and_remove_args_give():
     words = cmdline_words('root=/dev/sda1 ro isolcpus=4-7 dyndbg="module x +p" isolcpus=1 $tuned_params')
     assert edit_words(words, {"isolcpus": "2-3", "bare": None}, {"ro"}) == [
-        "root=/dev/sda1", "isolcpus=2-3", 'dyndbg="module x +p"', "$tuned_params", "bare"]
+        "root=/dev/sda1",
+        "isolcpus=2-3",
+        'dyndbg="module x +p"',
+        "$tuned_params",
+        "bare",
+    ]
 
 
 # ----------------------------------------------------------------------------- systemd-boot
 
+
 def test_systemd_boot_default_glob_picks_the_entry():
-    texts = {"/efi/loader/loader.conf": "timeout 3\ndefault other-*\n",
-             "/efi/loader/entries/m-6.1.0-28.conf": "version 6.1.0-28\noptions root=/dev/sda1 new\n",
-             "/efi/loader/entries/other-6.1.0-1.conf": "version 6.1.0-1\noptions root=/dev/sda2 old\n"}
+    texts = {
+        "/efi/loader/loader.conf": "timeout 3\ndefault other-*\n",
+        "/efi/loader/entries/m-6.1.0-28.conf": "version 6.1.0-28\noptions root=/dev/sda1 new\n",
+        "/efi/loader/entries/other-6.1.0-1.conf": "version 6.1.0-1\noptions root=/dev/sda2 old\n",
+    }
     cfg = {"backend": "systemd-boot", "files": sorted(texts), "texts": texts, "found": [], "esp": "/efi"}
     assert bl.next_boot(cfg) == ("root=/dev/sda2 old", "/efi/loader/entries/other-6.1.0-1.conf")
     texts["/efi/loader/loader.conf"] = "timeout 3\n"
@@ -149,10 +211,21 @@ def test_systemd_boot_default_glob_picks_the_entry():
 
 # ----------------------------------------------------------------------------- on the fixtures
 
-@pytest.mark.parametrize("name, backend", [
-    ("boot-rhel8-tuned", "bls"), ("boot-rhel9", "bls"), ("boot-ubuntu2204-cloud", "grub-debian"),
-    ("boot-debian12", "grub-debian"), ("boot-sdboot", "systemd-boot"), ("boot-none", "none"),
-    ("boot-arch-uki", "uki"), ("epyc-9634-nps1", "grub-debian"), ("this-machine", "none")])
+
+@pytest.mark.parametrize(
+    "name, backend",
+    [
+        ("boot-rhel8-tuned", "bls"),
+        ("boot-rhel9", "bls"),
+        ("boot-ubuntu2204-cloud", "grub-debian"),
+        ("boot-debian12", "grub-debian"),
+        ("boot-sdboot", "systemd-boot"),
+        ("boot-none", "none"),
+        ("boot-arch-uki", "uki"),
+        ("epyc-9634-nps1", "grub-debian"),
+        ("this-machine", "none"),
+    ],
+)
 def test_each_fixture_is_read_as_its_boot_loader(sysroots, name, backend):
     kernel = gather(str(sysroots[name]))["kernel"]
     assert kernel["boot_loader"]["backend"] == backend
@@ -195,7 +268,8 @@ def test_unsupported_boot_files_are_named(tmp_path):
     cfg = bl.detect(str(tmp_path))
     assert cfg["backend"] == "none"
     assert bl.describe_none(cfg).startswith(
-        "no supported boot configuration (found: /boot/extlinux/extlinux.conf, /boot/loader/entries/x.conf; ")
+        "no supported boot configuration (found: /boot/extlinux/extlinux.conf, /boot/loader/entries/x.conf; "
+    )
 
 
 def test_a_unified_kernel_image_is_named_and_its_arguments_are_never_edited(sysroots, tmp_path):
@@ -206,15 +280,22 @@ def test_a_unified_kernel_image_is_named_and_its_arguments_are_never_edited(sysr
 
     cfg = bl.detect(str(sysroots["boot-arch-uki"]))
     assert cfg["backend"] == "uki" and cfg["found"] == [
-        bl.STUB_INFO, "/efi/EFI/Linux/arch-linux-fallback.efi", "/efi/EFI/Linux/arch-linux.efi"]
+        bl.STUB_INFO,
+        "/efi/EFI/Linux/arch-linux-fallback.efi",
+        "/efi/EFI/Linux/arch-linux.efi",
+    ]
     with pytest.raises(bl.BootConfigError, match=r"^booted from a unified kernel image \(systemd-stub's StubInfo"):
         bl.edit(cfg, WANT)
     from hostkit.lab.fixtures import materialize
 
     root = materialize("boot-arch-uki", tmp_path / "uki")
     out, rc = run_inprocess("hostkit_bootargs", {"sysroot": str(root), "run_id": "t-uki", "set": {"isolcpus": "2-7"}})
-    assert rc and out["failed"] and out["msg"].startswith("booted from a unified kernel image") and \
-        out["msg"].endswith(": the kernel arguments isolcpus cannot be set here"), out
+    assert (
+        rc
+        and out["failed"]
+        and out["msg"].startswith("booted from a unified kernel image")
+        and out["msg"].endswith(": the kernel arguments isolcpus cannot be set here")
+    ), out
     out, rc = run_inprocess("hostkit_bootargs", {"sysroot": str(root), "run_id": "t-uki", "set": {}})
     assert rc == 0 and not out.get("failed") and out["changed"] is False and out["not_applicable"] is True, out
 
@@ -228,7 +309,11 @@ def test_on_a_uki_host_the_plan_refuses_only_its_kernel_arguments(sysroots):
     plan = make_plan(facts, profile, pinned, host="boot-arch-uki")
     assert plan["refused"] == [] and plan["cmdline_set"] == {} and plan["cmdline_remove"] == []
     refused = plan["refused_parts"]
-    assert len(refused) == 1 and refused[0].startswith("kernel arguments refused: booted from a unified") and "not set: isolcpus=managed_irq,2-7 nohz_full=2-7" in refused[0], refused
+    assert (
+        len(refused) == 1
+        and refused[0].startswith("kernel arguments refused: booted from a unified")
+        and "not set: isolcpus=managed_irq,2-7 nohz_full=2-7" in refused[0]
+    ), refused
     assert plan["isolated"] == "2-7" and plan["sysctl"] and plan["irq"]["affinity"]  # the rest of the plan
     # booted with what the plan wants already (a UKI built with the arguments): nothing to refuse
     want = make_plan(gather(str(sysroots["boot-sdboot"])), profile, pinned, host="x")["cmdline_set"]
@@ -238,6 +323,7 @@ def test_on_a_uki_host_the_plan_refuses_only_its_kernel_arguments(sysroots):
 
 
 # ----------------------------------------------------------------------------- the plan's guard
+
 
 def test_the_plan_is_refused_without_boot_configuration_even_with_force(sysroots):
     from hostkit.plan import make_plan

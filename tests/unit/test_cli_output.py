@@ -37,16 +37,25 @@ def test_quiet_progress_prints_nothing(capsys):
     assert capsys.readouterr().err == ""
 
 
-@pytest.mark.parametrize("args,message", [
-    (["-vvvvv"], "goes up to -vvvv"),
-    (["--log", "/nonexistent-dir/x.log"], "directory /nonexistent-dir does not exist"),
-    (["--log", "/tmp"], "is a directory"),
-], ids=["five-v", "log-dir-missing", "log-is-dir"])
+@pytest.mark.parametrize(
+    "args,message",
+    [
+        (["-vvvvv"], "goes up to -vvvv"),
+        (["--log", "/nonexistent-dir/x.log"], "directory /nonexistent-dir does not exist"),
+        (["--log", "/tmp"], "is a directory"),
+    ],
+    ids=["five-v", "log-dir-missing", "log-is-dir"],
+)
 def test_verbosity_and_log_bad_input_exit_2_before_any_host(tmp_path, args, message):
     inv = tmp_path / "inv.yml"
     inv.write_text("all:\n  hosts:\n    h1:\n      ansible_host: 192.0.2.1\n")
-    proc = subprocess.run([sys.executable, "-m", "hostkit.cli", "apply", "-i", str(inv), *args],
-                          capture_output=True, text=True, timeout=120, cwd=tmp_path)
+    proc = subprocess.run(
+        [sys.executable, "-m", "hostkit.cli", "apply", "-i", str(inv), *args],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=tmp_path,
+    )
     assert proc.returncode == 2, proc.stderr
     assert message in proc.stderr and proc.stderr.count("hostkit: error:") == 1
     assert not (tmp_path / ".hostkit" / "runs").exists() or not any((tmp_path / ".hostkit" / "runs").iterdir())

@@ -45,18 +45,25 @@ def collection(tmp_path_factory) -> Path:
 
 def files_of(root: Path) -> dict[str, bytes]:
     """Every file under ``root`` by its relative path (through symlinked directories too)."""
-    return {str(Path(d, f).relative_to(root)): Path(d, f).read_bytes()
-            for d, _, names in os.walk(root, followlinks=True) for f in names}
+    return {
+        str(Path(d, f).relative_to(root)): Path(d, f).read_bytes()
+        for d, _, names in os.walk(root, followlinks=True)
+        for f in names
+    }
 
 
 def ansible_env(collection: Path) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("ANSIBLE_")}
-    env.update(ANSIBLE_COLLECTIONS_PATH=str(collection.parents[2]), ANSIBLE_NOCOLOR="1",
-               PATH=f"{BIN}{os.pathsep}{os.environ.get('PATH', '')}")
+    env.update(
+        ANSIBLE_COLLECTIONS_PATH=str(collection.parents[2]),
+        ANSIBLE_NOCOLOR="1",
+        PATH=f"{BIN}{os.pathsep}{os.environ.get('PATH', '')}",
+    )
     return env
 
 
 # ----------------------------------------------------------------------------- what the collection holds
+
 
 def test_the_collection_is_the_repository_in_collection_layout(collection):
     assert collection.parts[-3:] == ("ansible_collections", "hostkit", "tuning")
@@ -69,8 +76,7 @@ def test_the_collection_is_the_repository_in_collection_layout(collection):
             assert copy.read_text() == build.rewrite_imports(p.resolve().read_text()), p
             assert "ansible.module_utils.hostkit_" not in copy.read_text(), p
     for tree in ("roles", "playbooks"):
-        assert files_of(collection / tree) == {k: v for k, v in files_of(REPO / tree).items()
-                                               if "__pycache__" not in k}
+        assert files_of(collection / tree) == {k: v for k, v in files_of(REPO / tree).items() if "__pycache__" not in k}
     assert (collection / "LICENSE").read_bytes() == (REPO / "LICENSE").read_bytes()
 
 
@@ -110,8 +116,9 @@ def _tasks(node):
 def test_playbooks_and_roles_call_hostkits_modules_by_fqcn():
     """``hostkit.tuning.<module>``, never the short name: a checkout and the installed collection
     resolve hostkit's modules the same way (ANSIBLE_COLLECTIONS_PATH, no ANSIBLE_LIBRARY)."""
-    files = sorted([*REPO.glob("playbooks/*.yml"), *REPO.glob("roles/*/tasks/*.yml"),
-                    *REPO.glob("roles/*/handlers/*.yml")])
+    files = sorted(
+        [*REPO.glob("playbooks/*.yml"), *REPO.glob("roles/*/tasks/*.yml"), *REPO.glob("roles/*/handlers/*.yml")]
+    )
     fqcn, short = [], []
     for f in files:
         for task in _tasks(yaml.safe_load(f.read_text()) or []):
@@ -126,15 +133,18 @@ def test_playbooks_and_roles_call_hostkits_modules_by_fqcn():
 
 
 def test_the_import_rewrite_keeps_names_and_changes_only_hostkit_module_utils():
-    src = ("from ansible.module_utils.basic import AnsibleModule\n"
-           "from ansible.module_utils.hostkit_journal_io import (Journal, JournalError,\n"
-           "                                                  file_state)\n"
-           "    from ansible.module_utils.hostkit_sysroot import is_live  # noqa: F401\n")
+    src = (
+        "from ansible.module_utils.basic import AnsibleModule\n"
+        "from ansible.module_utils.hostkit_journal_io import (Journal, JournalError,\n"
+        "                                                  file_state)\n"
+        "    from ansible.module_utils.hostkit_sysroot import is_live  # noqa: F401\n"
+    )
     assert build.rewrite_imports(src) == (
         "from ansible.module_utils.basic import AnsibleModule\n"
         "from ansible_collections.hostkit.tuning.plugins.module_utils.hostkit_journal_io import (\n"
         "    Journal, JournalError, file_state)\n"
-        "    from ansible_collections.hostkit.tuning.plugins.module_utils.hostkit_sysroot import is_live  # noqa: F401\n")
+        "    from ansible_collections.hostkit.tuning.plugins.module_utils.hostkit_sysroot import is_live  # noqa: F401\n"
+    )
 
 
 def test_galaxy_version_and_requires_ansible_follow_pyproject(collection):
@@ -142,8 +152,11 @@ def test_galaxy_version_and_requires_ansible_follow_pyproject(collection):
     galaxy = yaml.safe_load((collection / "galaxy.yml").read_text())
     assert (galaxy["namespace"], galaxy["name"], galaxy["version"]) == ("hostkit", "tuning", project["version"])
     assert galaxy["license"] == [project["license"]]
-    (floor,) = [re.fullmatch(r"ansible-core>=([0-9.]+)", d).group(1) for d in project["dependencies"]
-                if d.startswith("ansible-core")]
+    (floor,) = [
+        re.fullmatch(r"ansible-core>=([0-9.]+)", d).group(1)
+        for d in project["dependencies"]
+        if d.startswith("ansible-core")
+    ]
     runtime = yaml.safe_load((collection / "meta" / "runtime.yml").read_text())
     assert runtime["requires_ansible"] == f">={floor}.0"
 
@@ -155,13 +168,15 @@ def test_ansible_galaxy_collection_build_gives_the_same_files(collection, tmp_pa
     tree = files_of(collection)
     galaxy = yaml.safe_load(tree.pop("galaxy.yml"))  # ansible-galaxy turns it into MANIFEST.json
     info = json.loads(built.pop("MANIFEST.json"))["collection_info"]
-    assert {k: info[k] for k in ("namespace", "name", "version", "license")} == \
-        {k: galaxy[k] for k in ("namespace", "name", "version", "license")}
+    assert {k: info[k] for k in ("namespace", "name", "version", "license")} == {
+        k: galaxy[k] for k in ("namespace", "name", "version", "license")
+    }
     built.pop("FILES.json")
     assert built == tree
 
 
 # ----------------------------------------------------------------------------- module documentation
+
 
 class _Spec(Exception):
     def __init__(self, kwargs):
@@ -190,9 +205,13 @@ def argument_spec(module: str) -> dict:
 @pytest.fixture(scope="module")
 def docs(collection) -> dict[str, dict]:
     """``ansible-doc --json`` of every module, one call."""
-    proc = subprocess.run([str(BIN / "ansible-doc"), "-t", "module", "--json"]
-                          + [f"hostkit.tuning.{m}" for m in MODULES],
-                          env=ansible_env(collection), capture_output=True, text=True, timeout=300)
+    proc = subprocess.run(
+        [str(BIN / "ansible-doc"), "-t", "module", "--json"] + [f"hostkit.tuning.{m}" for m in MODULES],
+        env=ansible_env(collection),
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert proc.returncode == 0, proc.stderr
     return {name.split(".")[-1]: doc for name, doc in json.loads(proc.stdout).items()}
 
@@ -205,8 +224,13 @@ def test_documented_options_are_the_argument_spec(module, docs):
     assert sorted(options) == sorted(spec)
     for name, want in spec.items():
         doc = options[name]
-        for key, default in (("type", "raw"), ("required", False), ("default", None), ("choices", None),
-                             ("elements", None)):
+        for key, default in (
+            ("type", "raw"),
+            ("required", False),
+            ("default", None),
+            ("choices", None),
+            ("elements", None),
+        ):
             assert doc.get(key, default) == want.get(key, default), f"{module} {name}: {key}"
         assert doc["description"] and all(isinstance(d, str) for d in doc["description"]), (module, name)
     attributes = docs[module]["doc"]["attributes"]
@@ -231,32 +255,48 @@ def test_the_reboot_timeout_has_one_default_in_the_cli_and_the_roles():
     tune = yaml.safe_load((REPO / "roles/tune/defaults/main.yml").read_text())
     assert tune["hostkit_reboot_timeout"] == REBOOT_TIMEOUT
     specs = yaml.safe_load((REPO / "roles/tune/meta/argument_specs.yml").read_text())["argument_specs"]
-    defaults = {name: ep["options"]["hostkit_reboot_timeout"].get("default") for name, ep in specs.items()
-                if "hostkit_reboot_timeout" in ep.get("options", {})}
+    defaults = {
+        name: ep["options"]["hostkit_reboot_timeout"].get("default")
+        for name, ep in specs.items()
+        if "hostkit_reboot_timeout" in ep.get("options", {})
+    }
     assert defaults and set(defaults.values()) == {REBOOT_TIMEOUT}, defaults
     isolcpus = yaml.safe_load((REPO / "roles/isolcpus/defaults/main.yml").read_text())
     assert isolcpus["isolcpus_reboot_timeout"] == f"{{{{ hostkit_reboot_timeout | default({REBOOT_TIMEOUT}) | int }}}}"
 
 
 def test_tolerate_refused_renders_as_one_sentence(collection):
-    proc = subprocess.run([str(BIN / "ansible-doc"), "hostkit.tuning.hostkit_values"],
-                          env=ansible_env(collection), capture_output=True, text=True, timeout=120)
+    proc = subprocess.run(
+        [str(BIN / "ansible-doc"), "hostkit.tuning.hostkit_values"],
+        env=ansible_env(collection),
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert proc.returncode == 0, proc.stderr
     text = " ".join(proc.stdout.split())
-    assert "tolerate_refused Report writes the kernel refuses (EIO, EPERM, EINVAL) in `refused' instead of " \
-           "failing. default: false type: bool" in text
+    assert (
+        "tolerate_refused Report writes the kernel refuses (EIO, EPERM, EINVAL) in `refused' instead of "
+        "failing. default: false type: bool" in text
+    )
 
 
 @pytest.mark.parametrize("module", MODULES)
 def test_ansible_doc_renders_each_module(module, collection):
-    proc = subprocess.run([str(BIN / "ansible-doc"), f"hostkit.tuning.{module}"],
-                          env=ansible_env(collection), capture_output=True, text=True, timeout=120)
+    proc = subprocess.run(
+        [str(BIN / "ansible-doc"), f"hostkit.tuning.{module}"],
+        env=ansible_env(collection),
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert proc.returncode == 0 and "[WARNING]" not in proc.stderr, proc.stderr
     assert proc.stdout.startswith(f"> MODULE hostkit.tuning.{module}"), proc.stdout[:200]
     assert "EXAMPLES:" in proc.stdout and "RETURN VALUES:" in proc.stdout
 
 
 # ----------------------------------------------------------------------------- ansible-test
+
 
 def test_ansible_test_sanity_is_clean(collection):
     """Every sanity test of ansible-test (pep8, pylint, validate-modules, yamllint, import, ...);
@@ -273,6 +313,7 @@ def test_ansible_test_sanity_is_clean(collection):
 
 # ----------------------------------------------------------------------------- a user's own playbook
 
+
 @pytest.mark.parametrize("layout", ["collection", "checkout"])
 def test_a_users_playbook_runs_a_role_of_the_collection_by_its_fqcn(collection, tmp_path, layout):
     """The role is found by its FQCN and its tasks' module FQCNs (hostkit.tuning.hostkit_file,
@@ -283,18 +324,37 @@ def test_a_users_playbook_runs_a_role_of_the_collection_by_its_fqcn(collection, 
     (sysroot / "proc/sys/kernel").mkdir(parents=True)
     (sysroot / "proc/sys/kernel/sched_rt_runtime_us").write_text("950000\n")
     playbook = tmp_path / "site.yml"
-    playbook.write_text(yaml.safe_dump([{
-        "name": "Tune", "hosts": "localhost", "connection": "local", "gather_facts": False,
-        "vars": {"hostkit_sysroot": str(sysroot), "hostkit_run_id": "user-run-1",
-                 "ansible_python_interpreter": sys.executable},
-        "roles": [{"role": "hostkit.tuning.rt_runtime", "rt_runtime_us": 900000}]}]))
+    playbook.write_text(
+        yaml.safe_dump(
+            [
+                {
+                    "name": "Tune",
+                    "hosts": "localhost",
+                    "connection": "local",
+                    "gather_facts": False,
+                    "vars": {
+                        "hostkit_sysroot": str(sysroot),
+                        "hostkit_run_id": "user-run-1",
+                        "ansible_python_interpreter": sys.executable,
+                    },
+                    "roles": [{"role": "hostkit.tuning.rt_runtime", "rt_runtime_us": 900000}],
+                }
+            ]
+        )
+    )
     env = ansible_env(collection)
     if layout == "checkout":
         ours = st.runner_env(REPO, str(tmp_path / "cp"), operator=st.OperatorSettings(None))
         env.update({k: ours[k] for k in ("ANSIBLE_COLLECTIONS_PATH", "ANSIBLE_MODULE_UTILS")})
         assert env["ANSIBLE_COLLECTIONS_PATH"].split(os.pathsep)[0] == str(REPO / paths.CHECKOUT_COLLECTIONS)
-    proc = subprocess.run([str(BIN / "ansible-playbook"), "-i", "localhost,", str(playbook)], cwd=tmp_path,
-                          env=env, capture_output=True, text=True, timeout=300)
+    proc = subprocess.run(
+        [str(BIN / "ansible-playbook"), "-i", "localhost,", str(playbook)],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-2000:]
     assert (sysroot / "proc/sys/kernel/sched_rt_runtime_us").read_text() == "900000\n"
     assert "kernel.sched_rt_runtime_us = 900000" in (sysroot / "etc/sysctl.d/60-hostkit-rt.conf").read_text()
@@ -304,31 +364,49 @@ def test_a_users_playbook_runs_a_role_of_the_collection_by_its_fqcn(collection, 
 
 # ----------------------------------------------------------------------------- installed from the wheel's face
 
+
 def test_hostkit_collection_install_makes_ansible_doc_list_every_module_and_role(tmp_path):
     """`hostkit collection install -p PATH` (what a user runs after `pip install hostkit`): then
     ansible-doc lists every module of library/ and the tune role's entry points, by FQCN."""
-    proc = subprocess.run([sys.executable, "-m", "hostkit.cli", "collection", "install", "-p", str(tmp_path),
-                           "--json"], capture_output=True, text=True, timeout=300)
+    proc = subprocess.run(
+        [sys.executable, "-m", "hostkit.cli", "collection", "install", "-p", str(tmp_path), "--json"],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert proc.returncode == 0, proc.stderr
     doc = json.loads(proc.stdout)
     assert doc["collection"] == "hostkit.tuning" and doc["path"] == str(paths.collection_dir(tmp_path))
     env = {k: v for k, v in os.environ.items() if not k.startswith("ANSIBLE_")}
     env.update(ANSIBLE_COLLECTIONS_PATH=str(tmp_path), ANSIBLE_NOCOLOR="1")
-    listed = subprocess.run([str(BIN / "ansible-doc"), "-l", "hostkit.tuning"], env=env, capture_output=True,
-                            text=True, timeout=120)
-    assert sorted(line.split()[0] for line in listed.stdout.splitlines()) == \
-        sorted(f"hostkit.tuning.{m}" for m in MODULES), listed.stdout + listed.stderr
-    role = subprocess.run([str(BIN / "ansible-doc"), "-t", "role", "hostkit.tuning.tune"], env=env,
-                          capture_output=True, text=True, timeout=120)
-    assert role.returncode == 0 and "hostkit_smoke_duration" in role.stdout and "ENTRY POINT: *rollout" not in role.stdout
+    listed = subprocess.run(
+        [str(BIN / "ansible-doc"), "-l", "hostkit.tuning"], env=env, capture_output=True, text=True, timeout=120
+    )
+    assert sorted(line.split()[0] for line in listed.stdout.splitlines()) == sorted(
+        f"hostkit.tuning.{m}" for m in MODULES
+    ), listed.stdout + listed.stderr
+    role = subprocess.run(
+        [str(BIN / "ansible-doc"), "-t", "role", "hostkit.tuning.tune"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert (
+        role.returncode == 0 and "hostkit_smoke_duration" in role.stdout and "ENTRY POINT: *rollout" not in role.stdout
+    )
     for entry in ("main", "plan", "baseline", "apply", "gate", "revert"):
         assert f"ENTRY POINT: *{entry}*" in role.stdout, entry
 
 
 def test_hostkit_collection_install_refuses_a_file_as_the_path(tmp_path):
     (tmp_path / "f").write_text("")
-    proc = subprocess.run([sys.executable, "-m", "hostkit.cli", "collection", "install", "-p", str(tmp_path / "f")],
-                          capture_output=True, text=True, timeout=120)
+    proc = subprocess.run(
+        [sys.executable, "-m", "hostkit.cli", "collection", "install", "-p", str(tmp_path / "f")],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert proc.returncode == 2 and proc.stderr.strip().endswith("not a directory"), proc.stderr
 
 
@@ -337,14 +415,30 @@ def test_the_execution_environment_build_context_names_hostkit_and_the_collectio
     context's Python requirements name hostkit, its Galaxy requirements the playbooks' collections,
     and its last step installs hostkit.tuning from the hostkit package and lists its modules."""
     builder = BIN / "ansible-builder"
-    proc = subprocess.run([str(builder), "create", "-f", str(REPO / "execution-environment.yml"), "--context",
-                           str(tmp_path / "ctx"), "--output-filename", "Containerfile"],
-                          cwd=REPO, capture_output=True, text=True, timeout=300)
+    proc = subprocess.run(
+        [
+            str(builder),
+            "create",
+            "-f",
+            str(REPO / "execution-environment.yml"),
+            "--context",
+            str(tmp_path / "ctx"),
+            "--output-filename",
+            "Containerfile",
+        ],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert proc.returncode == 0, proc.stdout + proc.stderr
     build = tmp_path / "ctx" / "_build"
     assert re.search(r"^hostkit>=", (build / "requirements.txt").read_text(), re.M)
-    assert [c["name"] for c in yaml.safe_load((build / "requirements.yml").read_text())["collections"]] == \
-        ["kubernetes.core"]
+    assert [c["name"] for c in yaml.safe_load((build / "requirements.yml").read_text())["collections"]] == [
+        "kubernetes.core"
+    ]
     containerfile = (tmp_path / "ctx" / "Containerfile").read_text()
-    assert "RUN hostkit collection install -p /usr/share/ansible/collections && ansible-doc -l hostkit.tuning" \
+    assert (
+        "RUN hostkit collection install -p /usr/share/ansible/collections && ansible-doc -l hostkit.tuning"
         in containerfile
+    )

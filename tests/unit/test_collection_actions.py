@@ -59,7 +59,8 @@ def test_the_apply_roles_are_every_tuning_role_once_and_apply_yml_runs_them_thro
     play = yaml.safe_load((ROOT / "playbooks" / "apply.yml").read_text())[0]
     assert "roles" not in play
     assert {"name": "hostkit.tuning.tune", "tasks_from": "apply"} in [
-        t.get("ansible.builtin.import_role") for t in play["tasks"]]
+        t.get("ansible.builtin.import_role") for t in play["tasks"]
+    ]
 
 
 def test_facts_run_the_cached_agent_and_send_it_once(sysroots, tmp_path, monkeypatch):
@@ -89,21 +90,28 @@ def test_plan_is_the_clis_plan_and_refusals_fail_with_one_line(sysroots):
     epyc = _facts(sysroots, "epyc-9634-nps1")
     out = actions.plan(actions.PlanArgs(host="n1", facts=epyc, hostvars={}, reboot=True, smoke_gate=True))
     assert out["plan"] == make_plan(epyc, *for_host("n1", {}), host="n1") and out["reboot_needed"] is True
-    with pytest.raises(actions.PlanRefused, match=r"^refused: a smoke gate would measure the running kernel, "
-                       r"booted without isolcpus=.*: reboot into them first \(--reboot, hostkit_reboot\)$") as exc:
+    with pytest.raises(
+        actions.PlanRefused,
+        match=r"^refused: a smoke gate would measure the running kernel, "
+        r"booted without isolcpus=.*: reboot into them first \(--reboot, hostkit_reboot\)$",
+    ) as exc:
         actions.plan(actions.PlanArgs(host="n1", facts=epyc, hostvars={}, smoke_gate=True))
     assert len(exc.value.reasons) == 1 and exc.value.exit_code == 3
     with pytest.raises(actions.PlanRefused, match="^refused: isolation asked on a host with deceptive topology"):
-        actions.plan(actions.PlanArgs(host="g", facts=_facts(sysroots, "vmware-88vcpu"), hostvars={},
-                                      profile="bare-metal-inference"))
+        actions.plan(
+            actions.PlanArgs(
+                host="g", facts=_facts(sysroots, "vmware-88vcpu"), hostvars={}, profile="bare-metal-inference"
+            )
+        )
 
 
 def test_a_read_only_sysroot_is_bad_input_unless_the_plan_is_only_checked(sysroots):
     facts = dict(_facts(sysroots, "kvm-small"), sysroot_writable=False)
     with pytest.raises(BadInput, match="^n1: sysroot .* is read-only: nothing can be applied there$"):
         actions.plan(actions.PlanArgs(host="n1", facts=facts, hostvars={}, profile="vmware-guest"))
-    assert actions.plan(actions.PlanArgs(host="n1", facts=facts, hostvars={}, profile="vmware-guest",
-                                         writable=False))["plan"]
+    assert actions.plan(actions.PlanArgs(host="n1", facts=facts, hostvars={}, profile="vmware-guest", writable=False))[
+        "plan"
+    ]
 
 
 def test_dispatch_turns_hostkits_errors_into_a_failed_host_marked_for_hostkit_apply(sysroots):
@@ -114,27 +122,45 @@ def test_dispatch_turns_hostkits_errors_into_a_failed_host_marked_for_hostkit_ap
 
     def run(facts, check=False, **args):
         action = SimpleNamespace(_task=SimpleNamespace(check_mode=check), _connection=None)
-        return actions.dispatch("plan", action, {"facts": facts, "profile": None, "overrides": None, "force": False,
-                                                 "smoke_gate": False, "reboot": False, **args},
-                                {"inventory_hostname": "n1"})
+        return actions.dispatch(
+            "plan",
+            action,
+            {
+                "facts": facts,
+                "profile": None,
+                "overrides": None,
+                "force": False,
+                "smoke_gate": False,
+                "reboot": False,
+                **args,
+            },
+            {"inventory_hostname": "n1"},
+        )
 
     out = run(None)
     assert out == {"failed": True, "changed": False, "bad_input": True, "msg": out["msg"]}
     assert "hostkit.tuning.facts" in out["msg"]
     read_only = dict(_facts(sysroots, "kvm-small"), sysroot_writable=False)
-    assert run(read_only, profile="vmware-guest") == {"failed": True, "changed": False, "bad_input": True,
-                              "msg": f"n1: sysroot {read_only['sysroot']} is read-only: nothing can be applied there"}
+    assert run(read_only, profile="vmware-guest") == {
+        "failed": True,
+        "changed": False,
+        "bad_input": True,
+        "msg": f"n1: sysroot {read_only['sysroot']} is read-only: nothing can be applied there",
+    }
     assert "plan" in run(read_only, check=True, profile="vmware-guest")
     refused = run(_facts(sysroots, "vmware-88vcpu"), profile="bare-metal-inference")
     assert refused["failed"] and refused["refusals"] and refused["msg"].startswith("refused: ")
     assert "bad_input" not in refused
 
 
-@pytest.mark.parametrize("hostvars, why", [
-    ({"hostkit_profile": "nope"}, "unknown profile 'nope'"),
-    ({"hostkit_overrides": {"isolation": "sometimes"}}, "n1: n1: hostkit_overrides"),
-    ({"hostkit_overrides": ["isolation"]}, "must be a mapping"),
-])
+@pytest.mark.parametrize(
+    "hostvars, why",
+    [
+        ({"hostkit_profile": "nope"}, "unknown profile 'nope'"),
+        ({"hostkit_overrides": {"isolation": "sometimes"}}, "n1: n1: hostkit_overrides"),
+        ({"hostkit_overrides": ["isolation"]}, "must be a mapping"),
+    ],
+)
 def test_bad_profiles_and_overrides_are_bad_input(sysroots, hostvars, why):
     with pytest.raises(BadInput, match=why):
         actions.plan(actions.PlanArgs(host="n1", facts=_facts(sysroots, "kvm-small"), hostvars=hostvars))
@@ -146,8 +172,11 @@ def test_plan_without_facts_says_which_module_gives_them():
 
 
 def _smoke_doc(verdict: str) -> dict:
-    return {"samples": 3000, "diagnosis": [], "slo": {"verdict": verdict, "passed": verdict == "PASSED",
-                                                      "p999_ms": 0.5, "target_p999_ms": 1.0, "basis": "b"}}
+    return {
+        "samples": 3000,
+        "diagnosis": [],
+        "slo": {"verdict": verdict, "passed": verdict == "PASSED", "p999_ms": 0.5, "target_p999_ms": 1.0, "basis": "b"},
+    }
 
 
 @pytest.mark.parametrize("verdict, fails", [("PASSED", False), ("INCONCLUSIVE", False), ("MISSED", True)])
@@ -179,8 +208,13 @@ def test_smoke_settings_not_given_are_the_profiles_and_bad_options_reach_no_host
 
 
 def test_rollback_fails_unless_every_path_is_restored():
-    ok = {"changed": True, "runs": ["r1"], "errors": [], "reboot_required": True,
-          "verify": {"ok": True, "mismatches": []}}
+    ok = {
+        "changed": True,
+        "runs": ["r1"],
+        "errors": [],
+        "reboot_required": True,
+        "verify": {"ok": True, "mismatches": []},
+    }
     out = actions.rollback(ScriptedRemote(ok), run_id="r1")
     assert not out.get("failed") and out["reboot_required"] and "r1 rolled back" in out["msg"]
     off = dict(ok, verify={"ok": False, "mismatches": [{"path": "/etc/x", "expected": "a", "got": "b"}]})
@@ -224,10 +258,29 @@ def _ansible_changes(tmp_path: Path, tree: Path, changes: list, *, hostkit_on_co
         (shadow / "hostkit" / "__init__.py").write_text("raise ImportError('no hostkit on this controller')\n")
         env["PYTHONPATH"] = str(shadow)
     args = json.dumps({"sysroot": str(tree), "run_id": "r1", "role": "numa_sysctl", "changes": changes})
-    proc = subprocess.run([str(Path(sys.executable).parent / "ansible"), "localhost", "-c", "local", "-i", "localhost,",
-                           "-e", "ansible_python_interpreter=/usr/bin/python3", "-m", "hostkit.tuning.hostkit_changes",
-                           "-a", args, "-vvv", *(["--check"] if check else [])],
-                          cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
+    proc = subprocess.run(
+        [
+            str(Path(sys.executable).parent / "ansible"),
+            "localhost",
+            "-c",
+            "local",
+            "-i",
+            "localhost,",
+            "-e",
+            "ansible_python_interpreter=/usr/bin/python3",
+            "-m",
+            "hostkit.tuning.hostkit_changes",
+            "-a",
+            args,
+            "-vvv",
+            *(["--check"] if check else []),
+        ],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     # ad hoc's output ends with "localhost | CHANGED => {...}" (a failure has Ansible's error first)
     _before, sep, last = proc.stdout.rpartition("localhost | ")
     assert sep and " => " in last, (proc.stdout[-2000:], proc.stderr[-2000:])
@@ -242,10 +295,14 @@ def test_hostkit_changes_makes_the_same_changes_as_the_module_and_through_the_ag
     """The action plugin of hostkit_changes: without hostkit on the controller, Ansible's module
     (the payload compiled on the host); with it, the agent; the same result and the same files. Bad
     input fails on the controller and reaches no host."""
-    changes = [{"name": "conf", "file": {"path": "/etc/sysctl.d/61-hostkit-numa.conf",
-                                         "content": "kernel.numa_balancing = 0\n"}},
-               {"values": {"items": [{"path": "/proc/sys/kernel/numa_balancing", "value": 0, "kind": "int"}]}},
-               {"run": {"argv": ["sysctl", "--system"], "if_changed": ["conf"]}}]
+    changes = [
+        {
+            "name": "conf",
+            "file": {"path": "/etc/sysctl.d/61-hostkit-numa.conf", "content": "kernel.numa_balancing = 0\n"},
+        },
+        {"values": {"items": [{"path": "/proc/sys/kernel/numa_balancing", "value": 0, "kind": "int"}]}},
+        {"run": {"argv": ["sysctl", "--system"], "if_changed": ["conf"]}},
+    ]
     seen = {}
     for on_controller in (False, True):
         tree = tmp_path / f"tree-{on_controller}"
@@ -261,8 +318,9 @@ def test_hostkit_changes_makes_the_same_changes_as_the_module_and_through_the_ag
         assert (tree / "proc/sys/kernel/numa_balancing").read_text() == "0\n"
         assert (tree / "var/lib/hostkit/journal/r1.json").is_file()
         seen[on_controller] = [{k: v for k, v in r.items() if k != "full_path"} for r in done["results"]]
-        bad = _ansible_changes(tmp_path, tree, [{"file": {"content": "no path"}}], hostkit_on_controller=on_controller,
-                               check=False)
+        bad = _ansible_changes(
+            tmp_path, tree, [{"file": {"content": "no path"}}], hostkit_on_controller=on_controller, check=False
+        )
         assert bad["status"] == "FAILED!" and "change 1 (file)" in bad["msg"] and "nothing changed" in bad["msg"], bad
         assert bad["route"] == (set() if on_controller else {"module"})  # with hostkit: refused before the host
     assert seen[False] == seen[True]

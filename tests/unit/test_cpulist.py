@@ -10,16 +10,19 @@ from hostkit.core.cpulist import format_cpulist, format_mask, parse_cpulist, par
 from hostkit.errors import CpulistError
 
 
-@pytest.mark.parametrize("text,cpus", [
-    ("", set()),
-    ("\n", set()),
-    ("0", {0}),
-    ("0-3", {0, 1, 2, 3}),
-    ("0-3,8-11", {0, 1, 2, 3, 8, 9, 10, 11}),
-    ("0,2,4", {0, 2, 4}),
-    ("0-7:2/4", {0, 1, 4, 5}),  # the kernel's stride form (Documentation/admin-guide/kernel-parameters)
-    (" 1-2 \n", {1, 2}),
-])
+@pytest.mark.parametrize(
+    "text,cpus",
+    [
+        ("", set()),
+        ("\n", set()),
+        ("0", {0}),
+        ("0-3", {0, 1, 2, 3}),
+        ("0-3,8-11", {0, 1, 2, 3, 8, 9, 10, 11}),
+        ("0,2,4", {0, 2, 4}),
+        ("0-7:2/4", {0, 1, 4, 5}),  # the kernel's stride form (Documentation/admin-guide/kernel-parameters)
+        (" 1-2 \n", {1, 2}),
+    ],
+)
 def test_parse_cpulist(text, cpus):
     assert parse_cpulist(text) == frozenset(cpus)
 
@@ -36,12 +39,15 @@ def test_format_cpulist(cpus, text):
     assert format_cpulist(cpus) == text
 
 
-@pytest.mark.parametrize("cpus,nr,text", [
-    ({0, 1}, 2, "3"),  # what /proc/irq/N/smp_affinity shows on a 2-CPU machine
-    ({0}, 64, "00000000,00000001"),
-    (set(range(168)), 168, "ff,ffffffff,ffffffff,ffffffff,ffffffff,ffffffff"),
-    ({32}, None, "1,00000000"),
-])
+@pytest.mark.parametrize(
+    "cpus,nr,text",
+    [
+        ({0, 1}, 2, "3"),  # what /proc/irq/N/smp_affinity shows on a 2-CPU machine
+        ({0}, 64, "00000000,00000001"),
+        (set(range(168)), 168, "ff,ffffffff,ffffffff,ffffffff,ffffffff,ffffffff"),
+        ({32}, None, "1,00000000"),
+    ],
+)
 def test_format_mask_kernel_width(cpus, nr, text):
     assert format_mask(cpus, nr) == text
 

@@ -17,8 +17,9 @@ def _contracts():
 
 def test_contracts_doc_is_generated_from_the_code(sysroots):
     contracts = _contracts()
-    assert (REPO / "docs" / "contracts.md").read_text() == contracts.document(sysroots), \
+    assert (REPO / "docs" / "contracts.md").read_text() == contracts.document(sysroots), (
         "docs/contracts.md is stale: run .venv/bin/python scripts/contracts.py"
+    )
 
 
 def test_exit_codes_are_read_from_errors_py():
@@ -38,6 +39,7 @@ def test_no_document_outside_the_repository_is_cited():
     texts = {f"--help of {name}": text for name, text in _contracts().helps()}
     for path in list((REPO / "hostkit").rglob("*.py")) + list((REPO / "docs").glob("*.md")) + [REPO / "README.md"]:
         texts[str(path.relative_to(REPO))] = path.read_text()
-    cited = {where for where, text in texts.items()
-             if any(c in text for c in CITATIONS) and not where.startswith(PENDING)}
+    cited = {
+        where for where, text in texts.items() if any(c in text for c in CITATIONS) and not where.startswith(PENDING)
+    }
     assert not cited, cited

@@ -24,8 +24,14 @@ def test_epyc_9634_nps1_has_12_ccds_of_7_cores_per_socket(facts):
     assert len(t["l3_groups"]) == 24
     assert t["l3_groups"][0]["cpus"] == "0-6" and t["l3_groups"][12]["cpus"] == "84-90"
     assert t["smt"]["active"] is False
-    assert f["virtualization"] == {"hypervisor": None, "virtual": False, "evidence": [],
-                                   "deceptive_topology": False, "reasons": [], "steal_reported": None}
+    assert f["virtualization"] == {
+        "hypervisor": None,
+        "virtual": False,
+        "evidence": [],
+        "deceptive_topology": False,
+        "reasons": [],
+        "steal_reported": None,
+    }
     assert f["cpufreq"]["governors"] == {"schedutil": "0-167"}
 
 
@@ -98,7 +104,9 @@ def test_live_facts_read_this_machine():
 
 
 def test_parse_cmdline_flags_and_init_args():
-    c = parse_cmdline("ro quiet isolcpus=managed_irq,domain,2-5 nohz_full=2-5 rcu_nocbs=2-5 irqaffinity=0-1 -- isolcpus=9")
+    c = parse_cmdline(
+        "ro quiet isolcpus=managed_irq,domain,2-5 nohz_full=2-5 rcu_nocbs=2-5 irqaffinity=0-1 -- isolcpus=9"
+    )
     assert c["isolcpus"] == {"flags": ["managed_irq", "domain"], "cpus": "2-5"}
     assert c["nohz_full"] == "2-5" and c["rcu_nocbs"] == "2-5" and c["irqaffinity"] == "0-1"
     assert c["args"]["ro"] is None and "isolcpus" in c["args"]
@@ -111,7 +119,8 @@ def test_parse_interrupts_columns_and_names():
         "  0:         42          0   IO-APIC   2-edge      timer\n"
         " 41:       1157          3  PCI-MSIX-0000:00:04.0   1-edge      virtio3-rx, eth0\n"
         "NMI:          0          0   Non-maskable interrupts\n"
-        "ERR:          0\n")
+        "ERR:          0\n"
+    )
     rows = parse_interrupts(text)
     assert [r["irq"] for r in rows] == [0, 41]
     assert rows[1]["per_cpu"] == [1157, 3] and rows[1]["total"] == 1160

@@ -38,14 +38,17 @@ def test_sysroot_that_is_a_file(tmp_path):
     assert_clean_error(run_cli("facts", "--sysroot", str(f)), "not a directory")
 
 
-@pytest.mark.parametrize("rel,text,needle", [
-    ("sys/devices/system/cpu/online", "0-x\n", "'0-x'"),
-    ("sys/devices/system/cpu/isolated", "3-1\n", "'3-1'"),
-    ("sys/devices/system/node/node0/cpulist", "zz\n", "'zz'"),
-    ("proc/sys/kernel/sched_rt_runtime_us", "lots\n", "'lots'"),
-    ("sys/devices/system/cpu/cpu0/topology/physical_package_id", "1.5\n", "'1.5'"),
-    ("proc/cmdline", "ro isolcpus=domain,a-b\n", "isolcpus="),
-])
+@pytest.mark.parametrize(
+    "rel,text,needle",
+    [
+        ("sys/devices/system/cpu/online", "0-x\n", "'0-x'"),
+        ("sys/devices/system/cpu/isolated", "3-1\n", "'3-1'"),
+        ("sys/devices/system/node/node0/cpulist", "zz\n", "'zz'"),
+        ("proc/sys/kernel/sched_rt_runtime_us", "lots\n", "'lots'"),
+        ("sys/devices/system/cpu/cpu0/topology/physical_package_id", "1.5\n", "'1.5'"),
+        ("proc/cmdline", "ro isolcpus=domain,a-b\n", "isolcpus="),
+    ],
+)
 def test_malformed_file_names_file_and_text(sysroot_copy, rel, text, needle):
     root = sysroot_copy("kvm-small")
     (root / rel).write_text(text)
@@ -88,7 +91,9 @@ def test_inventory_limit_matching_nothing(tmp_path):
 
 def test_lab_host_spec_errors(tmp_path):
     assert_clean_error(run_cli("lab", "up", "--dir", str(tmp_path / "l"), "--host", "x"), "NAME=SYSROOT_DIR")
-    assert_clean_error(run_cli("lab", "up", "--dir", str(tmp_path / "l"), "--host", "x=no-such-fixture"),
-                       "neither a directory nor a fixture")
+    assert_clean_error(
+        run_cli("lab", "up", "--dir", str(tmp_path / "l"), "--host", "x=no-such-fixture"),
+        "neither a directory nor a fixture",
+    )
     assert_clean_error(run_cli("lab", "up", "--dir", str(tmp_path / "l"), "--hosts", "0"), "--hosts")
     assert not (tmp_path / "l").exists()

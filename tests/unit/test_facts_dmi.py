@@ -24,8 +24,9 @@ def ours(raw: bytes) -> list[dict]:
 
 def dmidecode_devices(dump: Path) -> list[dict]:
     """dmidecode's reading of every type 17 structure: size in MB (0: empty), locators, speeds."""
-    out = subprocess.run([DMIDECODE, "--from-dump", str(dump), "-t", "17"], capture_output=True, text=True,
-                         check=True).stdout
+    out = subprocess.run(
+        [DMIDECODE, "--from-dump", str(dump), "-t", "17"], capture_output=True, text=True, check=True
+    ).stdout
     devices = []
     for block in out.split("\nHandle ")[1:]:
         fields = dict(re.findall(r"(?m)^\t([^:\t]+): (.*)$", block))
@@ -35,9 +36,19 @@ def dmidecode_devices(dump: Path) -> list[dict]:
         else:
             n, unit = size.split()
             mb = int(n) * {"kB": 1 / 1024, "MB": 1, "GB": 1024, "TB": 1024 * 1024}[unit]
-        speed = lambda k, fields=fields: int(fields[k].split()[0]) if fields.get(k, "Unknown").split()[0].isdigit() else None  # noqa: E731
-        devices.append({"locator": fields["Locator"], "bank_locator": fields["Bank Locator"], "size_mb": int(mb),
-                        "speed_mts": speed("Speed"), "configured_speed_mts": speed("Configured Memory Speed")})
+
+        def speed(k, fields=fields):
+            return int(fields[k].split()[0]) if fields.get(k, "Unknown").split()[0].isdigit() else None
+
+        devices.append(
+            {
+                "locator": fields["Locator"],
+                "bank_locator": fields["Bank Locator"],
+                "size_mb": int(mb),
+                "speed_mts": speed("Speed"),
+                "configured_speed_mts": speed("Configured Memory Speed"),
+            }
+        )
     return devices
 
 
@@ -76,13 +87,16 @@ def test_this_machine_s_table_reads_the_same_in_dmidecode(tmp_path):
 def test_a_truncated_table_keeps_the_structures_before_the_cut():
     raw = smbios_gen.table(smbios_gen.epyc_4_of_12())
     one = len(smbios_gen.memory_device(0x1100, "DIMM 0", "P0 CHANNEL A", 32768, 4800))
-    assert len(ours(raw[:one + 10])) == 1
+    assert len(ours(raw[: one + 10])) == 1
 
 
-@pytest.mark.parametrize("locator,bank,want", [
-    ("DIMM 0", "P1 CHANNEL L", (1, "L")),
-    ("CPU1_DIMM_H2", "NODE 1", (1, "H")),
-    ("DIMM 0", "BANK 0", None),  # QEMU's naming: no channel, so no guess
-])
+@pytest.mark.parametrize(
+    "locator,bank,want",
+    [
+        ("DIMM 0", "P1 CHANNEL L", (1, "L")),
+        ("CPU1_DIMM_H2", "NODE 1", (1, "H")),
+        ("DIMM 0", "BANK 0", None),  # QEMU's naming: no channel, so no guess
+    ],
+)
 def test_channel_names(locator, bank, want):
     assert channel_of({"locator": locator, "bank_locator": bank}) == want

@@ -19,8 +19,11 @@ def test_package_id_minus_one_groups_cpus_by_the_kernel_s_package_lists(sysroot_
     for topo in _cpu_topology(root):
         (topo / "physical_package_id").write_text("-1\n")
     got = gather(str(root))["topology"]
-    assert (got["sockets"], got["sockets_cpus"], got["cores_per_socket"]) == \
-        (2, want["sockets_cpus"], want["cores_per_socket"])
+    assert (got["sockets"], got["sockets_cpus"], got["cores_per_socket"]) == (
+        2,
+        want["sockets_cpus"],
+        want["cores_per_socket"],
+    )
     assert [c["socket"] for c in got["per_cpu"]] == [c["socket"] for c in want["per_cpu"]]
     assert got["numa_per_socket"] == want["numa_per_socket"] == 2
 
@@ -44,11 +47,14 @@ def test_package_id_minus_one_with_no_package_information_at_all_is_one_package_
         for leaf in ("package_cpus_list", "core_siblings_list", "package_cpus", "core_siblings"):
             (topo / leaf).unlink(missing_ok=True)
     got = gather(str(root))["topology"]
-    assert got["sockets"] == len(got["per_cpu"]) and [c["socket"] for c in got["per_cpu"]] == list(range(got["sockets"]))
+    assert got["sockets"] == len(got["per_cpu"]) and [c["socket"] for c in got["per_cpu"]] == list(
+        range(got["sockets"])
+    )
 
 
-@pytest.mark.parametrize("vendor,hypervisor", [("0x15ad", "vmware"), ("0x80ee", "oracle"),
-                                               ("0x1414", "microsoft"), ("0x1af4", "kvm")])
+@pytest.mark.parametrize(
+    "vendor,hypervisor", [("0x15ad", "vmware"), ("0x80ee", "oracle"), ("0x1414", "microsoft"), ("0x1af4", "kvm")]
+)
 def test_hypervisor_from_pci_vendor_when_dmi_is_missing(sysroot_copy, vendor, hypervisor):
     root = sysroot_copy("epyc-9634-nps1")  # bare metal: no hypervisor flag, no kvm-clock
     for leaf in ("sys_vendor", "product_name"):
@@ -74,6 +80,7 @@ def test_pci_vendor_is_not_read_when_dmi_names_the_machine(sysroot_copy):
 # Each case changes a fixture the way a real machine's dump shows it; util-linux's lscpu --sysroot,
 # reading the same tree, is the oracle (tests/unit/test_fixtures_lscpu.py's comparison).
 
+
 def _agrees_with_lscpu(root):
     from tests.unit.test_fixtures_lscpu import assert_agrees, lscpu
 
@@ -87,12 +94,17 @@ def test_siblings_from_the_masks_when_a_kernel_gives_no_list_files(sysroot_copy)
     root = sysroot_copy("epyc-9654-nps4-smt")
     want = gather(str(root))["topology"]
     for topo in _cpu_topology(root):
-        for leaf in ("core_cpus_list", "thread_siblings_list", "package_cpus_list", "core_siblings_list",
-                     "core_cpus", "package_cpus"):
+        for leaf in (
+            "core_cpus_list",
+            "thread_siblings_list",
+            "package_cpus_list",
+            "core_siblings_list",
+            "core_cpus",
+            "package_cpus",
+        ):
             (topo / leaf).unlink(missing_ok=True)
     got = _agrees_with_lscpu(root)
-    assert (got["threads_per_core"], got["cores"], got["sockets_cpus"]) == \
-        (2, want["cores"], want["sockets_cpus"])
+    assert (got["threads_per_core"], got["cores"], got["sockets_cpus"]) == (2, want["cores"], want["sockets_cpus"])
 
 
 def test_per_cpu_online_files_when_there_is_no_online_list(sysroot_copy):
@@ -143,6 +155,7 @@ def test_two_packages_the_firmware_gave_one_id_stay_two(sysroot_copy):
 
 # ----------------------------------------------------------------------------- hypervisors without DMI strings
 
+
 def _no_dmi_strings(sysroot_copy):
     root = sysroot_copy("kvm-small")
     for f in (root / "sys/class/dmi/id").glob("*"):
@@ -181,19 +194,35 @@ def test_a_virtualbox_guest_known_by_its_raw_smbios_table(sysroot_copy, tmp_path
     if shutil.which("dmidecode") is None:
         pytest.skip("dmidecode is not installed (make setup installs it): the table is not cross-checked")
     (tmp_path / "dump.bin").write_bytes(dump_bin(raw))
-    out = subprocess.run(["dmidecode", "--from-dump", str(tmp_path / "dump.bin"), "-t", "1"], capture_output=True,
-                         text=True, check=True).stdout
+    out = subprocess.run(
+        ["dmidecode", "--from-dump", str(tmp_path / "dump.bin"), "-t", "1"], capture_output=True, text=True, check=True
+    ).stdout
     assert "Manufacturer: innotek GmbH" in out and "Product Name: VirtualBox" in out, out
 
 
-@pytest.mark.parametrize("sysinfo, name, lscpu_vendor", [
-    ("Manufacturer:         IBM\nType:                 2964\nLPAR Name:            LP01\n"
-     "VM00 Name:            LINUX1\nVM00 Control Program: z/VM    6.3.0\n", "zvm", "IBM"),
-    ("Manufacturer:         IBM\nType:                 8561\nLPAR Name:            LP02\n"
-     "VM00 Name:            guest1\nVM00 Control Program: KVM/Linux\n", "kvm", "KVM"),
-    ("Manufacturer:         IBM\nType:                 3906\nLPAR Number:          3\nLPAR Name:            LP03\n",
-     "prsm", "IBM"),
-], ids=["zvm", "s390-kvm", "lpar"])
+@pytest.mark.parametrize(
+    "sysinfo, name, lscpu_vendor",
+    [
+        (
+            "Manufacturer:         IBM\nType:                 2964\nLPAR Name:            LP01\n"
+            "VM00 Name:            LINUX1\nVM00 Control Program: z/VM    6.3.0\n",
+            "zvm",
+            "IBM",
+        ),
+        (
+            "Manufacturer:         IBM\nType:                 8561\nLPAR Name:            LP02\n"
+            "VM00 Name:            guest1\nVM00 Control Program: KVM/Linux\n",
+            "kvm",
+            "KVM",
+        ),
+        (
+            "Manufacturer:         IBM\nType:                 3906\nLPAR Number:          3\nLPAR Name:            LP03\n",
+            "prsm",
+            "IBM",
+        ),
+    ],
+    ids=["zvm", "s390-kvm", "lpar"],
+)
 def test_ibm_z_guests_and_lpars_from_proc_sysinfo(sysroot_copy, sysinfo, name, lscpu_vendor):
     root = _no_dmi_strings(sysroot_copy)
     (root / "proc/sysinfo").write_text(sysinfo)
@@ -240,8 +269,13 @@ def test_a_vmware_guest_without_a_steal_clock_is_named_in_facts_plan_and_diagnos
     blind = gather(str(root))
     assert blind["virtualization"]["steal_reported"] is False and blind["steal"]["cpus_with_steal"] == ""
     assert NO_STEAL_CLOCK in build_plan(blind, load_profile("vmware-guest")).warnings
-    result = {"deschedule_ms": {"p999": 5.0, "max": 9.0, "n": 100000}, "target_p999_ms": 1.0, "duration_s": 10.0,
-              "sched_fifo": {"used": False}, "cpu": 9}
+    result = {
+        "deschedule_ms": {"p999": 5.0, "max": 9.0, "n": 100000},
+        "target_p999_ms": 1.0,
+        "duration_s": 10.0,
+        "sched_fifo": {"used": False},
+        "cpu": 9,
+    }
     causes = [c for c in diagnose(result, {}, blind) if c["evidence"].startswith("no steal clock")]
     assert [(c["cause"], c["confidence"]) for c in causes] == [("hypervisor_stall", "possible")]
     assert not [c for c in diagnose(result, {}, seen) if c["evidence"].startswith("no steal clock")]

@@ -41,8 +41,14 @@ def assert_agrees(facts: dict, oracle: dict[str, str]) -> None:
 
 
 def test_every_fixture_is_covered():
-    assert {"epyc-9634-nps1", "epyc-9654-nps4-smt", "xeon-8480-snc2-ht", "vmware-88vcpu",
-            "kvm-small", "this-machine"} <= set(FIXTURES)
+    assert {
+        "epyc-9634-nps1",
+        "epyc-9654-nps4-smt",
+        "xeon-8480-snc2-ht",
+        "vmware-88vcpu",
+        "kvm-small",
+        "this-machine",
+    } <= set(FIXTURES)
 
 
 @pytest.mark.parametrize("name", FIXTURES)

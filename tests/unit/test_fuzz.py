@@ -27,14 +27,18 @@ from tests.treehash import tree_hash
 
 EXAMPLES = int(os.environ.get("HOSTKIT_FUZZ_EXAMPLES", "40"))
 BOUND_S = 20  # seconds one input may take before it counts as a hang
-FUZZ = settings(max_examples=EXAMPLES, deadline=None, derandomize=not os.environ.get("HOSTKIT_FUZZ_SEED"),
-                suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow,
-                                       HealthCheck.data_too_large])
+FUZZ = settings(
+    max_examples=EXAMPLES,
+    deadline=None,
+    derandomize=not os.environ.get("HOSTKIT_FUZZ_SEED"),
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow, HealthCheck.data_too_large],
+)
 
 
 @contextmanager
 def bounded(what: str):
     """Fail (not hang) when the body runs longer than BOUND_S."""
+
     def alarm(signum, frame):
         raise AssertionError(f"{what}: no answer within {BOUND_S} s (a hang)")
 
@@ -61,21 +65,69 @@ def answers(fn, *args, **kw):
 
 # ----------------------------------------------------------------------------- what generated values look like
 
-NUMBERS = st.sampled_from(["0", "-1", "1", "63", "99999999", "²", "٣", "1e3", "0x10", " 7 ", "7\n\x00", "", "-",
-                           "4294967296", "18446744073709551616"])
-CPULISTS = st.sampled_from(["0-3", "0-3,8-11", "3-1", "0-", "a", "0-99999999", "0-63\n\x00", "0,,1", "0-3:1/2",
-                            "²", "ff,ffffffff", "0" * 5000, "1-2-3", " ", "\x00"])
+NUMBERS = st.sampled_from(
+    [
+        "0",
+        "-1",
+        "1",
+        "63",
+        "99999999",
+        "²",
+        "٣",
+        "1e3",
+        "0x10",
+        " 7 ",
+        "7\n\x00",
+        "",
+        "-",
+        "4294967296",
+        "18446744073709551616",
+    ]
+)
+CPULISTS = st.sampled_from(
+    [
+        "0-3",
+        "0-3,8-11",
+        "3-1",
+        "0-",
+        "a",
+        "0-99999999",
+        "0-63\n\x00",
+        "0,,1",
+        "0-3:1/2",
+        "²",
+        "ff,ffffffff",
+        "0" * 5000,
+        "1-2-3",
+        " ",
+        "\x00",
+    ]
+)
 JUNK = st.one_of(NUMBERS, CPULISTS, st.text(max_size=40), st.binary(max_size=40).map(lambda b: b.decode("latin-1")))
 # Files the facts read on every host, as the fixture trees name them.
-TOPOLOGY_FILES = ["sys/devices/system/cpu/online", "sys/devices/system/cpu/possible", "sys/devices/system/cpu/present",
-                  "sys/devices/system/cpu/isolated", "sys/devices/system/cpu/cpu0/topology/physical_package_id",
-                  "sys/devices/system/cpu/cpu1/topology/core_cpus_list",
-                  "sys/devices/system/cpu/cpu0/topology/thread_siblings",
-                  "sys/devices/system/node/node0/cpulist", "sys/devices/system/node/node0/distance",
-                  "sys/devices/system/node/node0/meminfo", "proc/cmdline", "proc/stat", "proc/interrupts",
-                  "proc/cpuinfo", "proc/sys/kernel/sched_rt_runtime_us", "sys/class/dmi/id/sys_vendor",
-                  "sys/devices/system/cpu/cpu0/cache/index3/shared_cpu_list", "proc/sysinfo",
-                  "sys/firmware/dmi/tables/DMI", "etc/default/grub", "proc/irq/default_smp_affinity"]
+TOPOLOGY_FILES = [
+    "sys/devices/system/cpu/online",
+    "sys/devices/system/cpu/possible",
+    "sys/devices/system/cpu/present",
+    "sys/devices/system/cpu/isolated",
+    "sys/devices/system/cpu/cpu0/topology/physical_package_id",
+    "sys/devices/system/cpu/cpu1/topology/core_cpus_list",
+    "sys/devices/system/cpu/cpu0/topology/thread_siblings",
+    "sys/devices/system/node/node0/cpulist",
+    "sys/devices/system/node/node0/distance",
+    "sys/devices/system/node/node0/meminfo",
+    "proc/cmdline",
+    "proc/stat",
+    "proc/interrupts",
+    "proc/cpuinfo",
+    "proc/sys/kernel/sched_rt_runtime_us",
+    "sys/class/dmi/id/sys_vendor",
+    "sys/devices/system/cpu/cpu0/cache/index3/shared_cpu_list",
+    "proc/sysinfo",
+    "sys/firmware/dmi/tables/DMI",
+    "etc/default/grub",
+    "proc/irq/default_smp_affinity",
+]
 DAMAGE = st.sampled_from(["text", "directory", "fifo", "loop", "missing", "huge"])
 
 
@@ -105,6 +157,7 @@ def pristine(tmp_path_factory):
 
 
 # ----------------------------------------------------------------------------- sysroot trees
+
 
 @FUZZ
 @given(st.lists(st.tuples(st.sampled_from(TOPOLOGY_FILES), DAMAGE, JUNK), min_size=1, max_size=4))
@@ -136,16 +189,34 @@ def test_facts_and_plan_of_a_damaged_tree_answer_and_write_nothing(pristine, tmp
 
 # ----------------------------------------------------------------------------- documents users name
 
+
 def documents(depth: int = 3):
-    scalars = st.one_of(st.none(), st.booleans(), st.integers(-2**70, 2**70), st.floats(allow_nan=False),
-                        st.text(max_size=20))
-    return st.recursive(scalars, lambda inner: st.one_of(st.lists(inner, max_size=4),
-                                                         st.dictionaries(st.text(max_size=12), inner, max_size=5)),
-                        max_leaves=12)
+    scalars = st.one_of(
+        st.none(), st.booleans(), st.integers(-(2**70), 2**70), st.floats(allow_nan=False), st.text(max_size=20)
+    )
+    return st.recursive(
+        scalars,
+        lambda inner: st.one_of(st.lists(inner, max_size=4), st.dictionaries(st.text(max_size=12), inner, max_size=5)),
+        max_leaves=12,
+    )
 
 
-PROFILE_KEYS = ["name", "extends", "isolation", "reserve_per_node", "sched_rt_runtime_us", "governor", "irq",
-                "kubelet", "containerd", "tuned", "smoke", "bios", "sysctl", "allow_virtual"]
+PROFILE_KEYS = [
+    "name",
+    "extends",
+    "isolation",
+    "reserve_per_node",
+    "sched_rt_runtime_us",
+    "governor",
+    "irq",
+    "kubelet",
+    "containerd",
+    "tuned",
+    "smoke",
+    "bios",
+    "sysctl",
+    "allow_virtual",
+]
 
 
 @FUZZ
@@ -160,11 +231,18 @@ def test_a_profile_file_of_any_shape_is_loaded_or_refused(tmp_path_factory, doc)
     answers(load_profile, str(path))
 
 
-RAW_YAML = st.sampled_from([
-    "a: &a [1, 2]\nb: &b [*a, *a, *a, *a, *a, *a, *a, *a, *a]\nc: &c [*b, *b, *b, *b, *b, *b, *b, *b, *b]\n"
-    "d: &d [*c, *c, *c, *c, *c, *c, *c, *c, *c]\ne: &e [*d, *d, *d, *d, *d, *d, *d, *d, *d]\n"
-    "f: &f [*e, *e, *e, *e, *e, *e, *e, *e, *e]\ng: [*f, *f, *f, *f, *f, *f, *f, *f, *f]\nisolation: *f\n",
-    "[" * 5000 + "]" * 5000, "{a: " * 3000 + "1" + "}" * 3000, "\xff\xfe not utf-8", ": : :", "extends: x\n" * 3])
+RAW_YAML = st.sampled_from(
+    [
+        "a: &a [1, 2]\nb: &b [*a, *a, *a, *a, *a, *a, *a, *a, *a]\nc: &c [*b, *b, *b, *b, *b, *b, *b, *b, *b]\n"
+        "d: &d [*c, *c, *c, *c, *c, *c, *c, *c, *c]\ne: &e [*d, *d, *d, *d, *d, *d, *d, *d, *d]\n"
+        "f: &f [*e, *e, *e, *e, *e, *e, *e, *e, *e]\ng: [*f, *f, *f, *f, *f, *f, *f, *f, *f]\nisolation: *f\n",
+        "[" * 5000 + "]" * 5000,
+        "{a: " * 3000 + "1" + "}" * 3000,
+        "\xff\xfe not utf-8",
+        ": : :",
+        "extends: x\n" * 3,
+    ]
+)
 
 
 @FUZZ
@@ -179,17 +257,25 @@ def test_a_profile_file_that_is_no_yaml_mapping_is_refused_in_one_line(tmp_path_
 
 def smoke_like():
     """A smoke result with some fields replaced by anything."""
-    base = {"deschedule_ms": {"p50": 0.01, "p99": 0.1, "p999": 1.0, "max": 2.0}, "queue_wait_ms": {"p99": 0.2},
-            "rpc_ms": {"p50": 0.01, "p99": 0.05}, "throughput_rps": 1000.0, "samples": 20000,
-            "slow_infer": {"count": 0}, "sched_fifo": {"used": True, "available": True, "policy": "budget"},
-            "transport": "shm", "slo": {"p999_ms": 1.0, "target_p999_ms": 1.0, "passed": True, "verdict": "PASSED"},
-            "diagnosis": [{"cause": "none", "confidence": "high", "evidence": "-"}]}
+    base = {
+        "deschedule_ms": {"p50": 0.01, "p99": 0.1, "p999": 1.0, "max": 2.0},
+        "queue_wait_ms": {"p99": 0.2},
+        "rpc_ms": {"p50": 0.01, "p99": 0.05},
+        "throughput_rps": 1000.0,
+        "samples": 20000,
+        "slow_infer": {"count": 0},
+        "sched_fifo": {"used": True, "available": True, "policy": "budget"},
+        "transport": "shm",
+        "slo": {"p999_ms": 1.0, "target_p999_ms": 1.0, "passed": True, "verdict": "PASSED"},
+        "diagnosis": [{"cause": "none", "confidence": "high", "evidence": "-"}],
+    }
     return st.dictionaries(st.sampled_from(sorted(base)), documents(), max_size=3).map(lambda d: {**base, **d})
 
 
 @FUZZ
-@given(st.one_of(smoke_like(), documents(), st.dictionaries(st.text(max_size=5), smoke_like(), max_size=3)),
-       smoke_like())
+@given(
+    st.one_of(smoke_like(), documents(), st.dictionaries(st.text(max_size=5), smoke_like(), max_size=3)), smoke_like()
+)
 def test_migrate_report_of_any_document_is_written_or_refused(tmp_path_factory, before, after):
     from hostkit.smoke.migration import load_results, markdown, pair
 
@@ -204,10 +290,24 @@ def test_migrate_report_of_any_document_is_written_or_refused(tmp_path_factory, 
 
 
 @FUZZ
-@given(st.lists(st.one_of(documents(), st.fixed_dictionaries(
-    {"kind": st.sampled_from(["file", "values", "kthreads", "other"]), "time": st.text(max_size=8),
-     "path": JUNK, "before": documents(), "items": documents()})), max_size=4),
-       st.one_of(st.text(max_size=8), st.integers()))
+@given(
+    st.lists(
+        st.one_of(
+            documents(),
+            st.fixed_dictionaries(
+                {
+                    "kind": st.sampled_from(["file", "values", "kthreads", "other"]),
+                    "time": st.text(max_size=8),
+                    "path": JUNK,
+                    "before": documents(),
+                    "items": documents(),
+                }
+            ),
+        ),
+        max_size=4,
+    ),
+    st.one_of(st.text(max_size=8), st.integers()),
+)
 def test_a_damaged_journal_is_named_and_nothing_is_rolled_back(tmp_path_factory, entries, run_id):
     from hostkit.agent.journal import history
     from hostkit.agent.rollback import rollback
@@ -217,8 +317,9 @@ def test_a_damaged_journal_is_named_and_nothing_is_rolled_back(tmp_path_factory,
     (root / "etc/x.conf").write_text("x\n")
     jdir = root / "var/lib/hostkit/journal"
     jdir.mkdir(parents=True)
-    (jdir / "20261201T000000Z-aaaaaa.json").write_text(json.dumps({"run_id": run_id, "started": "2026",
-                                                                    "entries": entries}))
+    (jdir / "20261201T000000Z-aaaaaa.json").write_text(
+        json.dumps({"run_id": run_id, "started": "2026", "entries": entries})
+    )
     before = tree_hash(root)
     answers(history, str(root))
     answers(rollback, str(root), check=True)

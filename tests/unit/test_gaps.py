@@ -25,9 +25,14 @@ MS = 1_000_000
 
 
 def test_costops_are_the_overlaps_of_two_or_more_cpus():
-    gaps = [(0, 10 * MS, 0), (5 * MS, 12 * MS, 1),  # overlap 5-10 on cpus 0,1
-            (20 * MS, 30 * MS, 0),  # alone: not a co-stop
-            (40 * MS, 50 * MS, 0), (42 * MS, 44 * MS, 1), (43 * MS, 60 * MS, 2)]  # 42-50 on 0,1,2
+    gaps = [
+        (0, 10 * MS, 0),
+        (5 * MS, 12 * MS, 1),  # overlap 5-10 on cpus 0,1
+        (20 * MS, 30 * MS, 0),  # alone: not a co-stop
+        (40 * MS, 50 * MS, 0),
+        (42 * MS, 44 * MS, 1),
+        (43 * MS, 60 * MS, 2),
+    ]  # 42-50 on 0,1,2
     assert costop_intervals(gaps) == [(5 * MS, 10 * MS, frozenset({0, 1})), (42 * MS, 50 * MS, frozenset({0, 1, 2}))]
 
 
@@ -41,8 +46,10 @@ def test_two_gaps_on_one_cpu_are_not_a_costop():
 
 def test_only_gaps_the_kernel_charged_count_as_invisible():
     opts = GapOptions(duration_s=1.0)
-    results = [{"cpu": 0, "cpu_ns": 10, "nivcsw": 0, "gaps": [(0, 10 * MS, 10 * MS), (20 * MS, 5 * MS, 0)]},
-               {"cpu": 1, "cpu_ns": 10, "nivcsw": 3, "gaps": [(2 * MS, 10 * MS, 9 * MS), (21 * MS, 5 * MS, 0)]}]
+    results = [
+        {"cpu": 0, "cpu_ns": 10, "nivcsw": 0, "gaps": [(0, 10 * MS, 10 * MS), (20 * MS, 5 * MS, 0)]},
+        {"cpu": 1, "cpu_ns": 10, "nivcsw": 3, "gaps": [(2 * MS, 10 * MS, 9 * MS), (21 * MS, 5 * MS, 0)]},
+    ]
     doc = summarise(results, opts, 0)
     # 20-25 ms overlaps on both CPUs too, but neither gap was charged: the kernel descheduled them.
     assert doc["costops"]["count"] == 1 and doc["costops"]["events"] == [{"at_ms": 2.0, "ms": 8.0, "cpus": [0, 1]}]
@@ -60,8 +67,15 @@ def test_attribution_counts_events_overlapping_a_costop():
     assert attribute([], [(0, 1)])["share"] == 0.0
 
 
-@pytest.mark.parametrize("kw,needle", [({"threshold_us": 0}, "threshold"), ({"threshold_us": -5}, "threshold"),
-                                       ({"duration_s": 0}, "duration"), ({"policy": "fifo"}, "policy")])
+@pytest.mark.parametrize(
+    "kw,needle",
+    [
+        ({"threshold_us": 0}, "threshold"),
+        ({"threshold_us": -5}, "threshold"),
+        ({"duration_s": 0}, "duration"),
+        ({"policy": "fifo"}, "policy"),
+    ],
+)
 def test_bad_options(kw, needle):
     with pytest.raises(BadInput, match=needle):
         GapOptions(**kw)
@@ -85,6 +99,7 @@ def test_a_stopped_spinner_is_a_gap_the_kernel_explains():
             os.kill(pids[0], signal.SIGSTOP)
             time.sleep(0.3)
             os.kill(pids[0], signal.SIGCONT)
+
         threading.Thread(target=go, daemon=True).start()
 
     doc = run_probe(GapOptions(duration_s=2.0, threshold_us=100, cpus=(0,), policy="normal"), on_started=stop_one)
@@ -98,13 +113,20 @@ def test_a_stopped_spinner_is_a_gap_the_kernel_explains():
 
 
 def test_cli_json_and_bad_input():
-    proc = subprocess.run([sys.executable, "-m", "hostkit.cli", "gaps", "--duration", "1", "--json"],
-                          capture_output=True, text=True, timeout=120)
+    proc = subprocess.run(
+        [sys.executable, "-m", "hostkit.cli", "gaps", "--duration", "1", "--json"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert proc.returncode == 0, proc.stderr
     doc = json.loads(proc.stdout)
     assert doc["cpus"] == sorted(os.sched_getaffinity(0)) and set(doc["costops"]) >= {"count", "total_ms", "events"}
-    for args, needle in ((["--threshold-us", "0"], "threshold"), (["--cpus", "0-511"], "not CPUs"),
-                         (["--policy", "rr"], "invalid choice")):
+    for args, needle in (
+        (["--threshold-us", "0"], "threshold"),
+        (["--cpus", "0-511"], "not CPUs"),
+        (["--policy", "rr"], "invalid choice"),
+    ):
         bad = subprocess.run([sys.executable, "-m", "hostkit.cli", "gaps", *args], capture_output=True, text=True)
         assert bad.returncode == 2 and needle in bad.stderr, bad.stderr
 
@@ -112,19 +134,34 @@ def test_cli_json_and_bad_input():
 def test_diagnosis_names_one_primary_cause_by_confidence_then_cause():
     from hostkit.smoke.diagnose import rank
 
-    ranked = rank([{"cause": "cfs_contention", "confidence": "likely", "evidence": "a"},
-                   {"cause": "hypervisor_stall", "confidence": "possible", "evidence": "b"},
-                   {"cause": "rt_throttling", "confidence": "likely", "evidence": "c"}])
+    ranked = rank(
+        [
+            {"cause": "cfs_contention", "confidence": "likely", "evidence": "a"},
+            {"cause": "hypervisor_stall", "confidence": "possible", "evidence": "b"},
+            {"cause": "rt_throttling", "confidence": "likely", "evidence": "c"},
+        ]
+    )
     assert [(c["cause"], c["primary"]) for c in ranked] == [
-        ("rt_throttling", True), ("cfs_contention", False), ("hypervisor_stall", False)]
-    confirmed = rank([{"cause": "cfs_contention", "confidence": "likely", "evidence": ""},
-                      {"cause": "cross_numa_memory", "confidence": "confirmed", "evidence": ""}])
+        ("rt_throttling", True),
+        ("cfs_contention", False),
+        ("hypervisor_stall", False),
+    ]
+    confirmed = rank(
+        [
+            {"cause": "cfs_contention", "confidence": "likely", "evidence": ""},
+            {"cause": "cross_numa_memory", "confidence": "confirmed", "evidence": ""},
+        ]
+    )
     assert confirmed[0]["cause"] == "cross_numa_memory" and confirmed[0]["primary"]
 
 
 def test_smoke_with_the_probe_reports_gaps_and_attributes_the_tail():
-    proc = subprocess.run([sys.executable, "-m", "hostkit.cli", "smoke", "--duration", "2", "--probe-gaps", "--json"],
-                          capture_output=True, text=True, timeout=180)
+    proc = subprocess.run(
+        [sys.executable, "-m", "hostkit.cli", "smoke", "--duration", "2", "--probe-gaps", "--json"],
+        capture_output=True,
+        text=True,
+        timeout=180,
+    )
     assert proc.returncode == 1, proc.stderr  # 2 s at 2 ms: too few samples for a credible p999
     doc = json.loads(proc.stdout)
     g = doc["gaps"]
@@ -140,17 +177,26 @@ def test_smoke_with_the_probe_reports_gaps_and_attributes_the_tail():
     # hypervisor: its spinners are stopped invisibly for ~0.2% of their charged time (load 9), not 10%.
     h = t["hypervisor"]
     assert h["vcpu_stopped"] < 0.1 and "hypervisor_costop" not in [d["cause"] for d in doc["diagnosis"]], (h, g)
-    bad = subprocess.run([sys.executable, "-m", "hostkit.cli", "smoke", "--probe-gaps", "--gap-threshold-us", "0"],
-                         capture_output=True, text=True)
+    bad = subprocess.run(
+        [sys.executable, "-m", "hostkit.cli", "smoke", "--probe-gaps", "--gap-threshold-us", "0"],
+        capture_output=True,
+        text=True,
+    )
     assert bad.returncode == 2 and "--gap-threshold-us must be in [1, 1e+06], got 0" in bad.stderr, bad.stderr
 
 
 def _probe_doc(invisible_ms: float, charged_s: float, costops: list[tuple[int, int]] = ()) -> dict:
     """A probe report whose two spinners were charged ``charged_s`` of CPU time, ``invisible_ms`` of it stopped."""
-    return {"costops": {"count": len(costops), "max_cpus": 2 if costops else 0, "share_of_run": 0.01,
-                        "total_ms": sum(e - s for s, e in costops) / MS},
-            "per_cpu": {str(c): {"invisible_ms": invisible_ms / 2, "probe_cpu_s": charged_s / 2} for c in (0, 1)},
-            "_costop_ns": list(costops)}
+    return {
+        "costops": {
+            "count": len(costops),
+            "max_cpus": 2 if costops else 0,
+            "share_of_run": 0.01,
+            "total_ms": sum(e - s for s, e in costops) / MS,
+        },
+        "per_cpu": {str(c): {"invisible_ms": invisible_ms / 2, "probe_cpu_s": charged_s / 2} for c in (0, 1)},
+        "_costop_ns": list(costops),
+    }
 
 
 def _inferences(slow: list[tuple[float, float]], n: int = 1000, compute: float = 2.0):
@@ -173,8 +219,14 @@ def test_the_tails_extra_time_splits_into_charged_and_descheduled():
     walls, cpus, dones = _inferences([(8.0, 8.0)] * 10 + [(8.0, 2.0)] * 10)
     t = tail_attribution(_probe_doc(invisible_ms=300.0, charged_s=1.0), walls, cpus, dones)
     assert t["events"] == 20 and t["wall_ms_at_least"] == 8.0 and t["p999_wall_ms"] == 8.0
-    assert t["hypervisor"] == {"compute_ms": 2.0, "excess_ms": 120.0, "invisible_ms": 60.0, "deschedule_ms": 60.0,
-                               "invisible_share": 0.5, "vcpu_stopped": 0.3}
+    assert t["hypervisor"] == {
+        "compute_ms": 2.0,
+        "excess_ms": 120.0,
+        "invisible_ms": 60.0,
+        "deschedule_ms": 60.0,
+        "invisible_share": 0.5,
+        "vcpu_stopped": 0.3,
+    }
 
 
 def _result(invisible_ms: float, charged_s: float, slow: list[tuple[float, float]]) -> dict:
@@ -183,9 +235,14 @@ def _result(invisible_ms: float, charged_s: float, slow: list[tuple[float, float
     walls, cpus, dones = _inferences(slow)
     doc = _probe_doc(invisible_ms, charged_s, costops=[(int(dones[-1] * 1e9) - 4 * MS, int(dones[-1] * 1e9) - 3 * MS)])
     # The guest kernel saw a small deschedule tail.
-    return {"deschedule_ms": {"p999": 0.6, "max": 0.9, "n": 1000}, "duration_s": 6.0, "target_p999_ms": 1.0,
-            "sched_fifo": {"used": False}, "cpu": 1,
-            "gaps": {"costops": doc["costops"], "tail_attribution": tail_attribution(doc, walls, cpus, dones)}}
+    return {
+        "deschedule_ms": {"p999": 0.6, "max": 0.9, "n": 1000},
+        "duration_s": 6.0,
+        "target_p999_ms": 1.0,
+        "sched_fifo": {"used": False},
+        "cpu": 1,
+        "gaps": {"costops": doc["costops"], "tail_attribution": tail_attribution(doc, walls, cpus, dones)},
+    }
 
 
 def test_the_diagnosis_names_the_hypervisor_with_its_share_of_the_tail():
@@ -196,15 +253,20 @@ def test_the_diagnosis_names_the_hypervisor_with_its_share_of_the_tail():
     result = _result(400.0, 1.0, [(8.0, 8.0)] * 20)
     causes = diagnose(result, {"run_delay_ms": 0.5, "runnable_on_worker_cpu": ["7:kworker/1:1"]}, None)
     assert [(c["cause"], c["confidence"], c["primary"]) for c in causes] == [
-        ("hypervisor_costop", "likely", True), ("cfs_contention", "likely", False)]
+        ("hypervisor_costop", "likely", True),
+        ("cfs_contention", "likely", False),
+    ]
     assert causes[0]["share_of_tail"] == 1.0 and causes[0]["evidence"].startswith("100% of the tail: the slowest 20")
     assert "p999 8.0 ms" in causes[0]["evidence"] and "stopped invisibly for 40% of" in causes[0]["evidence"]
 
 
-@pytest.mark.parametrize("invisible_ms,slow", [
-    (2.0, [(8.0, 8.0)] * 20),  # slower computation: the spinners were hardly ever stopped (this machine)
-    (400.0, [(8.0, 4.0)] * 20),  # spinners stopped, but the tail is mostly descheduled: 2 of 6 ms charged
-])
+@pytest.mark.parametrize(
+    "invisible_ms,slow",
+    [
+        (2.0, [(8.0, 8.0)] * 20),  # slower computation: the spinners were hardly ever stopped (this machine)
+        (400.0, [(8.0, 4.0)] * 20),  # spinners stopped, but the tail is mostly descheduled: 2 of 6 ms charged
+    ],
+)
 def test_the_hypervisor_is_not_named_without_both_signs(invisible_ms, slow):
     from hostkit.smoke.diagnose import diagnose
 
@@ -233,7 +295,10 @@ def test_long_deschedules_name_who_ran_and_rt_throttling():
     first, second = got["events"]
     # 5 ms off the CPU while runnable, only a CFS task and idle ran: RT throttling.
     assert first["ms"] == 5.0 and first["rt_throttled"]
-    assert [(r["comm"], r["class"], r["ms"]) for r in first["ran_instead"]] == [("bash", "cfs", 4.0), ("swapper/1", "idle", 1.0)]
+    assert [(r["comm"], r["class"], r["ms"]) for r in first["ran_instead"]] == [
+        ("bash", "cfs", 4.0),
+        ("swapper/1", "idle", 1.0),
+    ]
     # 3 ms for an RT kernel thread: not throttling. The 50 ms sleep (state S) is no deschedule,
     # and 0.5 ms is under the threshold.
     assert second["ms"] == 3.0 and not second["rt_throttled"] and second["ran_instead"][0]["class"] == "rt"
@@ -261,10 +326,22 @@ def test_the_traced_cause_is_judged_by_time_not_by_count():
 
     park = {"ms": 700.0, "rt_throttled": True, "ran_instead": []}
     nudge = {"ms": 2.0, "rt_throttled": False, "ran_instead": []}
-    result = {"deschedule_ms": {"p999": 700.0, "max": 700.0, "n": 10000}, "duration_s": 3.0, "target_p999_ms": 1.0,
-              "sched_fifo": {"used": True}, "cpu": 1,
-              "sched_trace": {"count": 12, "rt_throttled": 2, "rt_throttled_ms": 1400.0, "total_ms": 1420.0,
-                              "threshold_ms": 1.0, "by_task": {"bash:7 (cfs)": 20.0}, "events": [park] * 2 + [nudge] * 10}}
+    result = {
+        "deschedule_ms": {"p999": 700.0, "max": 700.0, "n": 10000},
+        "duration_s": 3.0,
+        "target_p999_ms": 1.0,
+        "sched_fifo": {"used": True},
+        "cpu": 1,
+        "sched_trace": {
+            "count": 12,
+            "rt_throttled": 2,
+            "rt_throttled_ms": 1400.0,
+            "total_ms": 1420.0,
+            "threshold_ms": 1.0,
+            "by_task": {"bash:7 (cfs)": 20.0},
+            "events": [park] * 2 + [nudge] * 10,
+        },
+    }
     causes = diagnose(result, {"sched_rt_runtime_us": 300000, "sched_rt_period_us": 1000000}, None)
     traced = [c for c in causes if c["evidence"].startswith("traced:")]
     assert [(c["cause"], c["confidence"]) for c in traced] == [("rt_throttling", "confirmed")], causes
@@ -302,7 +379,9 @@ def test_parks_whose_end_is_untraced_are_timed_by_the_inferences_they_interrupte
     assert got["rt_throttled_ms"] == 138.0
     # 10 ms traced until kdamond's switch (kdamond ran at its end), the rest to idle, which took over
     assert [(r["comm"], r["class"], r["ms"]) for r in got["events"][0]["ran_instead"]] == [
-        ("swapper/1", "idle", 38.0), ("kdamond.0", "cfs", 10.0)]
+        ("swapper/1", "idle", 38.0),
+        ("kdamond.0", "cfs", 10.0),
+    ]
     bare = long_deschedules(TRACE_NO_IDLE_EXITS, 500, 1.0)  # nothing to time them by
     assert bare["count"] == 0 and bare["untimed"] == 5
     assert long_deschedules(TRACE, 500, 1.0)["idle_exits_traced"] is True
@@ -333,8 +412,12 @@ def test_inference_at_finds_the_inference_running_at_a_time():
 
 
 def test_smoke_traces_the_worker_cpu_and_leaves_no_instance(tracefs):
-    proc = subprocess.run([sys.executable, "-m", "hostkit.cli", "smoke", "--duration", "2", "--trace-sched",
-                           "--json"], capture_output=True, text=True, timeout=180)
+    proc = subprocess.run(
+        [sys.executable, "-m", "hostkit.cli", "smoke", "--duration", "2", "--trace-sched", "--json"],
+        capture_output=True,
+        text=True,
+        timeout=180,
+    )
     assert proc.returncode == 1, proc.stderr  # 2 s: too few samples for a credible p999
     t = json.loads(proc.stdout)["sched_trace"]
     assert "error" not in t and t["switches"] > 0 and t["threshold_ms"] == 1.0
@@ -351,20 +434,28 @@ def _in_private_mounts(script: str) -> subprocess.CompletedProcess:
 
 def test_without_tracefs_the_run_says_so():
     roots = " ".join(TRACEFS_ROOTS)
-    proc = _in_private_mounts(f"for r in {roots}; do umount $r 2>/dev/null; done; exec {sys.executable} -m "
-                              "hostkit.cli smoke --duration 1 --trace-sched --json")
+    proc = _in_private_mounts(
+        f"for r in {roots}; do umount $r 2>/dev/null; done; exec {sys.executable} -m "
+        "hostkit.cli smoke --duration 1 --trace-sched --json"
+    )
     doc = json.loads(proc.stdout)
-    assert doc["sched_trace"] == {"error": "no per-event attribution: tracefs is not mounted "
-                                           "(mount -t tracefs nodev /sys/kernel/tracing)"}
+    assert doc["sched_trace"] == {
+        "error": "no per-event attribution: tracefs is not mounted (mount -t tracefs nodev /sys/kernel/tracing)"
+    }
 
 
 def test_tracefs_this_user_may_not_read_is_named_as_such():
-    probe = ("from hostkit.smoke.sched_trace import SchedTrace, TraceUnavailable\n"
-             "try:\n    SchedTrace(0)\nexcept TraceUnavailable as exc:\n    print(exc)")
-    proc = _in_private_mounts(f"umount {TRACEFS_ROOTS[0]} 2>/dev/null; mount -t tracefs nodev {TRACEFS_ROOTS[0]} && exec setpriv --reuid=65534 "
-                              f"--regid=65534 --clear-groups {sys.executable} -c '{probe}'")
-    assert proc.stdout.strip() == (f"tracefs at {TRACEFS_ROOTS[0]} is not accessible to this user (uid 65534): "
-                                   "per-event attribution needs root"), proc.stderr
+    probe = (
+        "from hostkit.smoke.sched_trace import SchedTrace, TraceUnavailable\n"
+        "try:\n    SchedTrace(0)\nexcept TraceUnavailable as exc:\n    print(exc)"
+    )
+    proc = _in_private_mounts(
+        f"umount {TRACEFS_ROOTS[0]} 2>/dev/null; mount -t tracefs nodev {TRACEFS_ROOTS[0]} && exec setpriv --reuid=65534 "
+        f"--regid=65534 --clear-groups {sys.executable} -c '{probe}'"
+    )
+    assert proc.stdout.strip() == (
+        f"tracefs at {TRACEFS_ROOTS[0]} is not accessible to this user (uid 65534): per-event attribution needs root"
+    ), proc.stderr
 
 
 def test_a_throttled_worker_on_a_stopped_vcpu_names_the_hypervisor_first():
@@ -377,9 +468,12 @@ def test_a_throttled_worker_on_a_stopped_vcpu_names_the_hypervisor_first():
     result.update(sched_fifo={"used": True}, fifo_duty=0.94, deschedule_ms={"p999": 20.0, "max": 54.0, "n": 1000})
     causes = diagnose(result, {"sched_rt_runtime_us": 950000, "sched_rt_period_us": 1000000}, None)
     assert [(c["cause"], c["confidence"], c["primary"], c.get("share_of_tail")) for c in causes] == [
-        ("hypervisor_costop", "likely", True, 0.6667), ("rt_throttling", "likely", False, 0.3333)]
-    assert causes[1]["evidence"].endswith("at most 33% of the tail: the slowest inferences' descheduled "
-                                          "40.0 of 120.0 ms beyond the median computation")
+        ("hypervisor_costop", "likely", True, 0.6667),
+        ("rt_throttling", "likely", False, 0.3333),
+    ]
+    assert causes[1]["evidence"].endswith(
+        "at most 33% of the tail: the slowest inferences' descheduled 40.0 of 120.0 ms beyond the median computation"
+    )
     # The same throttling with the tail all descheduled: no hypervisor, throttling alone and primary.
     result = _result(2.0, 1.0, [(8.0, 2.0)] * 20)
     result.update(sched_fifo={"used": True}, fifo_duty=0.94, deschedule_ms={"p999": 20.0, "max": 54.0, "n": 1000})

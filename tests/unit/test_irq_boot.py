@@ -33,8 +33,9 @@ BOOT_DEFAULT = "boot-default"  # what a fresh boot's smp_affinity_list holds her
 def run_program(rules: Path, root: Path, program: Path = PROGRAM, *extra: str) -> subprocess.CompletedProcess:
     if not os.access(PYTHON, os.X_OK):
         pytest.fail(f"{PYTHON} missing: the unit runs the program with it")
-    return subprocess.run([PYTHON, str(program), str(rules), "--root", str(root), *extra],
-                          capture_output=True, text=True, timeout=60)
+    return subprocess.run(
+        [PYTHON, str(program), str(rules), "--root", str(root), *extra], capture_output=True, text=True, timeout=60
+    )
 
 
 def next_boot(root: Path) -> dict[int, int]:
@@ -67,7 +68,7 @@ def next_boot(root: Path) -> dict[int, int]:
         f.rename(f.with_name(f"moving-{new[int(f.name)]}"))
     for f in msi:
         moved = f.with_name(f"moving-{new[int(f.name)]}")
-        moved.rename(moved.with_name(moved.name[len("moving-"):]))
+        moved.rename(moved.with_name(moved.name[len("moving-") :]))
     return new
 
 
@@ -80,6 +81,7 @@ def names_by_irq(root: Path) -> dict[int, str]:
 
 
 # ----------------------------------------------------------------------------- this machine's IRQs
+
 
 def this_machines_irqs(root: Path) -> None:
     """/proc/interrupts and every IRQ's smp_affinity_list of this machine, copied under ``root``."""
@@ -123,8 +125,10 @@ def test_this_machines_interrupts_renumbered_each_irq_gets_its_names_cpus(tmp_pa
         assert why.startswith("name ") or why == "no action name", why
     assert "no IRQ named 'gone-TxRx-0' in this boot" in proc.stdout
     assert (root / "proc/irq/default_smp_affinity").read_text() == "1\n"
-    assert proc.stdout.splitlines()[-1] == f"{len(got) - sum(v == BOOT_DEFAULT for v in got.values())} IRQ(s) " \
-                                           "moved, 0 refused by the kernel, 1 rule(s) without an IRQ"
+    assert (
+        proc.stdout.splitlines()[-1] == f"{len(got) - sum(v == BOOT_DEFAULT for v in got.values())} IRQ(s) "
+        "moved, 0 refused by the kernel, 1 rule(s) without an IRQ"
+    )
 
 
 def test_resolve_prints_this_boots_numbers_and_changes_nothing(tmp_path):
@@ -139,17 +143,22 @@ def test_resolve_prints_this_boots_numbers_and_changes_nothing(tmp_path):
     assert proc.returncode == 0, proc.stderr
     names = names_by_irq(root)
     assert json.loads(proc.stdout) == {
-        "assignments": {str(i): by_name[n] for i, n in names.items() if n in by_name}, "missed": []}
+        "assignments": {str(i): by_name[n] for i, n in names.items() if n in by_name},
+        "missed": [],
+    }
     assert set(json.loads(proc.stdout)["assignments"]) <= {str(n) for n in moved.values()}
     assert affinity_by_irq(root) == before
 
 
-@pytest.mark.parametrize("args, error", [
-    ([], "usage: irq_affinity.py"),
-    (["--rules-json", "[1]"], "bad rules: rules must be an object with a by_name object"),
-    (["--rules-json", "{not json"], "bad rules: "),
-    (["/nonexistent/rules.json"], "bad rules: [Errno 2]"),
-])
+@pytest.mark.parametrize(
+    "args, error",
+    [
+        ([], "usage: irq_affinity.py"),
+        (["--rules-json", "[1]"], "bad rules: rules must be an object with a by_name object"),
+        (["--rules-json", "{not json"], "bad rules: "),
+        (["/nonexistent/rules.json"], "bad rules: [Errno 2]"),
+    ],
+)
 def test_bad_rules_one_line_exit_2_nothing_written(tmp_path, args, error):
     root = tmp_path / "root"
     this_machines_irqs(root)
@@ -196,6 +205,7 @@ def test_on_this_machines_live_irqs_and_put_back():
 
 # ----------------------------------------------------------------------------- the plan's rules
 
+
 def test_plan_rules_by_name_and_says_which_irqs_no_name_finds_again(tmp_path):
     """One rule for which IRQ goes where: by_name holds each named IRQ's cpulist from the same
     decision as assignments; an IRQ without a name, and a name wanted on two different CPU sets
@@ -216,13 +226,20 @@ def test_plan_rules_by_name_and_says_which_irqs_no_name_finds_again(tmp_path):
     assert irq["unmatched"] == ["0", str(queue["irq"]), "250"]
     assert "timer" not in irq["by_name"] and "" not in irq["by_name"]
     named = {str(i["irq"]): i["name"] for i in facts["irqs"]}
-    assert set(irq["assignments"]) == {n for n in named if n not in irq["unmatched"]
-                                       and next(i for i in facts["irqs"] if str(i["irq"]) == n)["smp_affinity_list"]}
+    assert set(irq["assignments"]) == {
+        n
+        for n in named
+        if n not in irq["unmatched"] and next(i for i in facts["irqs"] if str(i["irq"]) == n)["smp_affinity_list"]
+    }
     for number, cpus in irq["assignments"].items():
         assert irq["by_name"][named[number]] == cpus
     assert irq["by_name"][f"{nic['name']}-TxRx-1"] == plan["nic_irq_cpus"][nic["name"]]
-    assert (f"IRQ(s) 0, {queue['irq']} cannot be found by name after a reboot (name 'timer' shared by IRQs "
-            "planned on different CPUs): hostkit leaves them to the kernel's irqaffinity= and "
-            "default_smp_affinity") in plan["reasons"]
-    assert ("IRQ(s) 250 cannot be found by name after a reboot (no action name): hostkit leaves them to the "
-            "kernel's irqaffinity= and default_smp_affinity") in plan["reasons"]
+    assert (
+        f"IRQ(s) 0, {queue['irq']} cannot be found by name after a reboot (name 'timer' shared by IRQs "
+        "planned on different CPUs): hostkit leaves them to the kernel's irqaffinity= and "
+        "default_smp_affinity"
+    ) in plan["reasons"]
+    assert (
+        "IRQ(s) 250 cannot be found by name after a reboot (no action name): hostkit leaves them to the "
+        "kernel's irqaffinity= and default_smp_affinity"
+    ) in plan["reasons"]

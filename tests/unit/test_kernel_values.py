@@ -33,10 +33,13 @@ def lay_out_sysfs(root: Path, facts: dict) -> dict[str, str]:
     online = parse_cpulist(facts["topology"]["online"])
     nodes = [n["id"] for n in facts["topology"]["numa_nodes"] if n["memory_kb"]]
     full = format_mask(online, facts["topology"]["cpus"]) + "\n"
-    files = {"/sys/kernel/mm/transparent_hugepage/enabled": THP_ENABLED,
-             "/sys/kernel/mm/transparent_hugepage/defrag": THP_DEFRAG,
-             "/sys/kernel/mm/ksm/run": "1\n",
-             SYSFS_BY_KEY["workqueue_cpumask"].path: full, SYSFS_BY_KEY["writeback_cpumask"].path: full}
+    files = {
+        "/sys/kernel/mm/transparent_hugepage/enabled": THP_ENABLED,
+        "/sys/kernel/mm/transparent_hugepage/defrag": THP_DEFRAG,
+        "/sys/kernel/mm/ksm/run": "1\n",
+        SYSFS_BY_KEY["workqueue_cpumask"].path: full,
+        SYSFS_BY_KEY["writeback_cpumask"].path: full,
+    }
     epp = SYSFS_BY_KEY["energy_performance_preference"]
     for path in epp.paths(online):
         files[path] = "balance_performance\n"
@@ -54,10 +57,28 @@ def apply(root: Path, tmp_path: Path, plan: dict, run_id: str):
     from hostkit.ansible.run import run_playbook
 
     inventory = tmp_path / "inventory.yml"
-    inventory.write_text(yaml.safe_dump({"all": {"hosts": {"h": {
-        "ansible_connection": "local", "ansible_python_interpreter": sys.executable, "hostkit_sysroot": str(root)}}}}))
-    run = run_playbook("apply.yml", str(inventory), tags="kernel_values,pm_qos", run_id=run_id,
-                       extravars={"hostkit_plans": {"h": plan}, "hostkit_run_id": run_id})
+    inventory.write_text(
+        yaml.safe_dump(
+            {
+                "all": {
+                    "hosts": {
+                        "h": {
+                            "ansible_connection": "local",
+                            "ansible_python_interpreter": sys.executable,
+                            "hostkit_sysroot": str(root),
+                        }
+                    }
+                }
+            }
+        )
+    )
+    run = run_playbook(
+        "apply.yml",
+        str(inventory),
+        tags="kernel_values,pm_qos",
+        run_id=run_id,
+        extravars={"hostkit_plans": {"h": plan}, "hostkit_run_id": run_id},
+    )
     assert run.status == "successful", run.error or run.hosts["h"].msg
     return run.hosts["h"]
 

@@ -31,9 +31,13 @@ from hostkit.profiles import load_profile
 from tests.labutil import cli_json
 from tests.modules.runner import REPO
 
-pytestmark = [pytest.mark.live,
-              pytest.mark.skipif(os.geteuid() != 0 or len(os.sched_getaffinity(0)) < 2 or not os.path.isdir("/proc/2"),
-                                 reason="needs root, 2 CPUs and a kernel whose threads /proc shows")]
+pytestmark = [
+    pytest.mark.live,
+    pytest.mark.skipif(
+        os.geteuid() != 0 or len(os.sched_getaffinity(0)) < 2 or not os.path.isdir("/proc/2"),
+        reason="needs root, 2 CPUs and a kernel whose threads /proc shows",
+    ),
+]
 HOUSEKEEPING, ISOLATED = frozenset({0}), frozenset({1})
 PLAN = {"kthreads": {"move": True, "housekeeping": "0", "isolated": "1"}}
 INVENTORY = REPO / "inventories/local/hosts.yml"
@@ -93,14 +97,15 @@ def test_move_journal_audit_and_rollback_on_the_real_threads(tmp_path, originals
     assert len(result["moved"]) + len(result["gone"]) == len(todo) and result["kernel_refused"] == []
     assert {t["pid"]: live_cpus(t["pid"]) for t in bound} == {t["pid"]: "1" for t in bound}
     assert strays_now() == []
-    finding, = check_kthreads(gather("/"), PLAN)
+    (finding,) = check_kthreads(gather("/"), PLAN)
     assert finding["status"] == "pass", finding
     # the journal: one entry, each moved thread keyed by boot, pid and start time with its previous CPUs
-    entry, = json.loads((tmp_path / "var/lib/hostkit/journal/kt1.json").read_text())["entries"]
+    (entry,) = json.loads((tmp_path / "var/lib/hostkit/journal/kt1.json").read_text())["entries"]
     assert entry["kind"] == "kthreads"
     boot = Path("/proc/sys/kernel/random/boot_id").read_text().strip()
-    assert {(i["boot"], i["pid"], i["start"], i["before"]) for i in entry["items"]} == \
-        {(boot, t["pid"], originals[t["pid"]][0], originals[t["pid"]][1]) for t in result["moved"]}
+    assert {(i["boot"], i["pid"], i["start"], i["before"]) for i in entry["items"]} == {
+        (boot, t["pid"], originals[t["pid"]][0], originals[t["pid"]][1]) for t in result["moved"]
+    }
 
     # a second run changes nothing
     again, second = mod.decide(params, kthreads.kernel_threads())
@@ -109,8 +114,9 @@ def test_move_journal_audit_and_rollback_on_the_real_threads(tmp_path, originals
     rb = rollback(str(tmp_path))
     assert rb["errors"] == [] and rb["verify"]["ok"] is True, rb
     assert {a["path"] for a in rb["actions"]} == {f"/proc/{t['pid']}" for t in result["moved"]}
-    assert {t["pid"]: live_cpus(t["pid"]) for t in result["moved"]} == \
-        {t["pid"]: originals[t["pid"]][1] for t in result["moved"]}
+    assert {t["pid"]: live_cpus(t["pid"]) for t in result["moved"]} == {
+        t["pid"]: originals[t["pid"]][1] for t in result["moved"]
+    }
     assert rollback(str(tmp_path))["changed"] is False  # a second rollback changes nothing
 
 
@@ -131,9 +137,24 @@ def test_rollback_leaves_a_thread_that_is_not_the_journaled_one(tmp_path, origin
     the same pid and start tick in another boot (kthreadd, in every boot) is another thread too."""
     t = next(t for t in strays_now() if t["comm"] == "kthreadd")
     boot = kthreads.boot_id()
-    Journal(str(tmp_path), "kt3").record({"kind": "kthreads", "role": "kthreads", "items": [
-        {"pid": t["pid"], "start": start, "boot": b, "comm": t["comm"], "path": f"/proc/{t['pid']}",
-         "before": "1", "after": "0"} for start, b in ((t["start"] + 1, boot), (t["start"], "another-boot"))]})
+    Journal(str(tmp_path), "kt3").record(
+        {
+            "kind": "kthreads",
+            "role": "kthreads",
+            "items": [
+                {
+                    "pid": t["pid"],
+                    "start": start,
+                    "boot": b,
+                    "comm": t["comm"],
+                    "path": f"/proc/{t['pid']}",
+                    "before": "1",
+                    "after": "0",
+                }
+                for start, b in ((t["start"] + 1, boot), (t["start"], "another-boot"))
+            ],
+        }
+    )
     rb = rollback(str(tmp_path))
     assert (rb["changed"], rb["unchanged"], rb["verify"]["ok"]) == (False, 2, True)
     assert live_cpus(t["pid"]) == t["cpus"]
@@ -146,13 +167,15 @@ def test_the_boot_unit_program_moves_them_as_installed(tmp_path, originals):
         shutil.copy(REPO / "roles/kthreads/files" / name, tmp_path / name)
     stray = strays_now()
     program = ["/usr/bin/python3", "-s", "-E", str(tmp_path / "hostkit_kthreads.py")]
-    proc = subprocess.run(program + ["--housekeeping", "0", "--isolated", "1"], capture_output=True, text=True,
-                          timeout=60, cwd=tmp_path)
+    proc = subprocess.run(
+        program + ["--housekeeping", "0", "--isolated", "1"], capture_output=True, text=True, timeout=60, cwd=tmp_path
+    )
     assert proc.returncode == 0, proc.stderr
     assert strays_now() == []
     assert f"moved 2 (kthreadd): {next(t['cpus'] for t in stray if t['pid'] == 2)} -> 0" in proc.stdout
-    bad = subprocess.run(program + ["--housekeeping", "0-x", "--isolated", "1"], capture_output=True, text=True,
-                         timeout=60, cwd=tmp_path)
+    bad = subprocess.run(
+        program + ["--housekeeping", "0-x", "--isolated", "1"], capture_output=True, text=True, timeout=60, cwd=tmp_path
+    )
     assert bad.returncode == 2 and "invalid cpulist" in bad.stderr
 
 
@@ -163,7 +186,7 @@ def test_a_sysroot_has_no_threads_and_its_plan_says_so(tmp_path):
     plan = make_plan(facts, load_profile("bare-metal-inference"))
     assert plan["kthreads"] == {"move": True, "housekeeping": plan["housekeeping"], "isolated": plan["isolated"]}
     assert any(r.startswith("kernel threads:") and r.endswith(kthreads.NOT_LIVE) for r in plan["reasons"])
-    finding, = check_kthreads(facts, plan)
+    (finding,) = check_kthreads(facts, plan)
     assert (finding["status"], finding["note"]) == ("not_applicable", kthreads.NOT_LIVE)
 
 
@@ -181,15 +204,17 @@ def test_the_role_through_ansible_on_this_machine_then_rollback(originals):
         h = hosts["localhost"]
         assert h.status == "changed", (h.msg, run.error)
         assert strays_now() == []
-        assert {t["pid"]: live_cpus(t["pid"]) for t in stray if t["pid"] in originals} == \
-            {t["pid"]: "0" for t in stray if t["pid"] in originals}
+        assert {t["pid"]: live_cpus(t["pid"]) for t in stray if t["pid"] in originals} == {
+            t["pid"]: "0" for t in stray if t["pid"] in originals
+        }
         assert "--housekeeping 0 --isolated 1\n" in unit.read_text()
         if not os.path.isdir("/run/systemd/system"):  # enabling the unit could not happen here: said, not ok
             assert h.roles["kthreads"]["skipped"] == ["systemd is not running on this host"]  # its enable
         rc, rb, proc = cli_json("rollback", "-i", str(INVENTORY), "--run-id", run_id)
         assert rc == 0 and rb["hosts"]["localhost"]["verify"]["ok"], proc.stderr[-2000:]
-        assert {t["pid"]: live_cpus(t["pid"]) for t in stray if kthreads.same_thread(t)} == \
-            {t["pid"]: t["cpus"] for t in stray if kthreads.same_thread(t)}
+        assert {t["pid"]: live_cpus(t["pid"]) for t in stray if kthreads.same_thread(t)} == {
+            t["pid"]: t["cpus"] for t in stray if kthreads.same_thread(t)
+        }
         assert not unit.exists() and not program.exists()
     finally:
         for leftover in (unit, program / "hostkit_kthreads.py", program / "hostkit_cpulist.py"):

@@ -16,31 +16,40 @@ from hostkit.lab.lab import Lab
 from hostkit.lab.vm_image import Image
 
 
-@pytest.mark.parametrize("text, needle", [
-    ("sockets=2,cores=2,threads=1", "nodes= is required"),
-    ("sockets=2,cores=2,threads=1,nodes=2,gpus=1", "unknown key 'gpus'"),
-    ("sockets=0,cores=2,threads=1,nodes=1", "sockets must be at least 1"),
-    ("sockets=2,cores=two,threads=1,nodes=1", "cores='two' is not a whole number"),
-    ("sockets=64,cores=4,threads=1,nodes=1", "256 vCPUs; QEMU's pc machine accepts at most 255"),
-    ("sockets=1,cores=2,threads=1,nodes=4", "4 NUMA nodes for 2 vCPUs"),
-    ("sockets=3,cores=1,threads=1,nodes=2", "do not split"),
-    ("sockets=2,cores=2,threads=1,nodes=2,mem=64", "mem=64 MiB is outside"),
-    ("sockets=2,cores=2,threads=1,nodes=2,vendor=xen", "vendor must be one of"),
-    ("sockets=2,cores=2,threads=1,nodes=2,nic_queues=4", "one queue pair"),
-    ("sockets=2,cores=2,threads=1,nodes=2,nodes=1", "nodes given twice"),
-    ("numa3", "is not KEY=VALUE"),
-    ("sockets=1,cores=2,threads=1,nodes=1,setup=k8s", "setup must be one of tuned-cpu-partitioning, got 'k8s'"),
-])
+@pytest.mark.parametrize(
+    "text, needle",
+    [
+        ("sockets=2,cores=2,threads=1", "nodes= is required"),
+        ("sockets=2,cores=2,threads=1,nodes=2,gpus=1", "unknown key 'gpus'"),
+        ("sockets=0,cores=2,threads=1,nodes=1", "sockets must be at least 1"),
+        ("sockets=2,cores=two,threads=1,nodes=1", "cores='two' is not a whole number"),
+        ("sockets=64,cores=4,threads=1,nodes=1", "256 vCPUs; QEMU's pc machine accepts at most 255"),
+        ("sockets=1,cores=2,threads=1,nodes=4", "4 NUMA nodes for 2 vCPUs"),
+        ("sockets=3,cores=1,threads=1,nodes=2", "do not split"),
+        ("sockets=2,cores=2,threads=1,nodes=2,mem=64", "mem=64 MiB is outside"),
+        ("sockets=2,cores=2,threads=1,nodes=2,vendor=xen", "vendor must be one of"),
+        ("sockets=2,cores=2,threads=1,nodes=2,nic_queues=4", "one queue pair"),
+        ("sockets=2,cores=2,threads=1,nodes=2,nodes=1", "nodes given twice"),
+        ("numa3", "is not KEY=VALUE"),
+        ("sockets=1,cores=2,threads=1,nodes=1,setup=k8s", "setup must be one of tuned-cpu-partitioning, got 'k8s'"),
+    ],
+)
 def test_bad_specs_name_the_problem(text, needle):
     with pytest.raises(BadInput, match=None) as exc:
         vm.parse_spec(text)
     assert needle in str(exc.value), str(exc.value)
 
 
-@pytest.mark.parametrize("preset, shape", [
-    ("numa2", (2, 2, 1, 2)), ("smt", (1, 2, 2, 1)), ("vmware-like", (4, 1, 1, 1)), ("small", (1, 2, 1, 1)),
-    ("small-tuned", (1, 2, 1, 1)),
-])
+@pytest.mark.parametrize(
+    "preset, shape",
+    [
+        ("numa2", (2, 2, 1, 2)),
+        ("smt", (1, 2, 2, 1)),
+        ("vmware-like", (4, 1, 1, 1)),
+        ("small", (1, 2, 1, 1)),
+        ("small-tuned", (1, 2, 1, 1)),
+    ],
+)
 def test_presets(preset, shape):
     s = vm.parse_spec(preset)
     assert (s.sockets, s.cores, s.threads, s.nodes) == shape
@@ -69,8 +78,14 @@ def _fake_entry(root, key="f" * 16):
         (img.dir / name).write_bytes(data)
     import hashlib
 
-    img.manifest.write_text(json.dumps({"sizes": {"base.qcow2": 11, "boot.iso": 3, "vmlinuz": 6},
-                                        "sha256": hashlib.sha256(b"qcow2 bytes").hexdigest()}))
+    img.manifest.write_text(
+        json.dumps(
+            {
+                "sizes": {"base.qcow2": 11, "boot.iso": 3, "vmlinuz": 6},
+                "sha256": hashlib.sha256(b"qcow2 bytes").hexdigest(),
+            }
+        )
+    )
     return img
 
 
@@ -99,8 +114,9 @@ def test_prune_removes_old_recipes_and_partial_builds_only(tmp_path):
 
 
 def test_missing_qemu_is_a_clear_error_and_nothing_is_started(tmp_path, monkeypatch):
-    monkeypatch.setattr("hostkit.lab.vm_image.shutil.which",
-                        lambda tool: None if tool.startswith("qemu") else "/usr/bin/" + tool)
+    monkeypatch.setattr(
+        "hostkit.lab.vm_image.shutil.which", lambda tool: None if tool.startswith("qemu") else "/usr/bin/" + tool
+    )
     lab = Lab(tmp_path / "lab")
     with pytest.raises(LabError) as exc:
         lab.up(vm_specs=[("g", "small")], port=2611)
@@ -121,8 +137,24 @@ def test_port_in_use_refused_before_anything_starts(tmp_path):
 
 @pytest.mark.parametrize("spec", ["g=sockets=0,cores=1,threads=1,nodes=1", "g=numa3", "nospec", "g=smt,extra"])
 def test_cli_bad_vm_spec_exit_2_one_line(tmp_path, spec):
-    proc = subprocess.run([sys.executable, "-m", "hostkit.cli", "lab", "up", "--dir", str(tmp_path / "lab"),
-                           "--vm", spec, "--port", "2613"], capture_output=True, text=True, timeout=60)
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "hostkit.cli",
+            "lab",
+            "up",
+            "--dir",
+            str(tmp_path / "lab"),
+            "--vm",
+            spec,
+            "--port",
+            "2613",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert proc.returncode == 2, proc.stderr
     assert len(proc.stderr.strip().splitlines()) == 1, proc.stderr
     assert not (tmp_path / "lab").exists()
@@ -145,8 +177,11 @@ def _fake_state(root, monkeypatch, preset="small"):
     for path, data in ((state.disk, b"disk"), (state.stream, b"ram and devices")):
         path.write_bytes(data)
         files[path.name] = {"size": len(data), "sha256": vm_state.file_sha256(path)}
-    state.manifest.write_text(json.dumps({"shape": vm_state.shape(img, state.spec, TCG), "files": files,
-                                          "qemu": "QEMU emulator version 7.2.22"}))
+    state.manifest.write_text(
+        json.dumps(
+            {"shape": vm_state.shape(img, state.spec, TCG), "files": files, "qemu": "QEMU emulator version 7.2.22"}
+        )
+    )
     return state
 
 
@@ -172,19 +207,28 @@ def test_a_state_of_another_qemu_build_or_machine_shape_is_not_resumed(tmp_path,
 
     state = _fake_state(tmp_path, monkeypatch)
     monkeypatch.setattr(vm, "_qemu_version", lambda: "QEMU emulator version 8.2.0")
-    assert state.problem().startswith("saved for another machine shape or QEMU build (QEMU emulator version "
-                                      "7.2.22; this is QEMU emulator version 8.2.0)")
+    assert state.problem().startswith(
+        "saved for another machine shape or QEMU build (QEMU emulator version "
+        "7.2.22; this is QEMU emulator version 8.2.0)"
+    )
     monkeypatch.setattr(vm, "_qemu_version", lambda: "QEMU emulator version 7.2.22")
     assert state.problem() is None
     # the same preset under KVM is another machine: a TCG state is not loaded there
-    assert vm_state.SavedState(state.image, "small", ["-accel", "kvm", "-cpu", "host"]).problem().startswith(
-        "saved for another machine shape")
+    assert (
+        vm_state.SavedState(state.image, "small", ["-accel", "kvm", "-cpu", "host"])
+        .problem()
+        .startswith("saved for another machine shape")
+    )
     # the shape leaves out what differs between guests of one preset: paths, addresses, ports, names
     a = vm.Guest("a", tmp_path / "a", state.spec).argv(state.image, "127.0.0.2", 2522, TCG)
     b = vm.Guest("b", tmp_path / "b", state.spec).argv(state.image, "127.0.0.3", 2600, TCG)
-    norm = lambda argv, d, addr, port: [x.replace(str(d), "DIR").replace(f"{addr}:{port}", "ADDR")  # noqa: E731
-                                        .replace("hostkit-lab-a", "NAME").replace("hostkit-lab-b", "NAME")
-                                        for x in argv]
+    norm = lambda argv, d, addr, port: [  # noqa: E731
+        x.replace(str(d), "DIR")
+        .replace(f"{addr}:{port}", "ADDR")
+        .replace("hostkit-lab-a", "NAME")
+        .replace("hostkit-lab-b", "NAME")
+        for x in argv
+    ]
     assert a != b and norm(a, tmp_path / "a", "127.0.0.2", 2522) == norm(b, tmp_path / "b", "127.0.0.3", 2600)
     assert vm_state.shape(state.image, vm.parse_spec("numa2"), TCG) != vm_state.shape(state.image, state.spec, TCG)
 
@@ -200,12 +244,15 @@ def test_a_setup_is_part_of_a_presets_identity_and_of_its_states_shape(tmp_path,
     assert small.to_text() == "sockets=1,cores=2,threads=1,nodes=1,mem=1024,vendor=kvm,nic_queues=1,disk_queues=1"
     assert (vm.preset_of(small), vm.preset_of(tuned)) == ("small", "small-tuned")
     g = tmp_path / "g"
-    assert vm.Guest("g", g, small).argv(state.image, "A", 1, TCG) == vm.Guest("g", g, tuned).argv(state.image, "A", 1, TCG)
+    assert vm.Guest("g", g, small).argv(state.image, "A", 1, TCG) == vm.Guest("g", g, tuned).argv(
+        state.image, "A", 1, TCG
+    )
     before = vm_state.shape(state.image, tuned, TCG)
     assert before != vm_state.shape(state.image, small, TCG)
     setup = vm_setup.SETUPS["tuned-cpu-partitioning"]
-    monkeypatch.setitem(vm_setup.SETUPS, "tuned-cpu-partitioning",
-                        vm_setup.Setup(setup.about, setup.script + " && true", setup.check))
+    monkeypatch.setitem(
+        vm_setup.SETUPS, "tuned-cpu-partitioning", vm_setup.Setup(setup.about, setup.script + " && true", setup.check)
+    )
     assert vm_state.shape(state.image, tuned, TCG) != before
 
 
@@ -215,8 +262,9 @@ def test_a_damaged_state_is_removed_and_not_rebuilt_in_its_place(tmp_path, monke
     built = []
     monkeypatch.setattr(type(state), "build", lambda self, say=None: built.append(self.preset))
     why = state.ensure()
-    assert why == ("saved state of small: state.bin does not match its recorded sha256 "
-                   "(removed: the next start saves a new one)")
+    assert why == (
+        "saved state of small: state.bin does not match its recorded sha256 (removed: the next start saves a new one)"
+    )
     assert not state.dir.exists() and built == []
     state.ensure()  # the next start: none saved -> saved now
     assert built == ["small"]
@@ -224,6 +272,7 @@ def test_a_damaged_state_is_removed_and_not_rebuilt_in_its_place(tmp_path, monke
 
 class _FakeGuest(vm.Guest):
     """A guest whose QEMU is not started: what the lab asks of it is recorded."""
+
     calls: list = []
 
     def prepare(self, backing, client_pub, hostname=None):
@@ -234,14 +283,18 @@ class _FakeGuest(vm.Guest):
         return 4242
 
 
-@pytest.mark.parametrize("resume, spec, outcome, needle", [
-    (True, "small", "resumed", "resumed from the saved state of small"),
-    (True, "sockets=1,cores=3,threads=1,nodes=1", "booted", "a custom spec has no saved state"),
-    (False, "small", "booted", "saved state not used: --boot"),
-    (True, "smt-refused", "booted", "QEMU did not load the state: bad header (removed: the next start saves"),
-])
-def test_the_lab_resumes_a_preset_and_boots_anything_else_saying_why(tmp_path, monkeypatch, resume, spec,
-                                                                     outcome, needle):
+@pytest.mark.parametrize(
+    "resume, spec, outcome, needle",
+    [
+        (True, "small", "resumed", "resumed from the saved state of small"),
+        (True, "sockets=1,cores=3,threads=1,nodes=1", "booted", "a custom spec has no saved state"),
+        (False, "small", "booted", "saved state not used: --boot"),
+        (True, "smt-refused", "booted", "QEMU did not load the state: bad header (removed: the next start saves"),
+    ],
+)
+def test_the_lab_resumes_a_preset_and_boots_anything_else_saying_why(
+    tmp_path, monkeypatch, resume, spec, outcome, needle
+):
     from hostkit.lab import vm_state
 
     state = _fake_state(tmp_path, monkeypatch, "smt" if spec.startswith("smt") else "small")
@@ -280,7 +333,10 @@ def test_a_guest_with_a_setup_booted_the_slow_way_runs_it_and_is_stopped_when_it
     lab.client_key.parent.mkdir(parents=True)
     guest = _FakeGuest("t", tmp_path / "t", vm.parse_spec("small-tuned"))
     assert lab._start_guest(guest, state.image, TCG, "127.0.0.2", 2614, False, None) == (4242, "booted")
-    assert lab._start_guest(guest, state.image, TCG, "127.0.0.2", 2614, False, None, boot_timeout=90) == (4242, "booted")
+    assert lab._start_guest(guest, state.image, TCG, "127.0.0.2", 2614, False, None, boot_timeout=90) == (
+        4242,
+        "booted",
+    )
     # --boot: the setup, which the state would have held; each boot bounded by --boot-timeout
     assert ran == [("t", "tuned-cpu-partitioning", vm.BOOT_TIMEOUT), ("t", "tuned-cpu-partitioning", 90)]
 

@@ -20,11 +20,18 @@ pytestmark = pytest.mark.live
 
 REPO = Path(__file__).resolve().parents[2]
 INVENTORY = REPO / "inventories/local/hosts.yml"
-VALUES = [s.proc_path for s in tuned_sysctls()] + ["/proc/irq/default_smp_affinity"] \
+VALUES = (
+    [s.proc_path for s in tuned_sysctls()]
+    + ["/proc/irq/default_smp_affinity"]
     + sorted(glob.glob("/proc/irq/[0-9]*/smp_affinity_list"))
-FILES = ["/etc/sysctl.d/60-hostkit-rt.conf", "/etc/sysctl.d/61-hostkit-numa.conf",
-         "/etc/systemd/system/hostkit-irq-affinity.service", "/usr/local/lib/hostkit/irq_affinity.py",
-         "/etc/hostkit/irq-affinity.json"]
+)
+FILES = [
+    "/etc/sysctl.d/60-hostkit-rt.conf",
+    "/etc/sysctl.d/61-hostkit-numa.conf",
+    "/etc/systemd/system/hostkit-irq-affinity.service",
+    "/usr/local/lib/hostkit/irq_affinity.py",
+    "/etc/hostkit/irq-affinity.json",
+]
 
 
 def snapshot() -> dict[str, str]:

@@ -29,9 +29,14 @@ from hostkit.profiles import apply_overrides, load_profile
 pytestmark = pytest.mark.live
 
 THP = "/sys/kernel/mm/transparent_hugepage/"
-VALUES = [THP + "enabled", THP + "defrag", "/sys/kernel/mm/ksm/run", "/sys/devices/virtual/workqueue/cpumask",
-          "/sys/bus/workqueue/devices/writeback/cpumask",
-          "/sys/devices/system/node/node0/hugepages/hugepages-2048kB/nr_hugepages"]
+VALUES = [
+    THP + "enabled",
+    THP + "defrag",
+    "/sys/kernel/mm/ksm/run",
+    "/sys/devices/virtual/workqueue/cpumask",
+    "/sys/bus/workqueue/devices/writeback/cpumask",
+    "/sys/devices/system/node/node0/hugepages/hugepages-2048kB/nr_hugepages",
+]
 UNITS = ["/etc/systemd/system/hostkit-kernel-values.service", "/etc/systemd/system/hostkit-pm-qos.service"]
 RUN_ID = "20260101T000000Z-live-kv"
 NO_CEILING = 2000000000  # PM_QOS_CPU_LATENCY_DEFAULT_VALUE: what /dev/cpu_dma_latency reads with no request
@@ -86,19 +91,48 @@ def test_thp_ksm_workqueue_masks_hugepages_and_the_latency_ceiling_for_real(mach
     # guard would refuse an isolating plan for its kernel arguments, which this test does not apply
     # (tags kernel_values and pm_qos only). Without the guard the plan isolates CPU 1.
     facts["kernel"]["boot_loader"] = None
-    prof, pinned = apply_overrides(load_profile(), {
-        "housekeeping": "0", "isolated": f"1-{os.cpu_count() - 1}",
-        "memory": {"thp_enabled": "never", "thp_defrag": "defer", "ksm_run": 1, "hugepages_2m_per_node": 2}})
+    prof, pinned = apply_overrides(
+        load_profile(),
+        {
+            "housekeeping": "0",
+            "isolated": f"1-{os.cpu_count() - 1}",
+            "memory": {"thp_enabled": "never", "thp_defrag": "defer", "ksm_run": 1, "hugepages_2m_per_node": 2},
+        },
+    )
     plan = make_plan(facts, prof, pinned, force=True, host="localhost")
     assert not plan["refused"], plan["refused"]
-    assert {i["key"] for i in plan["sysfs"]} == {"thp_enabled", "thp_defrag", "ksm_run", "workqueue_cpumask",
-                                                 "writeback_cpumask", "hugepages_2m_per_node"}
+    assert {i["key"] for i in plan["sysfs"]} == {
+        "thp_enabled",
+        "thp_defrag",
+        "ksm_run",
+        "workqueue_cpumask",
+        "writeback_cpumask",
+        "hugepages_2m_per_node",
+    }
 
     inventory = tmp_path / "inventory.yml"
-    inventory.write_text(yaml.safe_dump({"all": {"hosts": {"localhost": {
-        "ansible_connection": "local", "ansible_python_interpreter": sys.executable, "hostkit_sysroot": "/"}}}}))
-    run = run_playbook("apply.yml", str(inventory), tags="kernel_values,pm_qos", run_id=RUN_ID,
-                       extravars={"hostkit_plans": {"localhost": plan}, "hostkit_run_id": RUN_ID})
+    inventory.write_text(
+        yaml.safe_dump(
+            {
+                "all": {
+                    "hosts": {
+                        "localhost": {
+                            "ansible_connection": "local",
+                            "ansible_python_interpreter": sys.executable,
+                            "hostkit_sysroot": "/",
+                        }
+                    }
+                }
+            }
+        )
+    )
+    run = run_playbook(
+        "apply.yml",
+        str(inventory),
+        tags="kernel_values,pm_qos",
+        run_id=RUN_ID,
+        extravars={"hostkit_plans": {"localhost": plan}, "hostkit_run_id": RUN_ID},
+    )
     assert run.status == "successful", run.error or run.hosts["localhost"].msg
 
     # What the kernel now reports, read from its own files.
@@ -113,7 +147,7 @@ def test_thp_ksm_workqueue_masks_hugepages_and_the_latency_ceiling_for_real(mach
     # The PM QoS unit's own command, as systemd would run it (%% is systemd's escape for %).
     unit = Path(UNITS[1]).read_text()
     exec_start = next(line for line in unit.splitlines() if line.startswith("ExecStart="))
-    argv = shlex.split(exec_start[len("ExecStart="):].replace("%%", "%"))
+    argv = shlex.split(exec_start[len("ExecStart=") :].replace("%%", "%"))
     assert ceiling() == NO_CEILING
     holder = subprocess.Popen(argv)
     try:

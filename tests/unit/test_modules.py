@@ -40,9 +40,14 @@ def shim(tmp_path_factory):
     return make_shim(tmp_path_factory.mktemp("ansible-shim"))
 
 
-@pytest.mark.parametrize("module, case, journals, mode", [
-    pytest.param(m, c, j, mode, id=f"{i}-{mode}") for i, m, c, j in CASES
-    for mode in MODES + ((AGENT_MODULES[m],) if m in AGENT_MODULES else ())])
+@pytest.mark.parametrize(
+    "module, case, journals, mode",
+    [
+        pytest.param(m, c, j, mode, id=f"{i}-{mode}")
+        for i, m, c, j in CASES
+        for mode in MODES + ((AGENT_MODULES[m],) if m in AGENT_MODULES else ())
+    ],
+)
 def test_module_case(module, case, journals, mode, tmp_path, shim):
     systemd = case.get("requires", {}).get("systemd")
     if systemd is not None and os.path.isdir("/run/systemd/system") != systemd:
@@ -51,6 +56,7 @@ def test_module_case(module, case, journals, mode, tmp_path, shim):
 
 
 # ----------------------------------------------------------------------------- the cases are evidence
+
 
 def _covers(case: dict, journals: bool) -> set[str]:
     """What a case really shows, from its shape (its "covers" list is checked against this)."""
@@ -67,8 +73,12 @@ def _covers(case: dict, journals: bool) -> set[str]:
         shown.add("bad_input")
     if journals and case.get("journal") and not result.get("failed"):
         shown.add("journal")
-    if (result.get("failed") and "/var/lib/hostkit/journal" in case.get("files", {}) and not after
-            and any("cannot write the journal" in m for m in case.get("msg_contains", []))):
+    if (
+        result.get("failed")
+        and "/var/lib/hostkit/journal" in case.get("files", {})
+        and not after
+        and any("cannot write the journal" in m for m in case.get("msg_contains", []))
+    ):
         shown.add("journal_first")
     return shown
 
@@ -114,10 +124,16 @@ def test_module_keeps_python2_syntax_and_does_its_work_in_one_place(module):
     assert not _python3_only(tree), _python3_only(tree)
     assert "from __future__ import absolute_import, division, print_function" in source
     functions = {n.name for n in tree.body if isinstance(n, ast.FunctionDef)}
-    utils = [n.module.split(".")[-1] for n in tree.body if isinstance(n, ast.ImportFrom) and n.module
-             and n.module.startswith("ansible.module_utils.hostkit_")]
-    shared = [u for u in utils if (MODULE_UTILS / f"{u}.py").resolve().is_relative_to(REPO / "hostkit" / "agent")
-              and u != "hostkit_journal_io"]
+    utils = [
+        n.module.split(".")[-1]
+        for n in tree.body
+        if isinstance(n, ast.ImportFrom) and n.module and n.module.startswith("ansible.module_utils.hostkit_")
+    ]
+    shared = [
+        u
+        for u in utils
+        if (MODULE_UTILS / f"{u}.py").resolve().is_relative_to(REPO / "hostkit" / "agent") and u != "hostkit_journal_io"
+    ]
     if module == "hostkit_changes":  # the set of every kind, as the agent runs it too
         assert shared == ["hostkit_change_set"], shared
         from ansible.module_utils.hostkit_change_set import KINDS
@@ -141,6 +157,7 @@ def test_a_kind_of_change_keeps_python2_syntax_and_splits_decide_from_do(kind):
 
 # ----------------------------------------------------------------------------- what JSON cannot set up
 
+
 def _case(module: str, name: str) -> tuple[dict, bool]:
     return next((c, j) for i, m, c, j in CASES if m == module and c["name"] == name)
 
@@ -151,14 +168,17 @@ def test_the_runner_catches_a_module_that_writes_before_journaling(tmp_path, shi
     library = tmp_path / "library"
     library.mkdir()
     work = (MODULE_UTILS / "hostkit_change_file.py").read_text()
-    early = ('    if data is not None:\n'
-             '        with open(sysroot_path(params["sysroot"], params["path"]), "wb") as f:\n'
-             '            f.write(data)\n'
-             '    try:\n        change_file(')
+    early = (
+        "    if data is not None:\n"
+        '        with open(sysroot_path(params["sysroot"], params["path"]), "wb") as f:\n'
+        "            f.write(data)\n"
+        "    try:\n        change_file("
+    )
     mutated = work.replace("    try:\n        change_file(", early)
     assert mutated != work
-    inlined = "\n".join(line for line in mutated.splitlines()
-                        if not line.startswith(("from __future__", "__metaclass__")))
+    inlined = "\n".join(
+        line for line in mutated.splitlines() if not line.startswith(("from __future__", "__metaclass__"))
+    )
     shared = "from ansible.module_utils.hostkit_change_file import OPTIONS, RULES, work\n"
     source = (LIBRARY / "hostkit_file.py").read_text()
     assert shared in source
@@ -201,10 +221,10 @@ def _refusing_open(refused_paths):
 
 def test_values_a_write_the_kernel_refuses_is_reported_and_dropped_from_the_journal(tmp_path, monkeypatch):
     tree, items = _values_tree(tmp_path)
-    monkeypatch.setattr(_values_work(), "open", _refusing_open(["/proc/irq/30/smp_affinity_list"]),
-                        raising=False)
-    result, rc = run_inprocess("hostkit_values", {"sysroot": str(tree), "run_id": "r1", "items": items,
-                                                  "tolerate_refused": True})
+    monkeypatch.setattr(_values_work(), "open", _refusing_open(["/proc/irq/30/smp_affinity_list"]), raising=False)
+    result, rc = run_inprocess(
+        "hostkit_values", {"sysroot": str(tree), "run_id": "r1", "items": items, "tolerate_refused": True}
+    )
     assert rc == 0 and result["changed"] is True and result["written"] == 1
     assert result["refused"] == [{"path": "/proc/irq/30/smp_affinity_list", "error": "Input/output error"}]
     assert (tree / "proc/irq/30/smp_affinity_list").read_text() == "0-7\n"
@@ -216,16 +236,16 @@ def test_values_a_write_the_kernel_refuses_is_reported_and_dropped_from_the_jour
 def test_values_nothing_written_leaves_no_journal_to_roll_back(tmp_path, monkeypatch):
     tree, items = _values_tree(tmp_path)
     monkeypatch.setattr(_values_work(), "open", _refusing_open(["smp_affinity_list"]), raising=False)
-    result, rc = run_inprocess("hostkit_values", {"sysroot": str(tree), "run_id": "r1", "items": items,
-                                                  "tolerate_refused": True})
+    result, rc = run_inprocess(
+        "hostkit_values", {"sysroot": str(tree), "run_id": "r1", "items": items, "tolerate_refused": True}
+    )
     assert rc == 0 and result["changed"] is False and result["written"] == 0 and len(result["refused"]) == 2
     assert not (tree / "var/lib/hostkit/journal/r1.json").exists()
 
 
 def test_values_a_refused_write_without_tolerate_refused_fails_after_the_journal(tmp_path, monkeypatch):
     tree, items = _values_tree(tmp_path)
-    monkeypatch.setattr(_values_work(), "open", _refusing_open(["/proc/irq/30/smp_affinity_list"]),
-                        raising=False)
+    monkeypatch.setattr(_values_work(), "open", _refusing_open(["/proc/irq/30/smp_affinity_list"]), raising=False)
     result, rc = run_inprocess("hostkit_values", {"sysroot": str(tree), "run_id": "r1", "items": items})
     assert rc == 1 and result["failed"] is True
     assert result["msg"].startswith("writing /proc/irq/30/smp_affinity_list failed")
@@ -257,13 +277,16 @@ def test_lock_taken_by_another_run_between_read_and_create(tmp_path, monkeypatch
     assert snapshot(tmp_path) == before
 
 
-@pytest.mark.parametrize("live, systemd, check, action, changed", [
-    (False, True, False, "record", False),
-    (False, True, True, None, False),
-    (True, True, True, None, True),
-    (True, False, False, None, False),
-    (True, True, False, "run", True),
-])
+@pytest.mark.parametrize(
+    "live, systemd, check, action, changed",
+    [
+        (False, True, False, "record", False),
+        (False, True, True, None, False),
+        (True, True, True, None, True),
+        (True, False, False, None, False),
+        (True, True, False, "run", True),
+    ],
+)
 def test_run_decides_from_the_host_it_is_on(live, systemd, check, action, changed):
     from ansible.module_utils.hostkit_change_run import decide
 
@@ -277,25 +300,42 @@ def test_run_retries_a_command_until_it_succeeds_then_fails_with_its_output():
     calls, slept = [], []
     answers = iter([(1, "", "connection refused"), (1, "", "connection refused"), (0, "v1.7", "")])
     result = {}
-    do({"argv": ["ctr", "version"], "retries": 5, "delay": 0.5}, "run", result,
-       runner=lambda argv: calls.append(argv) or next(answers), sleep=slept.append)
+    do(
+        {"argv": ["ctr", "version"], "retries": 5, "delay": 0.5},
+        "run",
+        result,
+        runner=lambda argv: calls.append(argv) or next(answers),
+        sleep=slept.append,
+    )
     assert (len(calls), slept, result["rc"], result["stdout"]) == (3, [0.5, 0.5], 0, "v1.7")
     with pytest.raises(ModuleFailure, match=r"ctr version failed \(rc=1\): connection refused"):
-        do({"argv": ["ctr", "version"], "retries": 2, "delay": 0}, "run", {},
-           runner=lambda argv: (1, "", "connection refused"), sleep=lambda s: None)
+        do(
+            {"argv": ["ctr", "version"], "retries": 2, "delay": 0},
+            "run",
+            {},
+            runner=lambda argv: (1, "", "connection refused"),
+            sleep=lambda s: None,
+        )
 
 
 # ----------------------------------------------------------------------------- the shared parsers the modules use
 
-@pytest.mark.parametrize("text, names, expected", [
-    ('GRUB_CMDLINE_LINUX="a isolcpus=1 b"\n', {"isolcpus"}, 'GRUB_CMDLINE_LINUX="a b"\n'),
-    ("GRUB_CMDLINE_LINUX='a isolcpus=1'\r\n", {"isolcpus"}, "GRUB_CMDLINE_LINUX='a'\r\n"),
-    ("GRUB_CMDLINE_LINUX=isolcpus=1\n", {"isolcpus"}, 'GRUB_CMDLINE_LINUX=""\n'),
-    ('GRUB_CMDLINE_LINUX="a \\"isolcpus=1 2\\" b"\n', {"isolcpus"}, 'GRUB_CMDLINE_LINUX="a b"\n'),
-    ('GRUB_CMDLINE_LINUX="a isolcpus=1  b" # x\n', {"nohz"}, 'GRUB_CMDLINE_LINUX="a isolcpus=1  b" # x\n'),
-    ('GRUB_CMDLINE_LINUX="a isolcpus=1\n', {"isolcpus"}, 'GRUB_CMDLINE_LINUX="a"\n'),  # unbalanced quote
-    ('  GRUB_CMDLINE_LINUX_DEFAULT="isolcpus"\nX="isolcpus=1"\n', {"isolcpus"},
-     '  GRUB_CMDLINE_LINUX_DEFAULT=""\nX="isolcpus=1"\n'),
-])
+
+@pytest.mark.parametrize(
+    "text, names, expected",
+    [
+        ('GRUB_CMDLINE_LINUX="a isolcpus=1 b"\n', {"isolcpus"}, 'GRUB_CMDLINE_LINUX="a b"\n'),
+        ("GRUB_CMDLINE_LINUX='a isolcpus=1'\r\n", {"isolcpus"}, "GRUB_CMDLINE_LINUX='a'\r\n"),
+        ("GRUB_CMDLINE_LINUX=isolcpus=1\n", {"isolcpus"}, 'GRUB_CMDLINE_LINUX=""\n'),
+        ('GRUB_CMDLINE_LINUX="a \\"isolcpus=1 2\\" b"\n', {"isolcpus"}, 'GRUB_CMDLINE_LINUX="a b"\n'),
+        ('GRUB_CMDLINE_LINUX="a isolcpus=1  b" # x\n', {"nohz"}, 'GRUB_CMDLINE_LINUX="a isolcpus=1  b" # x\n'),
+        ('GRUB_CMDLINE_LINUX="a isolcpus=1\n', {"isolcpus"}, 'GRUB_CMDLINE_LINUX="a"\n'),  # unbalanced quote
+        (
+            '  GRUB_CMDLINE_LINUX_DEFAULT="isolcpus"\nX="isolcpus=1"\n',
+            {"isolcpus"},
+            '  GRUB_CMDLINE_LINUX_DEFAULT=""\nX="isolcpus=1"\n',
+        ),
+    ],
+)
 def test_remove_grub_args(text, names, expected):
     assert remove_grub_args(text, names) == expected

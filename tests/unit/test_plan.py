@@ -33,10 +33,38 @@ def typed_for(facts, name, profile="bare-metal-inference", overrides=None, force
 
 
 # The plan JSON contract: these keys, in this order (hostkit plan --json, the roles' hostkit_plan).
-PLAN_KEYS = ["host", "profile", "isolation", "online", "housekeeping", "isolated", "irq_cpus", "irq_mask",
-             "nic_irq_cpus", "nodes", "pools", "cmdline", "cmdline_set", "cmdline_remove", "sysctl", "governor",
-             "governor_cpus", "irq", "containerd", "kubelet", "bios", "smoke", "tuned", "sysfs", "pm_qos", "kthreads",
-             "warnings", "reasons", "refused", "refused_parts"]
+PLAN_KEYS = [
+    "host",
+    "profile",
+    "isolation",
+    "online",
+    "housekeeping",
+    "isolated",
+    "irq_cpus",
+    "irq_mask",
+    "nic_irq_cpus",
+    "nodes",
+    "pools",
+    "cmdline",
+    "cmdline_set",
+    "cmdline_remove",
+    "sysctl",
+    "governor",
+    "governor_cpus",
+    "irq",
+    "containerd",
+    "kubelet",
+    "bios",
+    "smoke",
+    "tuned",
+    "sysfs",
+    "pm_qos",
+    "kthreads",
+    "warnings",
+    "reasons",
+    "refused",
+    "refused_parts",
+]
 
 
 def assert_typed_invariants(plan: Plan):
@@ -87,13 +115,20 @@ def test_seed_host_partition(facts):
     p = plan_for(facts, "epyc-9634-nps1")
     assert p["housekeeping"] == "0-1,84-85" and p["isolated"] == "2-83,86-167"
     # kubelet's static CPU manager (the profile's): no domain, host processes on housekeeping, timers may move
-    assert p["cmdline"] == ("isolcpus=managed_irq,2-83,86-167 nohz_full=2-83,86-167 "
-                            "rcu_nocbs=2-83,86-167 irqaffinity=0-1,84-85 systemd.cpu_affinity=0-1,84-85 "
-                            "skew_tick=1 nosoftlockup nmi_watchdog=0 tsc=reliable")
+    assert p["cmdline"] == (
+        "isolcpus=managed_irq,2-83,86-167 nohz_full=2-83,86-167 "
+        "rcu_nocbs=2-83,86-167 irqaffinity=0-1,84-85 systemd.cpu_affinity=0-1,84-85 "
+        "skew_tick=1 nosoftlockup nmi_watchdog=0 tsc=reliable"
+    )
     assert p["nic_irq_cpus"] == {"ens1f0np0": "0-1", "ens1f1np1": "0-1"}  # NIC on node 0
     assert p["pools"] == {"0": "2-83", "1": "86-167"}
-    assert p["sysctl"] == {"kernel.sched_rt_runtime_us": 950000, "kernel.numa_balancing": 0,
-                           "kernel.timer_migration": 1, "vm.zone_reclaim_mode": 0, "vm.stat_interval": 10}
+    assert p["sysctl"] == {
+        "kernel.sched_rt_runtime_us": 950000,
+        "kernel.numa_balancing": 0,
+        "kernel.timer_migration": 1,
+        "vm.zone_reclaim_mode": 0,
+        "vm.stat_interval": 10,
+    }
     assert p["kubelet"]["config"]["reservedSystemCPUs"] == "0-1,84-85"
     assert p["refused"] == [] and p["governor"] == "performance"
     assert_invariants(p, facts["epyc-9634-nps1"])
@@ -123,8 +158,13 @@ def test_force_plans_isolation_on_a_guest(facts):
 
 def test_vmware_guest_profile_removes_isolation(facts):
     p = plan_for(facts, "vmware-88vcpu", "vmware-guest")
-    assert p["cmdline"] == "" and set(p["cmdline_remove"]) == {"isolcpus", "nohz_full", "rcu_nocbs", "irqaffinity",
-                                                               "systemd.cpu_affinity"}
+    assert p["cmdline"] == "" and set(p["cmdline_remove"]) == {
+        "isolcpus",
+        "nohz_full",
+        "rcu_nocbs",
+        "irqaffinity",
+        "systemd.cpu_affinity",
+    }
     assert p["irq"]["irqbalance"] == "restore" and p["irq"]["affinity"] is False
     assert p["smoke"]["transport"] == "socket"
     assert any("500000 -> 950000" in r for r in p["reasons"])
@@ -136,34 +176,40 @@ def test_pinned_isolated_override(facts):
     assert_invariants(p, facts["epyc-9634-nps1"])
 
 
-@pytest.mark.parametrize("overrides,needle", [
-    ({"isolated": "0-167"}, "CPU 0"),
-    ({"isolated": "1-83,84-167"}, "no housekeeping"),
-    ({"isolated": "193"}, "split"),
-])
+@pytest.mark.parametrize(
+    "overrides,needle",
+    [
+        ({"isolated": "0-167"}, "CPU 0"),
+        ({"isolated": "1-83,84-167"}, "no housekeeping"),
+        ({"isolated": "193"}, "split"),
+    ],
+)
 def test_pinned_partitions_that_guards_refuse(facts, overrides, needle):
     name = "epyc-9654-nps4-smt" if "193" in overrides["isolated"] else "epyc-9634-nps1"
     p = plan_for(facts, name, overrides=overrides)
     assert any(needle in r for r in p["refused"]), p["refused"]
 
 
-@pytest.mark.parametrize("overrides,needle", [
-    ({"isolated": "3-1"}, "runs backwards"),
-    ({"isolated": "0-"}, "not a CPU number"),
-    ({"isolated": "a"}, "not a CPU number"),
-    ({"isolated": "160-200"}, "not online"),
-    ({"isolated": "0-3; rm -rf /"}, "not a CPU number"),
-    ({"reserve_per_node": 84}, "must be <= 64"),
-    ({"reserve_per_node": 0}, "must be >= 1"),
-    ({"sysctl": {"kernel.sched_rt_runtime_us": -5}}, "must be >= -1"),
-    ({"sysctl": {"kernel.sched_rt_runtime_us": 10**9}}, "must be <= 1000000"),
-    ({"sysctl": {"kernel.sched_rt_runtime_us": "950000"}}, "must be an integer"),
-    ({"governor": "turbo"}, "must be one of"),
-    ({"no_such_key": 1}, "unknown key 'no_such_key'"),
-    ({"kubelet": {"cpu_manager_policy": "dynamic"}}, "kubelet.cpu_manager_policy"),
-    ({"cmdline_extra": ["quiet; reboot"]}, "not a plain kernel argument"),
-    ({"isolation": "yes"}, "must be true or false"),
-])
+@pytest.mark.parametrize(
+    "overrides,needle",
+    [
+        ({"isolated": "3-1"}, "runs backwards"),
+        ({"isolated": "0-"}, "not a CPU number"),
+        ({"isolated": "a"}, "not a CPU number"),
+        ({"isolated": "160-200"}, "not online"),
+        ({"isolated": "0-3; rm -rf /"}, "not a CPU number"),
+        ({"reserve_per_node": 84}, "must be <= 64"),
+        ({"reserve_per_node": 0}, "must be >= 1"),
+        ({"sysctl": {"kernel.sched_rt_runtime_us": -5}}, "must be >= -1"),
+        ({"sysctl": {"kernel.sched_rt_runtime_us": 10**9}}, "must be <= 1000000"),
+        ({"sysctl": {"kernel.sched_rt_runtime_us": "950000"}}, "must be an integer"),
+        ({"governor": "turbo"}, "must be one of"),
+        ({"no_such_key": 1}, "unknown key 'no_such_key'"),
+        ({"kubelet": {"cpu_manager_policy": "dynamic"}}, "kubelet.cpu_manager_policy"),
+        ({"cmdline_extra": ["quiet; reboot"]}, "not a plain kernel argument"),
+        ({"isolation": "yes"}, "must be true or false"),
+    ],
+)
 def test_bad_overrides_are_bad_input(facts, overrides, needle):
     with pytest.raises(BadInput) as exc:
         plan_for(facts, "epyc-9634-nps1", overrides=overrides)
@@ -187,8 +233,12 @@ def test_profile_files_extends_and_errors(tmp_path):
     good = tmp_path / "mine.yml"
     good.write_text("name: mine\nextends: bare-metal-inference\nreserve_per_node: 3\n")
     assert load_profile(str(good))["reserve_per_node"] == 3
-    for text, needle in (("name: x\nbogus: 1\n", "unknown key 'bogus'"), ("- a\n", "mapping"),
-                         ("name: [\n", "not valid YAML"), ("name: x\nextends: nope\n", "unknown profile")):
+    for text, needle in (
+        ("name: x\nbogus: 1\n", "unknown key 'bogus'"),
+        ("- a\n", "mapping"),
+        ("name: [\n", "not valid YAML"),
+        ("name: x\nextends: nope\n", "unknown profile"),
+    ):
         bad = tmp_path / "bad.yml"
         bad.write_text(text)
         with pytest.raises(BadInput, match=needle.replace("[", r"\[")):
@@ -200,8 +250,11 @@ def test_profile_files_extends_and_errors(tmp_path):
 
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(reserve=st.integers(min_value=1, max_value=6), irq_cores=st.integers(min_value=0, max_value=3),
-       name=st.sampled_from(["epyc-9634-nps1", "epyc-9654-nps4-smt", "xeon-8480-snc2-ht"]))
+@given(
+    reserve=st.integers(min_value=1, max_value=6),
+    irq_cores=st.integers(min_value=0, max_value=3),
+    name=st.sampled_from(["epyc-9634-nps1", "epyc-9654-nps4-smt", "xeon-8480-snc2-ht"]),
+)
 def test_planner_invariants_property(facts, reserve, irq_cores, name):
     typed = typed_for(facts, name, overrides={"reserve_per_node": reserve, "irq_cores": irq_cores})
     p = typed.to_dict()

@@ -20,16 +20,20 @@ H = [f"h{i}" for i in range(1, 11)]
 
 # ----------------------------------------------------------------------------- batches
 
-@pytest.mark.parametrize("spec, canary, expected", [
-    ("2", 0, [["h1", "h2"], ["h3", "h4"], ["h5"]]),
-    ("2", 1, [["h1"], ["h2", "h3"], ["h4", "h5"]]),
-    ("1", 2, [["h1", "h2"], ["h3"], ["h4"], ["h5"]]),
-    ("5", 0, [["h1", "h2", "h3", "h4", "h5"]]),
-    ("40%", 0, [["h1", "h2"], ["h3", "h4"], ["h5"]]),  # 40% of 5 = 2
-    ("30%", 1, [["h1"], ["h2", "h3"], ["h4", "h5"]]),  # 30% of 5 = 1.5: rounded up to 2
-    ("1%", 0, [["h1"], ["h2"], ["h3"], ["h4"], ["h5"]]),  # at least one host
-    ("100%", 4, [["h1", "h2", "h3", "h4"], ["h5"]]),
-])
+
+@pytest.mark.parametrize(
+    "spec, canary, expected",
+    [
+        ("2", 0, [["h1", "h2"], ["h3", "h4"], ["h5"]]),
+        ("2", 1, [["h1"], ["h2", "h3"], ["h4", "h5"]]),
+        ("1", 2, [["h1", "h2"], ["h3"], ["h4"], ["h5"]]),
+        ("5", 0, [["h1", "h2", "h3", "h4", "h5"]]),
+        ("40%", 0, [["h1", "h2"], ["h3", "h4"], ["h5"]]),  # 40% of 5 = 2
+        ("30%", 1, [["h1"], ["h2", "h3"], ["h4", "h5"]]),  # 30% of 5 = 1.5: rounded up to 2
+        ("1%", 0, [["h1"], ["h2"], ["h3"], ["h4"], ["h5"]]),  # at least one host
+        ("100%", 4, [["h1", "h2", "h3", "h4"], ["h5"]]),
+    ],
+)
 def test_batches_canaries_first_then_n_or_percent_in_inventory_order(spec, canary, expected):
     assert plan_batches(H[:5], spec, canary) == expected
 
@@ -43,19 +47,22 @@ def test_percent_is_of_the_whole_fleet_canaries_included():
     assert plan_batches(H, "25%", 1) == [["h1"], ["h2", "h3", "h4"], ["h5", "h6", "h7"], ["h8", "h9", "h10"]]
 
 
-@pytest.mark.parametrize("spec, canary, needle", [
-    ("0", 0, "at least one host"),
-    ("6", 0, "larger than the fleet"),
-    ("0%", 0, "1-100%"),
-    ("101%", 0, "1-100%"),
-    ("-1", 0, "N (hosts) or P%"),
-    ("two", 0, "N (hosts) or P%"),
-    ("2.5", 0, "N (hosts) or P%"),
-    ("", 0, "N (hosts) or P%"),
-    ("2", 5, "leaves no host"),
-    ("2", 7, "leaves no host"),
-    ("2", -1, "0 or more"),
-])
+@pytest.mark.parametrize(
+    "spec, canary, needle",
+    [
+        ("0", 0, "at least one host"),
+        ("6", 0, "larger than the fleet"),
+        ("0%", 0, "1-100%"),
+        ("101%", 0, "1-100%"),
+        ("-1", 0, "N (hosts) or P%"),
+        ("two", 0, "N (hosts) or P%"),
+        ("2.5", 0, "N (hosts) or P%"),
+        ("", 0, "N (hosts) or P%"),
+        ("2", 5, "leaves no host"),
+        ("2", 7, "leaves no host"),
+        ("2", -1, "0 or more"),
+    ],
+)
 def test_bad_batches_are_bad_input(spec, canary, needle):
     with pytest.raises(BadInput, match=needle.replace("(", r"\(").replace(")", r"\)")):
         plan_batches(H[:5], spec, canary)
@@ -66,36 +73,49 @@ def test_a_host_listed_twice_is_bad_input():
         plan_batches(["a", "b", "a"], "1")
 
 
-@pytest.mark.parametrize("hosts, m, out, expected", [
-    (["a", "b", "c"], None, 0, ["a", "b", "c"]),  # no --max-unavailable: the whole batch
-    (["a", "b", "c"], 2, 0, ["a", "b"]),
-    (["c"], 2, 0, ["c"]),
-    (["a", "b", "c"], 5, 0, ["a", "b", "c"]),
-    (["a", "b", "c"], 2, 1, ["a"]),  # a host left drained counts against the budget
-    (["a", "b", "c"], 2, 2, []),  # no room: the rollout stops
-])
+@pytest.mark.parametrize(
+    "hosts, m, out, expected",
+    [
+        (["a", "b", "c"], None, 0, ["a", "b", "c"]),  # no --max-unavailable: the whole batch
+        (["a", "b", "c"], 2, 0, ["a", "b"]),
+        (["c"], 2, 0, ["c"]),
+        (["a", "b", "c"], 5, 0, ["a", "b", "c"]),
+        (["a", "b", "c"], 2, 1, ["a"]),  # a host left drained counts against the budget
+        (["a", "b", "c"], 2, 2, []),  # no room: the rollout stops
+    ],
+)
 def test_waves_never_take_more_than_max_unavailable_hosts_out(hosts, m, out, expected):
     assert next_wave(hosts, m, out) == expected
 
 
 # ----------------------------------------------------------------------------- hooks
 
+
 def test_hooks_render_the_host_name_and_its_variables_and_accept_a_list():
-    out = hooks.render("node-1", {"hostkit_pre_batch": "kubectl drain {{ inventory_hostname }} --ignore-daemonsets",
-                                  "hostkit_post_batch": ["kubectl uncordon {{ inventory_hostname }}",
-                                                         "echo {{ hostkit_fixture }}"],
-                                  "hostkit_fixture": "epyc"})
-    assert out == {"pre_batch": ["kubectl drain node-1 --ignore-daemonsets"],
-                   "post_batch": ["kubectl uncordon node-1", "echo epyc"]}
+    out = hooks.render(
+        "node-1",
+        {
+            "hostkit_pre_batch": "kubectl drain {{ inventory_hostname }} --ignore-daemonsets",
+            "hostkit_post_batch": ["kubectl uncordon {{ inventory_hostname }}", "echo {{ hostkit_fixture }}"],
+            "hostkit_fixture": "epyc",
+        },
+    )
+    assert out == {
+        "pre_batch": ["kubectl drain node-1 --ignore-daemonsets"],
+        "post_batch": ["kubectl uncordon node-1", "echo epyc"],
+    }
     assert hooks.render("n", {}) == {"pre_batch": [], "post_batch": []}
 
 
-@pytest.mark.parametrize("value, needle", [
-    ("kubectl drain {{ no_such_var }}", "no_such_var"),
-    ("kubectl drain {{ inventory_hostname", "hostkit_pre_batch"),
-    (["ok", 3], "must be a command"),
-    ("   ", "must be a command"),
-])
+@pytest.mark.parametrize(
+    "value, needle",
+    [
+        ("kubectl drain {{ no_such_var }}", "no_such_var"),
+        ("kubectl drain {{ inventory_hostname", "hostkit_pre_batch"),
+        (["ok", 3], "must be a command"),
+        ("   ", "must be a command"),
+    ],
+)
 def test_a_hook_that_does_not_render_is_bad_input(value, needle):
     with pytest.raises(BadInput, match=needle):
         hooks.render("n", {"hostkit_pre_batch": value})
@@ -114,8 +134,7 @@ def test_a_hook_runs_with_the_rollout_environment_and_reports_its_exit(tmp_path)
 def test_a_hook_that_runs_out_of_time_is_killed_with_its_children(tmp_path):
     pidfile = tmp_path / "child.pid"
     start = time.monotonic()
-    r = hooks.run_hook("pre_batch", "n1", f"sleep 60 & echo $! > {pidfile}; wait", timeout=1, rollout_id="R",
-                       batch=0)
+    r = hooks.run_hook("pre_batch", "n1", f"sleep 60 & echo $! > {pidfile}; wait", timeout=1, rollout_id="R", batch=0)
     assert r.rc is None and not r.ok and "timed out after 1 s" in r.why()
     assert time.monotonic() - start < 10
     child = int(pidfile.read_text())
@@ -133,6 +152,7 @@ def test_hook_timeout_bounds(seconds):
 
 
 # ----------------------------------------------------------------------------- state file
+
 
 def test_state_is_replaced_atomically_and_read_back():
     doc = {"version": state.VERSION, "rollout_id": "20261130T000000Z-abcdef", "status": "running", "hosts": {}}
@@ -152,6 +172,7 @@ def test_unknown_or_malformed_rollout_ids_are_bad_input(rid, needle):
 
 # ----------------------------------------------------------------------------- the command's bad input
 
+
 @pytest.fixture
 def fleet(tmp_path, closed_port):  # noqa: F811
     """Three unreachable hosts (nothing listens on their port) with real fixture trees."""
@@ -161,11 +182,19 @@ def fleet(tmp_path, closed_port):  # noqa: F811
     roots = {h: fixtures.materialize("kvm-small", tmp_path / h) for h in ("a", "b", "c")}
 
     def inventory(extra: dict | None = None):
-        hosts = {h: {"ansible_host": "127.0.0.1", "ansible_port": closed_port, "hostkit_sysroot": str(r),
-                     **((extra or {}).get(h) or {})} for h, r in roots.items()}
+        hosts = {
+            h: {
+                "ansible_host": "127.0.0.1",
+                "ansible_port": closed_port,
+                "hostkit_sysroot": str(r),
+                **((extra or {}).get(h) or {}),
+            }
+            for h, r in roots.items()
+        }
         path = tmp_path / "inventory.yml"
-        path.write_text(yaml.safe_dump({"all": {"vars": {"ansible_user": "root"},
-                                                "children": {"lab": {"hosts": hosts}}}}))
+        path.write_text(
+            yaml.safe_dump({"all": {"vars": {"ansible_user": "root"}, "children": {"lab": {"hosts": hosts}}}})
+        )
         return path
 
     inventory.trees = lambda: {h: tree_hash(r) for h, r in roots.items()}
@@ -202,23 +231,27 @@ def test_a_rollout_with_bad_input_changes_nothing_and_contacts_no_host(fleet, ca
     assert no_host_contacted() and fleet.trees() == before
 
 
-@pytest.mark.parametrize("args, needles", [
-    (["--resume", "20261130T000000Z-aaaaaa"], ["no rollout 20261130T000000Z-aaaaaa"]),
-    (["--abort", "20261130T000000Z-aaaaaa"], ["no rollout"]),
-    (["--resume", "R", "--abort", "R"], ["not allowed with argument"]),
-    (["--resume", "R", "--batch", "2"], ["drop --batch"]),
-    (["--resume", "R", "--max-unavailable", "1"], ["drop --max-unavailable"]),
-    (["--abort", "R", "-i", "inv.yml", "--reboot"], ["drop --inventory, --reboot"]),
-    (["--resume", "../x"], ["not a hostkit rollout id"]),
-])
+@pytest.mark.parametrize(
+    "args, needles",
+    [
+        (["--resume", "20261130T000000Z-aaaaaa"], ["no rollout 20261130T000000Z-aaaaaa"]),
+        (["--abort", "20261130T000000Z-aaaaaa"], ["no rollout"]),
+        (["--resume", "R", "--abort", "R"], ["not allowed with argument"]),
+        (["--resume", "R", "--batch", "2"], ["drop --batch"]),
+        (["--resume", "R", "--max-unavailable", "1"], ["drop --max-unavailable"]),
+        (["--abort", "R", "-i", "inv.yml", "--reboot"], ["drop --inventory, --reboot"]),
+        (["--resume", "../x"], ["not a hostkit rollout id"]),
+    ],
+)
 def test_resume_and_abort_bad_input(capsys, args, needles):
     rc, out, err = hostkit(capsys, "rollout", *args)
     assert_one_line_error(rc, err, needles)
     assert no_host_contacted()
 
 
-@pytest.mark.parametrize("status, needle", [("completed", "has finished: nothing to resume"),
-                                            ("aborted", "was aborted")])
+@pytest.mark.parametrize(
+    "status, needle", [("completed", "has finished: nothing to resume"), ("aborted", "was aborted")]
+)
 def test_resume_of_a_finished_or_aborted_rollout_is_bad_input(capsys, status, needle):
     rid = "20261130T000000Z-bbbbbb"
     state.save({"version": state.VERSION, "rollout_id": rid, "status": status, "hosts": {}})
@@ -247,7 +280,12 @@ def test_without_reboot_a_plan_changing_kernel_arguments_refuses_the_rollout(mon
     assert driver.refusals(driver.RolloutRequest(inventory="inv.yml", batch="1", reboot=True)) == []
     assert driver.refusals(driver.RolloutRequest(inventory="inv.yml", batch="1")) == [
         "bm: a smoke gate would measure the running kernel, booted without isolcpus=managed_irq,2-83,86-167 "
-        "nohz_full=2-83,86-167 rcu_nocbs=2-83,86-167 ...: reboot into them first (--reboot, hostkit_reboot)"]
+        "nohz_full=2-83,86-167 rcu_nocbs=2-83,86-167 ...: reboot into them first (--reboot, hostkit_reboot)"
+    ]
     assert api.audit_failed("pending_reboot", strict=True) and not api.audit_failed("pending_reboot", strict=False)
-    assert [s for s in ("pass", "drift", "unreachable", "failed", "refused") if api.audit_failed(s, False)] == \
-        ["drift", "unreachable", "failed", "refused"]
+    assert [s for s in ("pass", "drift", "unreachable", "failed", "refused") if api.audit_failed(s, False)] == [
+        "drift",
+        "unreachable",
+        "failed",
+        "refused",
+    ]

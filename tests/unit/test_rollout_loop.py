@@ -63,9 +63,14 @@ class FakeFleet:
 
     def plan(self, req):
         plan = SimpleNamespace(refused=[], boot_changes=lambda args: [])
-        return SimpleNamespace(hosts={h: SimpleNamespace(status="ok", error=None, refused=False, plan=plan,
-                                                         facts={"kernel": {"cmdline_args": {"args": {}}}})
-                                      for h in self._hosts(req.limit)})
+        return SimpleNamespace(
+            hosts={
+                h: SimpleNamespace(
+                    status="ok", error=None, refused=False, plan=plan, facts={"kernel": {"cmdline_args": {"args": {}}}}
+                )
+                for h in self._hosts(req.limit)
+            }
+        )
 
     def apply(self, req):
         """playbooks/apply.yml with the tune role's gates: per host the "before" smoke, the apply
@@ -86,10 +91,25 @@ class FakeFleet:
             ha = out[h] = HostApply(h, "changed", changed=3)
             ha.smoke["before"] = self.smoke_result(h, gate=False)
             drift = h in self.drift
-            ha.audit = {"status": "drift" if drift else "pass", "failed": drift, "audit": {
-                "status": "drift" if drift else "pass", "counts": {"pass": 8, "drift": 1} if drift else {"pass": 9},
-                "findings": [{"check": "sysctl kernel.sched_rt_runtime_us", "status": "drift", "expected": "-1",
-                              "actual": "950000", "source": "/proc/sys"}] if drift else []}}
+            ha.audit = {
+                "status": "drift" if drift else "pass",
+                "failed": drift,
+                "audit": {
+                    "status": "drift" if drift else "pass",
+                    "counts": {"pass": 8, "drift": 1} if drift else {"pass": 9},
+                    "findings": [
+                        {
+                            "check": "sysctl kernel.sched_rt_runtime_us",
+                            "status": "drift",
+                            "expected": "-1",
+                            "actual": "950000",
+                            "source": "/proc/sys",
+                        }
+                    ]
+                    if drift
+                    else [],
+                },
+            }
             if drift:
                 ha.failed_gate = "audit"
                 continue
@@ -102,11 +122,19 @@ class FakeFleet:
         """``hostkit.tuning.smoke``'s result: the report and the gate's record (MISSED fails the gate)."""
         samples = [0.01 * (i % 50) for i in range(900)] + [2.5]
         missed = h in self.miss
-        slo = {"verdict": "MISSED" if missed else "INCONCLUSIVE", "passed": False, "p999_ms": 2.5,
-               "target_p999_ms": 0.001 if missed else 1000.0}
-        doc = {"slo": slo, "samples": len(samples), "diagnosis": [],
-               "histograms": {k: metrics.histogram(samples) for k in HISTOGRAMS},
-               **{f"{k}_ms": metrics.summary(samples) for k in HISTOGRAMS}}
+        slo = {
+            "verdict": "MISSED" if missed else "INCONCLUSIVE",
+            "passed": False,
+            "p999_ms": 2.5,
+            "target_p999_ms": 0.001 if missed else 1000.0,
+        }
+        doc = {
+            "slo": slo,
+            "samples": len(samples),
+            "diagnosis": [],
+            "histograms": {k: metrics.histogram(samples) for k in HISTOGRAMS},
+            **{f"{k}_ms": metrics.summary(samples) for k in HISTOGRAMS},
+        }
         rec = gate_record(doc)
         return {"changed": False, "smoke": doc, **rec, **({"failed": True} if gate and missed else {})}
 
@@ -119,9 +147,16 @@ class FakeFleet:
         raise AssertionError("the rollout smoke-tests in its apply run (the tune role's gate), not with api.smoke")
 
     def history(self, req):
-        return SimpleNamespace(hosts={h: AgentReply(h, "ok", doc={"runs": [
-            {"run_id": r["run_id"], "rolled_back": r["rolled_back"]} for r in self.journal[h]]})
-            for h in self._hosts(req.limit)})
+        return SimpleNamespace(
+            hosts={
+                h: AgentReply(
+                    h,
+                    "ok",
+                    doc={"runs": [{"run_id": r["run_id"], "rolled_back": r["rolled_back"]} for r in self.journal[h]]},
+                )
+                for h in self._hosts(req.limit)
+            }
+        )
 
     def rollback(self, req):
         hosts = self._hosts(req.limit)
@@ -130,8 +165,9 @@ class FakeFleet:
             for r in self.journal[h]:
                 if r["run_id"] == req.run_id and r["rolled_back"] is None:
                     r["rolled_back"] = next(self.clock)
-        return SimpleNamespace(hosts={h: AgentReply(h, "ok", doc={"errors": [], "verify": {"ok": True}})
-                                      for h in hosts}, reboots={})
+        return SimpleNamespace(
+            hosts={h: AgentReply(h, "ok", doc={"errors": [], "verify": {"ok": True}}) for h in hosts}, reboots={}
+        )
 
     def unlock(self, req):
         hosts = self._hosts(req.limit)
@@ -155,21 +191,32 @@ def fleet(tmp_path, monkeypatch):
     hook.write_text(HOOK)
     hook.chmod(hook.stat().st_mode | stat.S_IXUSR)
     inv = tmp_path / "inventory.yml"
-    inv.write_text(yaml.safe_dump({"all": {
-        "vars": {"hostkit_pre_batch": f"{hook} pre {{{{ inventory_hostname }}}}",
-                 "hostkit_post_batch": f"{hook} post {{{{ inventory_hostname }}}}"},
-        "children": {"lab": {"hosts": {h: {"ansible_host": "127.0.0.1"} for h in HOSTS}}}}}))
+    inv.write_text(
+        yaml.safe_dump(
+            {
+                "all": {
+                    "vars": {
+                        "hostkit_pre_batch": f"{hook} pre {{{{ inventory_hostname }}}}",
+                        "hostkit_post_batch": f"{hook} post {{{{ inventory_hostname }}}}",
+                    },
+                    "children": {"lab": {"hosts": {h: {"ansible_host": "127.0.0.1"} for h in HOSTS}}},
+                }
+            }
+        )
+    )
     fake = FakeFleet(monkeypatch)
     fake.inventory = str(inv)
     fake.dir = tmp_path
-    fake.hook_calls = lambda: (tmp_path / "calls.log").read_text().splitlines() if (tmp_path / "calls.log").exists() \
-        else []
+    fake.hook_calls = lambda: (
+        (tmp_path / "calls.log").read_text().splitlines() if (tmp_path / "calls.log").exists() else []
+    )
     return fake
 
 
 def request(fleet, **kw) -> driver.RolloutRequest:
-    return driver.RolloutRequest(inventory=fleet.inventory, batch="3", canary=1, max_unavailable=2, reboot=True,
-                                 smoke_duration=2, **kw)
+    return driver.RolloutRequest(
+        inventory=fleet.inventory, batch="3", canary=1, max_unavailable=2, reboot=True, smoke_duration=2, **kw
+    )
 
 
 def waves(fleet) -> list[list[str]]:
@@ -187,14 +234,28 @@ def test_batches_go_out_in_waves_each_gated_by_audit_and_smoke(fleet):
     assert {h: r["before"]["verdict"] for h, r in res.state["hosts"].items()} == dict.fromkeys(HOSTS, "INCONCLUSIVE")
     assert {h: r["audit"]["status"] for h, r in res.state["hosts"].items()} == dict.fromkeys(HOSTS, "pass")
     smoke_dir = rollout_state.run_dir(res.state["rollout_id"]) / "smoke"
-    assert sorted(p.name for p in smoke_dir.iterdir()) == sorted(f"{ph}-{h}.json" for h in HOSTS
-                                                                 for ph in ("before", "after"))
+    assert sorted(p.name for p in smoke_dir.iterdir()) == sorted(
+        f"{ph}-{h}.json" for h in HOSTS for ph in ("before", "after")
+    )
     assert fleet.in_force() == {h: [r["run_id"] for r in fleet.journal[h]] for h in HOSTS}
     assert all(len(runs) == 1 for runs in fleet.in_force().values())
-    assert {h: (r["status"], r["after"]["verdict"]) for h, r in res.state["hosts"].items()} == \
-        dict.fromkeys(HOSTS, ("done", "INCONCLUSIVE"))  # INCONCLUSIVE does not stop a rollout
-    assert fleet.hook_calls() == ["pre n1", "post n1", "pre n2", "pre n3", "post n2", "post n3", "pre n4", "post n4",
-                                  "pre n5", "pre n6", "post n5", "post n6"]
+    assert {h: (r["status"], r["after"]["verdict"]) for h, r in res.state["hosts"].items()} == dict.fromkeys(
+        HOSTS, ("done", "INCONCLUSIVE")
+    )  # INCONCLUSIVE does not stop a rollout
+    assert fleet.hook_calls() == [
+        "pre n1",
+        "post n1",
+        "pre n2",
+        "pre n3",
+        "post n2",
+        "post n3",
+        "pre n4",
+        "post n4",
+        "pre n5",
+        "pre n6",
+        "post n5",
+        "post n6",
+    ]
 
 
 def test_a_host_missing_its_slo_stops_the_rollout_and_its_whole_batch_is_rolled_back(fleet):
@@ -205,13 +266,31 @@ def test_a_host_missing_its_slo_stops_the_rollout_and_its_whole_batch_is_rolled_
     f = doc["failure"]
     assert (f["batch"], f["host"], f["gate"]) == (1, "n4", "smoke")
     assert f["why"].startswith("MISSED: p999 2.5 ms") and "vs target 0.001 ms" in f["why"]
-    assert {h: doc["hosts"][h]["status"] for h in HOSTS} == \
-        {"n1": "done", "n2": "rolled_back", "n3": "rolled_back", "n4": "rolled_back", "n5": "pending", "n6": "pending"}
+    assert {h: doc["hosts"][h]["status"] for h in HOSTS} == {
+        "n1": "done",
+        "n2": "rolled_back",
+        "n3": "rolled_back",
+        "n4": "rolled_back",
+        "n5": "pending",
+        "n6": "pending",
+    }
     assert fleet.in_force() == {"n1": [doc["hosts"]["n1"]["apply"]["run_id"]], **{h: [] for h in HOSTS[1:]}}
     assert fleet.ops("rollback") == [["n4"], ["n2", "n3"]]  # n4's wave, then the wave that had passed
     # n4 back in service, then the passed wave taken out again (2 at a time) and rolled back; n5, n6 untouched
-    assert fleet.hook_calls() == ["pre n1", "post n1", "pre n2", "pre n3", "post n2", "post n3", "pre n4", "post n4",
-                                  "pre n2", "pre n3", "post n2", "post n3"]
+    assert fleet.hook_calls() == [
+        "pre n1",
+        "post n1",
+        "pre n2",
+        "pre n3",
+        "post n2",
+        "post n3",
+        "pre n4",
+        "post n4",
+        "pre n2",
+        "pre n3",
+        "post n2",
+        "post n3",
+    ]
     report = (rollout_state.run_dir(doc["rollout_id"]) / "report.md").read_text()
     assert "**n4** failed the **smoke** gate: MISSED" in report
 
@@ -220,8 +299,10 @@ def test_within_max_failures_only_the_failed_host_is_rolled_back_and_the_rollout
     fleet.miss = {"n3"}
     res = driver.start(request(fleet, max_failures=1))
     assert res.state["status"] == "completed" and res.rc == 1  # completed, with a host not done
-    assert {h: r["status"] for h, r in res.state["hosts"].items()} == \
-        {**dict.fromkeys(HOSTS, "done"), "n3": "rolled_back"}
+    assert {h: r["status"] for h, r in res.state["hosts"].items()} == {
+        **dict.fromkeys(HOSTS, "done"),
+        "n3": "rolled_back",
+    }
     assert fleet.ops("rollback") == [["n3"]] and waves(fleet) == WAVES
     assert fleet.in_force()["n3"] == [] and all(len(fleet.in_force()[h]) == 1 for h in HOSTS if h != "n3")
 
@@ -244,8 +325,14 @@ def test_a_rollout_killed_mid_apply_resumes_each_host_applied_once_in_order_then
     rid = next(rollout_state.runs_dir().glob("*/rollout.json")).parent.name
     s = rollout_state.load(rid)
     assert [b["status"] for b in s["batches"]] == ["done", "running", "pending"]
-    assert {h: r["step"] for h, r in s["hosts"].items()} == \
-        {"n1": "done", "n2": "apply", "n3": "apply", "n4": "pending", "n5": "pending", "n6": "pending"}
+    assert {h: r["step"] for h, r in s["hosts"].items()} == {
+        "n1": "done",
+        "n2": "apply",
+        "n3": "apply",
+        "n4": "pending",
+        "n5": "pending",
+        "n6": "pending",
+    }
     cut = s["batches"][1]["apply_runs"][0]
     assert fleet.in_force()["n2"] == [cut] and fleet.locks["n2"] == cut  # cut off with changes and its lock
 
@@ -257,9 +344,22 @@ def test_a_rollout_killed_mid_apply_resumes_each_host_applied_once_in_order_then
     assert waves(fleet) == WAVES[1:]
     assert all(len(runs) == 1 for runs in fleet.in_force().values())  # every host applied exactly once
     assert fleet.locks == dict.fromkeys(HOSTS)
-    assert fleet.hook_calls() == ["pre n1", "post n1", "pre n2", "pre n3",  # killed in n2/n3's apply
-                                  "pre n2", "pre n3", "post n2", "post n3", "pre n4", "post n4",
-                                  "pre n5", "pre n6", "post n5", "post n6"]
+    assert fleet.hook_calls() == [
+        "pre n1",
+        "post n1",
+        "pre n2",
+        "pre n3",  # killed in n2/n3's apply
+        "pre n2",
+        "pre n3",
+        "post n2",
+        "post n3",
+        "pre n4",
+        "post n4",
+        "pre n5",
+        "pre n6",
+        "post n5",
+        "post n6",
+    ]
     with pytest.raises(BadInput, match="has finished: nothing to resume"):
         driver.resume(rid)
 
@@ -275,8 +375,9 @@ def test_abort_of_a_rollout_killed_in_the_canary_s_apply_leaves_every_host_as_be
     with pytest.raises(Killed):
         driver.start(request(fleet))
     rid = next(rollout_state.runs_dir().glob("*/rollout.json")).parent.name
-    assert {h: r["step"] for h, r in rollout_state.load(rid)["hosts"].items() if r["step"] != "pending"} == \
-        {"n1": "apply"}
+    assert {h: r["step"] for h, r in rollout_state.load(rid)["hosts"].items() if r["step"] != "pending"} == {
+        "n1": "apply"
+    }
     cut = fleet.in_force()["n1"][0]
     fleet.calls.clear()
     res = driver.abort(rid)

@@ -29,5 +29,8 @@ def test_the_same_words_and_errors_as_shlex(text, comments):
 def test_a_megabyte_command_line_is_split_like_a_short_one():
     line = " ".join(["BOOT_IMAGE=/boot/vmlinuz", 'a="b c"', "isolcpus=managed_irq,domain,2-63"] * 40000)
     tokens = cmdline_tokens(line)
-    assert len(line) > 1_000_000 and len(tokens) == 120000 and tokens[:3] == \
-        ["BOOT_IMAGE=/boot/vmlinuz", "a=b c", "isolcpus=managed_irq,domain,2-63"]
+    assert (
+        len(line) > 1_000_000
+        and len(tokens) == 120000
+        and tokens[:3] == ["BOOT_IMAGE=/boot/vmlinuz", "a=b c", "isolcpus=managed_irq,domain,2-63"]
+    )

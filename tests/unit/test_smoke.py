@@ -114,15 +114,17 @@ def test_zero_copy_worker_sees_client_bytes_in_place(queue):
 
 
 @settings(max_examples=80, deadline=None)
-@given(ops=st.lists(st.tuples(st.sampled_from(["submit", "claim", "finish", "collect"]), st.integers(0, 2)),
-                    max_size=120),
-       allocator=st.sampled_from(["partition", "flock"]))
+@given(
+    ops=st.lists(st.tuples(st.sampled_from(["submit", "claim", "finish", "collect"]), st.integers(0, 2)), max_size=120),
+    allocator=st.sampled_from(["partition", "flock"]),
+)
 def test_state_machine_one_writer_per_transition(tmp_path_factory, ops, allocator):
     q = SharedInferenceQueue.create(nslots=12, req_size=64, resp_size=64, tensor_size=64)
     lock = str(tmp_path_factory.mktemp("lock") / "q.lock")
     try:
-        allocs = [PartitionAllocator(q, c, 3) if allocator == "partition" else FlockAllocator(q, lock)
-                  for c in range(3)]
+        allocs = [
+            PartitionAllocator(q, c, 3) if allocator == "partition" else FlockAllocator(q, lock) for c in range(3)
+        ]
         owned: dict[int, int] = {}
         for op, client in ops:
             if op == "submit":
@@ -161,9 +163,12 @@ def can_fifo() -> bool:
 @pytest.mark.parametrize("allocator,transport", [("partition", "shm"), ("flock", "shm"), ("partition", "socket")])
 def test_run_records_pinning_fifo_and_every_request(allocator, transport):
     seen = {}
-    r = run_smoke(SmokeOptions(requests=1500, infer_ms=0.2, clients=3, allocator=allocator, transport=transport,
-                              target_p999_ms=1000),
-                  on_started=lambda info: seen.update(info))
+    r = run_smoke(
+        SmokeOptions(
+            requests=1500, infer_ms=0.2, clients=3, allocator=allocator, transport=transport, target_p999_ms=1000
+        ),
+        on_started=lambda info: seen.update(info),
+    )
     assert r["samples"] == 1500 and r["errors"]["count"] == 0 and r["faults"] == []
     assert r["cpu"] == max(os.sched_getaffinity(0)) and r["pinned"] is True
     assert r["nice"] == -20
@@ -193,8 +198,9 @@ def test_model_calibration_takes_the_fastest_plausible_trial(monkeypatch):
 
 
 def test_injected_stalls_are_detected():
-    r = run_smoke(SmokeOptions(duration=3, infer_ms=2, clients=2, inject_stall_ms=20, inject_every_s=0.5,
-                              target_p999_ms=1.0))
+    r = run_smoke(
+        SmokeOptions(duration=3, infer_ms=2, clients=2, inject_stall_ms=20, inject_every_s=0.5, target_p999_ms=1.0)
+    )
     assert r["injected_stalls"]["count"] >= 4
     assert r["deschedule_ms"]["p999"] >= 15.0
     assert r["injected_stalls"]["detected"] >= 1
@@ -278,12 +284,15 @@ def test_rt_throttling_is_named_against_a_low_rt_budget(tracefs):
 def kill_later(pid_of, sig, delay):
     def go(info):
         threading.Timer(delay, lambda: os.kill(pid_of(info), sig)).start()
+
     return go
 
 
 def test_killed_client_is_reported_and_its_slots_reclaimed():
-    r = run_smoke(SmokeOptions(duration=2.5, infer_ms=0.5, clients=2, target_p999_ms=1000),
-                  on_started=kill_later(lambda i: i["clients"][0], signal.SIGKILL, 0.8))
+    r = run_smoke(
+        SmokeOptions(duration=2.5, infer_ms=0.5, clients=2, target_p999_ms=1000),
+        on_started=kill_later(lambda i: i["clients"][0], signal.SIGKILL, 0.8),
+    )
     assert any("client 0 died" in f for f in r["faults"])
     assert r["samples"] > 0  # the other client went on
     assert r["slo"]["passed"] is False
@@ -291,8 +300,10 @@ def test_killed_client_is_reported_and_its_slots_reclaimed():
 
 def test_killed_worker_fails_clients_within_the_timeout():
     t = time.monotonic()
-    r = run_smoke(SmokeOptions(duration=30, infer_ms=0.5, clients=2, request_timeout_s=1.0, target_p999_ms=1000),
-                  on_started=kill_later(lambda i: i["worker"], signal.SIGKILL, 0.8))
+    r = run_smoke(
+        SmokeOptions(duration=30, infer_ms=0.5, clients=2, request_timeout_s=1.0, target_p999_ms=1000),
+        on_started=kill_later(lambda i: i["worker"], signal.SIGKILL, 0.8),
+    )
     assert time.monotonic() - t < 25  # bounded, well short of the 30 s asked for (slack for a loaded machine)
     assert any("worker died" in f for f in r["faults"])
     assert r["slo"]["passed"] is False
@@ -307,8 +318,10 @@ def test_worker_that_stops_answering_is_a_fault():
 
     t = time.monotonic()
     try:
-        r = run_smoke(SmokeOptions(duration=30, infer_ms=0.5, clients=2, request_timeout_s=1.0, target_p999_ms=1000),
-                      on_started=stop)
+        r = run_smoke(
+            SmokeOptions(duration=30, infer_ms=0.5, clients=2, request_timeout_s=1.0, target_p999_ms=1000),
+            on_started=stop,
+        )
     finally:
         try:
             os.kill(stopped["pid"], signal.SIGCONT)
@@ -325,8 +338,11 @@ def test_worker_that_stops_answering_is_a_fault():
 @pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
 def test_signal_during_cli_run_leaves_nothing_behind(sig):
     before = segments()
-    proc = subprocess.Popen([sys.executable, "-m", "hostkit.cli", "smoke", "--duration", "30", "--json"],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "hostkit.cli", "smoke", "--duration", "30", "--json"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
     deadline = time.monotonic() + 20
     while len(children(proc.pid)) < 3 and time.monotonic() < deadline:  # the worker and two clients
         time.sleep(0.1)
@@ -340,9 +356,28 @@ def test_signal_during_cli_run_leaves_nothing_behind(sig):
 
 
 def test_cli_json_contract_and_bad_input(tmp_path):
-    proc = subprocess.run([sys.executable, "-m", "hostkit.cli", "smoke", "--requests", "10000", "--infer-ms", "0",
-                           "--json", "--target-p999-ms", "1000", "--plot", str(tmp_path / "p.png"),
-                           "--prom", str(tmp_path / "m.prom")], capture_output=True, text=True, timeout=300)
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "hostkit.cli",
+            "smoke",
+            "--requests",
+            "10000",
+            "--infer-ms",
+            "0",
+            "--json",
+            "--target-p999-ms",
+            "1000",
+            "--plot",
+            str(tmp_path / "p.png"),
+            "--prom",
+            str(tmp_path / "m.prom"),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert proc.returncode == 0, proc.stderr
     r = json.loads(proc.stdout)
     for key in ("samples", "deschedule_ms", "queue_wait_ms", "rpc_ms", "sched_fifo", "cpu", "slo", "diagnosis"):
@@ -351,16 +386,34 @@ def test_cli_json_contract_and_bad_input(tmp_path):
     assert r["samples"] == 10000 and r["slo"]["target_p999_ms"] == 1000
     assert r["slo"]["verdict"] == "PASSED" and r["slo"]["passed"] is True  # a credible p999 within a 1 s target
     assert (tmp_path / "p.png").read_bytes()[:4] == b"\x89PNG"
-    assert 'hostkit_smoke_deschedule_seconds_bucket{' in (tmp_path / "m.prom").read_text()  # test_smoke_metrics
-    for args, needle in ((["--inject-stall", "20"], "MS@EVERY_S"), (["--clients", "0"], "--clients"),
-                         (["--requests", "10", "--duration", "1"], "not allowed with")):
+    assert "hostkit_smoke_deschedule_seconds_bucket{" in (tmp_path / "m.prom").read_text()  # test_smoke_metrics
+    for args, needle in (
+        (["--inject-stall", "20"], "MS@EVERY_S"),
+        (["--clients", "0"], "--clients"),
+        (["--requests", "10", "--duration", "1"], "not allowed with"),
+    ):
         bad = subprocess.run([sys.executable, "-m", "hostkit.cli", "smoke", *args], capture_output=True, text=True)
         assert bad.returncode == 2 and needle in bad.stderr, bad.stderr
 
 
 def test_cli_with_too_few_samples_is_inconclusive_never_passed():
-    proc = subprocess.run([sys.executable, "-m", "hostkit.cli", "smoke", "--requests", "600", "--infer-ms", "0",
-                           "--target-p999-ms", "1000"], capture_output=True, text=True, timeout=300)
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "hostkit.cli",
+            "smoke",
+            "--requests",
+            "600",
+            "--infer-ms",
+            "0",
+            "--target-p999-ms",
+            "1000",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert proc.returncode == 1, proc.stderr
     assert "INCONCLUSIVE" in proc.stdout and "9,400 short of the 10,000" in proc.stdout
     assert "PASSED" not in proc.stdout
@@ -369,8 +422,12 @@ def test_cli_with_too_few_samples_is_inconclusive_never_passed():
 def test_no_fifo_run_reports_sched_fifo_off_not_unpermitted():
     """--no-fifo (--fifo off) is the operator's choice: the report says so, whether or not this host
     permits SCHED_FIFO (it used to read "not permitted")."""
-    proc = subprocess.run([sys.executable, "-m", "hostkit.cli", "smoke", "--requests", "600", "--infer-ms", "0",
-                           "--no-fifo"], capture_output=True, text=True, timeout=300)
+    proc = subprocess.run(
+        [sys.executable, "-m", "hostkit.cli", "smoke", "--requests", "600", "--infer-ms", "0", "--no-fifo"],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert proc.returncode == 1, proc.stderr  # 600 samples: INCONCLUSIVE
     assert "SCHED_FIFO: off (--fifo off)" in proc.stdout, proc.stdout
     assert "not permitted" not in proc.stdout
@@ -380,18 +437,28 @@ def test_the_migration_table_says_what_the_worker_s_sched_fifo_was():
     from hostkit.smoke.migration import ROWS
 
     (cell,) = [get for name, get in ROWS if name == "SCHED_FIFO"]
-    states = [{"used": True, "available": True, "policy": "budget"},
-              {"used": False, "available": False, "policy": "off"},
-              {"used": False, "available": True, "policy": "budget"},
-              {"used": False, "available": False, "policy": "budget"}]
-    assert [cell({"sched_fifo": f}) for f in states] == ["used", "off (--fifo off)", "available, not used",
-                                                          "not permitted"]
+    states = [
+        {"used": True, "available": True, "policy": "budget"},
+        {"used": False, "available": False, "policy": "off"},
+        {"used": False, "available": True, "policy": "budget"},
+        {"used": False, "available": False, "policy": "budget"},
+    ]
+    assert [cell({"sched_fifo": f}) for f in states] == [
+        "used",
+        "off (--fifo off)",
+        "available, not used",
+        "not permitted",
+    ]
 
 
 def test_migration_report_from_two_real_runs(tmp_path):
     def smoke(*extra):
-        proc = subprocess.run([sys.executable, "-m", "hostkit.cli", "smoke", "--duration", "2", "--infer-ms", "2",
-                               "--json", *extra], capture_output=True, text=True, timeout=120)
+        proc = subprocess.run(
+            [sys.executable, "-m", "hostkit.cli", "smoke", "--duration", "2", "--infer-ms", "2", "--json", *extra],
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
         # 2 s at 2 ms per inference: about 1,000 samples, too few for a credible p999, so never PASSED.
         assert proc.returncode == 1, proc.stderr
         return json.loads(proc.stdout)
@@ -400,12 +467,29 @@ def test_migration_report_from_two_real_runs(tmp_path):
     before.write_text(json.dumps(smoke("--inject-stall", "20@0.5")))  # the VM's co-stops, stood in for
     after.write_text(json.dumps(smoke()))
     md, png = tmp_path / "report.md", tmp_path / "cdf.png"
-    proc = subprocess.run([sys.executable, "-m", "hostkit.cli", "migrate", "report", str(before), str(after),
-                           "--md", str(md), "--plot", str(png)], capture_output=True, text=True, timeout=120)
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "hostkit.cli",
+            "migrate",
+            "report",
+            str(before),
+            str(after),
+            "--md",
+            str(md),
+            "--plot",
+            str(png),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert proc.returncode == 1, proc.stderr  # the "after" run is INCONCLUSIVE (see above): not passed
     text = md.read_text()
     assert "| deschedule p999 (ms) |" in text and "injected_stall" in text and "**Verdict after:**" in text
     assert png.read_bytes()[:4] == b"\x89PNG"
-    bad = subprocess.run([sys.executable, "-m", "hostkit.cli", "migrate", "report", str(md), str(after)],
-                         capture_output=True, text=True)
+    bad = subprocess.run(
+        [sys.executable, "-m", "hostkit.cli", "migrate", "report", str(md), str(after)], capture_output=True, text=True
+    )
     assert bad.returncode == 2 and "is not JSON" in bad.stderr

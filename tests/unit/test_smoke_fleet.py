@@ -16,10 +16,18 @@ def _inventory(tmp_path, **hostvars) -> str:
 
 
 def test_every_option_reaches_the_agent(tmp_path):
-    opts = SmokeOptions(duration=7.5, clients=3, idle="spin", infer_ms=0.5, min_batch_wait_ms=0.0,
-                        inject_stall_ms=20.0, inject_every_s=0.5)
-    settings, _ = api.smoke_plan(api.SmokeRequest(inventory=_inventory(tmp_path), options=opts,
-                                                  given=frozenset({"duration", "clients", "idle"})))
+    opts = SmokeOptions(
+        duration=7.5,
+        clients=3,
+        idle="spin",
+        infer_ms=0.5,
+        min_batch_wait_ms=0.0,
+        inject_stall_ms=20.0,
+        inject_every_s=0.5,
+    )
+    settings, _ = api.smoke_plan(
+        api.SmokeRequest(inventory=_inventory(tmp_path), options=opts, given=frozenset({"duration", "clients", "idle"}))
+    )
     args = settings["h1"]["args"]
     # The agent parses them with the same parser as `hostkit smoke`: the same options come out.
     import argparse
@@ -43,8 +51,9 @@ def test_without_a_duration_the_run_is_credible(tmp_path):
 
 def test_profile_settings_apply_unless_given(tmp_path):
     inv = _inventory(tmp_path, hostkit_profile="vmware-guest")
-    settings, _ = api.smoke_plan(api.SmokeRequest(inventory=inv, options=SmokeOptions(target_p999_ms=2.0),
-                                                  given=frozenset({"target_p999_ms"})))
+    settings, _ = api.smoke_plan(
+        api.SmokeRequest(inventory=inv, options=SmokeOptions(target_p999_ms=2.0), given=frozenset({"target_p999_ms"}))
+    )
     args = settings["h1"]["args"]
     assert args[args.index("--transport") + 1] == "socket"  # from the vmware-guest profile
     assert args[args.index("--target-p999-ms") + 1] == "2.0"  # the command line wins

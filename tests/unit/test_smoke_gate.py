@@ -72,8 +72,24 @@ def test_the_host_agent_reports_inconclusive_on_too_few_samples(tmp_path):
     from hostkit.ansible.agent_zipapp import build
 
     pyz = build(tmp_path)
-    proc = subprocess.run([shutil.which("python3"), "-I", str(pyz), "smoke", "--requests", "400", "--infer-ms", "0",
-                           "--target-p999-ms", "1000"], capture_output=True, text=True, timeout=300, cwd=tmp_path)
+    proc = subprocess.run(
+        [
+            shutil.which("python3"),
+            "-I",
+            str(pyz),
+            "smoke",
+            "--requests",
+            "400",
+            "--infer-ms",
+            "0",
+            "--target-p999-ms",
+            "1000",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        cwd=tmp_path,
+    )
     doc = json.loads(proc.stdout)
     assert doc["samples"] == 400 and doc["errors"]["count"] == 0, doc.get("errors")
     assert doc["slo"]["verdict"] == "INCONCLUSIVE" and doc["slo"]["passed"] is False

@@ -48,8 +48,11 @@ def families(text: bytes | str) -> dict:
 
 def buckets_of(fam, **labels) -> list[tuple[str, float]]:
     """A histogram family's cumulative (le, count) pairs for one series."""
-    return [(s.labels["le"], s.value) for s in fam.samples
-            if s.name.endswith("_bucket") and all(s.labels.get(k) == v for k, v in labels.items())]
+    return [
+        (s.labels["le"], s.value)
+        for s in fam.samples
+        if s.name.endswith("_bucket") and all(s.labels.get(k) == v for k, v in labels.items())
+    ]
 
 
 def cumulative(hist: dict) -> list[float]:
@@ -62,12 +65,18 @@ def cumulative(hist: dict) -> list[float]:
 
 def doc_from(deschedule_ms: list[float], rpc_ms: list[float], target_ms: float = 1.0) -> dict:
     """The parts of a smoke result the metrics read, made by the same functions a run uses."""
-    return {"histograms": {"deschedule": histogram(deschedule_ms), "rpc": histogram(rpc_ms)},
-            "deschedule_ms": summary(deschedule_ms), "rpc_ms": summary(rpc_ms), "samples": len(deschedule_ms),
-            "slo": judge_slo(deschedule_ms, target_ms, faults=[], errors=0), "sched_fifo": {"used": False}}
+    return {
+        "histograms": {"deschedule": histogram(deschedule_ms), "rpc": histogram(rpc_ms)},
+        "deschedule_ms": summary(deschedule_ms),
+        "rpc_ms": summary(rpc_ms),
+        "samples": len(deschedule_ms),
+        "slo": judge_slo(deschedule_ms, target_ms, faults=[], errors=0),
+        "sched_fifo": {"used": False},
+    }
 
 
 # ----------------------------------------------------------------------------- histograms
+
 
 def test_buckets_are_fixed_increasing_and_span_1us_to_10s():
     assert BUCKETS_S[0] == 1e-6 and BUCKETS_S[-1] == 10.0 and len(BUCKETS_S) == 71
@@ -83,8 +92,10 @@ def test_a_value_on_a_bound_counts_in_that_bucket_and_beyond_the_last_in_inf():
 
 
 @settings(max_examples=200, deadline=None)
-@given(st.lists(st.floats(min_value=0, max_value=12_000, allow_nan=False), min_size=1, max_size=400),
-       st.sampled_from([50.0, 99.0, 99.9, 100.0]))
+@given(
+    st.lists(st.floats(min_value=0, max_value=12_000, allow_nan=False), min_size=1, max_size=400),
+    st.sampled_from([50.0, 99.0, 99.9, 100.0]),
+)
 def test_histogram_percentile_is_the_bound_of_the_bucket_holding_the_exact_percentile(values, p):
     exact_s = percentile(sorted(values), p) / 1000.0
     bound = histogram_percentile(histogram(values), p)
@@ -106,30 +117,36 @@ def test_merged_histograms_add_up_and_give_the_pooled_percentiles():
 
 # ----------------------------------------------------------------------------- textfiles
 
+
 def test_host_textfile_is_promtool_clean_in_seconds_with_the_slo():
     rng = random.Random(1)
-    d = doc_from([rng.expovariate(20) for _ in range(12_000)], [rng.expovariate(2) for _ in range(12_000)],
-                 target_ms=0.25)  # p999 of a 0.05 ms mean exponential: ~0.35 ms, MISSED
+    d = doc_from(
+        [rng.expovariate(20) for _ in range(12_000)], [rng.expovariate(2) for _ in range(12_000)], target_ms=0.25
+    )  # p999 of a 0.05 ms mean exponential: ~0.35 ms, MISSED
     text = report.prometheus(d, "web-1", now=1.7e9)
     promtool_check(text)
     fams = families(text)
     assert fams["hostkit_smoke_deschedule_seconds"].type == "histogram"
-    assert [v for _, v in buckets_of(fams["hostkit_smoke_deschedule_seconds"], host="web-1")] == \
-        cumulative(d["histograms"]["deschedule"])
+    assert [v for _, v in buckets_of(fams["hostkit_smoke_deschedule_seconds"], host="web-1")] == cumulative(
+        d["histograms"]["deschedule"]
+    )
     assert buckets_of(fams["hostkit_smoke_rpc_seconds"])[-1] == ("+Inf", 12_000.0)
     gauge = {n: {tuple(sorted(s.labels.items())): s.value for s in f.samples} for n, f in fams.items()}
     assert gauge["hostkit_smoke_slo_target_p999_seconds"] == {(("host", "web-1"),): 0.00025}
     assert gauge["hostkit_smoke_slo_p999_seconds"][(("host", "web-1"),)] == pytest.approx(d["slo"]["p999_ms"] / 1000)
-    assert gauge["hostkit_smoke_slo_verdict"] == {(("host", "web-1"), ("verdict", v)): float(v == "MISSED")
-                                                  for v in ("PASSED", "MISSED", "INCONCLUSIVE")}
+    assert gauge["hostkit_smoke_slo_verdict"] == {
+        (("host", "web-1"), ("verdict", v)): float(v == "MISSED") for v in ("PASSED", "MISSED", "INCONCLUSIVE")
+    }
     assert d["slo"]["verdict"] == "MISSED"
     assert not any("_ms" in n or "quantile" in str(f.samples) for n, f in fams.items())
 
 
 def test_fleet_textfile_sums_two_hosts_buckets():
     rng = random.Random(2)
-    docs = {"a": doc_from([rng.expovariate(50) for _ in range(11_000)], [rng.expovariate(5) for _ in range(11_000)]),
-            "b": doc_from([rng.expovariate(2) for _ in range(4_000)], [rng.expovariate(1) for _ in range(4_000)])}
+    docs = {
+        "a": doc_from([rng.expovariate(50) for _ in range(11_000)], [rng.expovariate(5) for _ in range(11_000)]),
+        "b": doc_from([rng.expovariate(2) for _ in range(4_000)], [rng.expovariate(1) for _ in range(4_000)]),
+    }
     fleet = report.fleet_summary(docs)
     text = report.prometheus_fleet(fleet, failed=["c"], now=1.7e9)
     promtool_check(text)
@@ -152,11 +169,14 @@ def test_fleet_without_a_measured_host_still_writes_a_clean_file_and_plot(tmp_pa
     fleet = report.fleet_summary({})
     text = report.prometheus_fleet(fleet, failed=["a", "b"], now=1.7e9)
     promtool_check(text)
-    assert {s.labels["state"]: s.value for s in families(text)["hostkit_smoke_fleet_hosts"].samples} == \
-        {"measured": 0.0, "failed": 2.0}
+    assert {s.labels["state"]: s.value for s in families(text)["hostkit_smoke_fleet_hosts"].samples} == {
+        "measured": 0.0,
+        "failed": 2.0,
+    }
     assert "hostkit_smoke_fleet_deschedule_seconds" not in families(text)
     report.plot_fleet({}, fleet, str(tmp_path / "f.png"))
     assert png_size(tmp_path / "f.png") == ("PNG", (990, 605))
+
 
 def test_textfile_replaces_the_old_one_by_rename_never_half_written(tmp_path):
     target = tmp_path / "hostkit.prom"
@@ -196,6 +216,7 @@ def test_a_failed_write_leaves_the_old_file_and_no_temporary(tmp_path):
 
 # ----------------------------------------------------------------------------- plots
 
+
 def label_boxes(fig) -> dict[str, list]:
     """The mark labels' text boxes in pixels, as matplotlib's renderer lays them out."""
     from matplotlib.text import Text
@@ -217,7 +238,7 @@ def assert_no_overlap(fig, expected: dict[str, int]) -> None:
     width, height = fig.get_size_inches() * fig.dpi
     for i, (ta, a) in enumerate(flat):
         assert 0 <= a.x0 and a.x1 <= width and 0 <= a.y0 and a.y1 <= height, f"{ta!r} outside the figure"
-        for tb, b in flat[i + 1:]:
+        for tb, b in flat[i + 1 :]:
             assert not a.overlaps(b), f"{ta!r} overlaps {tb!r}"
 
 
@@ -235,9 +256,28 @@ def real_run(tmp_path_factory):
     """One real smoke run through the CLI (20,000 inferences of the transport-only model, ~1 s):
     its JSON, its textfile and its plot."""
     d = tmp_path_factory.mktemp("smoke")
-    proc = subprocess.run([sys.executable, "-m", "hostkit.cli", "smoke", "--requests", "20000", "--infer-ms", "0",
-                           "--target-p999-ms", "1000", "--json", "--prom", str(d / "hostkit.prom"),
-                           "--plot", str(d / "smoke.png")], capture_output=True, text=True, timeout=300)
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "hostkit.cli",
+            "smoke",
+            "--requests",
+            "20000",
+            "--infer-ms",
+            "0",
+            "--target-p999-ms",
+            "1000",
+            "--json",
+            "--prom",
+            str(d / "hostkit.prom"),
+            "--plot",
+            str(d / "smoke.png"),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert proc.returncode == 0, proc.stderr
     return json.loads(proc.stdout), d
 
@@ -249,8 +289,9 @@ def test_real_smoke_textfile_is_promtool_clean(real_run):
     promtool_check(text)
     fams = families(text)
     host = fams["hostkit_smoke_deschedule_seconds"].samples[0].labels["host"]
-    assert [v for _, v in buckets_of(fams["hostkit_smoke_deschedule_seconds"], host=host)] == \
-        cumulative(doc["histograms"]["deschedule"])
+    assert [v for _, v in buckets_of(fams["hostkit_smoke_deschedule_seconds"], host=host)] == cumulative(
+        doc["histograms"]["deschedule"]
+    )
     assert buckets_of(fams["hostkit_smoke_rpc_seconds"])[-1] == ("+Inf", 20000.0)
     verdict = {s.labels["verdict"]: s.value for s in fams["hostkit_smoke_slo_verdict"].samples}
     assert verdict == {"PASSED": 1.0, "MISSED": 0.0, "INCONCLUSIVE": 0.0}
@@ -288,9 +329,11 @@ def test_plot_of_all_samples_spreads_a_crowded_tail(tmp_path):
 
 
 def test_plot_without_matplotlib_is_bad_input_before_the_run(tmp_path):
-    code = ("import sys; sys.modules['matplotlib'] = None\n"
-            "from hostkit.cli.main import main\n"
-            f"sys.exit(main(['smoke', '--duration', '30', '--plot', {str(tmp_path / 'p.png')!r}]))")
+    code = (
+        "import sys; sys.modules['matplotlib'] = None\n"
+        "from hostkit.cli.main import main\n"
+        f"sys.exit(main(['smoke', '--duration', '30', '--plot', {str(tmp_path / 'p.png')!r}]))"
+    )
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert proc.returncode == 2, proc.stderr
     assert "--plot needs matplotlib" in proc.stderr
@@ -300,8 +343,22 @@ def test_plot_without_matplotlib_is_bad_input_before_the_run(tmp_path):
 @pytest.mark.parametrize("option", ["--prom", "--plot"])
 def test_output_into_a_missing_directory_is_bad_input_before_the_run(tmp_path, option):
     for extra in ([], ["-i", str(tmp_path / "no-inventory.yml")]):
-        proc = subprocess.run([sys.executable, "-m", "hostkit.cli", "smoke", "--duration", "30", *extra,
-                               option, str(tmp_path / "nowhere" / "f")], capture_output=True, text=True, timeout=60)
+        proc = subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "hostkit.cli",
+                "smoke",
+                "--duration",
+                "30",
+                *extra,
+                option,
+                str(tmp_path / "nowhere" / "f"),
+            ],
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
         assert proc.returncode == 2, proc.stderr
         assert f"{option} {tmp_path / 'nowhere' / 'f'}: directory {tmp_path / 'nowhere'} does not exist" in proc.stderr
     assert list(tmp_path.iterdir()) == []

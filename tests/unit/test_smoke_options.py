@@ -36,7 +36,13 @@ def test_every_option_declared_once_reaches_the_parser():
     assert with_flag <= dests
     # the settings without an option of their own are set through another one or only by API
     assert {f.name for f in dataclasses.fields(SmokeOptions)} - with_flag == {
-        "req_size", "resp_size", "tensor_size", "client_cpus", "inject_stall_ms", "inject_every_s"}
+        "req_size",
+        "resp_size",
+        "tensor_size",
+        "client_cpus",
+        "inject_stall_ms",
+        "inject_every_s",
+    }
 
 
 def test_command_line_beats_fallback_beats_default():
@@ -55,19 +61,22 @@ def test_aliases_and_compound_options():
     assert (o.inject_stall_ms, o.inject_every_s) == (20.0, 0.5)
 
 
-@pytest.mark.parametrize("argv,needle", [
-    (["--clients", "0"], "--clients"),
-    (["--clients", "65"], "--clients"),
-    (["--infer-ms", "-1"], "--infer-ms"),
-    (["--duration", "0"], "--duration"),
-    (["--rate", "0"], "--rate"),
-    (["--target-p999-ms", "0"], "--target-p999-ms"),
-    (["--request-timeout", "0"], "--request-timeout"),
-    (["--clients", "64", "--client-batch", "5"], "exceeds --slots"),
-    (["--min-batch", "20"], "--min-batch <= --max-batch"),
-    (["--inject-stall", "20"], "MS@EVERY_S"),
-    (["--inject-stall", "600@0.5"], "shorter than its period"),
-])
+@pytest.mark.parametrize(
+    "argv,needle",
+    [
+        (["--clients", "0"], "--clients"),
+        (["--clients", "65"], "--clients"),
+        (["--infer-ms", "-1"], "--infer-ms"),
+        (["--duration", "0"], "--duration"),
+        (["--rate", "0"], "--rate"),
+        (["--target-p999-ms", "0"], "--target-p999-ms"),
+        (["--request-timeout", "0"], "--request-timeout"),
+        (["--clients", "64", "--client-batch", "5"], "exceeds --slots"),
+        (["--min-batch", "20"], "--min-batch <= --max-batch"),
+        (["--inject-stall", "20"], "MS@EVERY_S"),
+        (["--inject-stall", "600@0.5"], "shorter than its period"),
+    ],
+)
 def test_out_of_bounds_is_bad_input(argv, needle):
     with pytest.raises(BadInput, match=needle.replace("+", r"\+")):
         parse(argv)
@@ -106,8 +115,17 @@ options = st.builds(
 
 
 @settings(max_examples=200, deadline=None)
-@given(st.one_of(options, st.builds(SmokeOptions, inject_stall_ms=st.floats(0.01, 400),
-                                    inject_every_s=st.floats(0.5, 3600), requests=st.integers(1, 10 ** 9))))
+@given(
+    st.one_of(
+        options,
+        st.builds(
+            SmokeOptions,
+            inject_stall_ms=st.floats(0.01, 400),
+            inject_every_s=st.floats(0.5, 3600),
+            requests=st.integers(1, 10**9),
+        ),
+    )
+)
 def test_agent_argv_rebuilds_the_same_options(opts):
     assert parse(opts.to_agent_args()) == opts
 

@@ -36,10 +36,24 @@ def blocked_worker():
     timeout of 30 s: once asleep, only a ring wakes it within the test."""
     q = SharedInferenceQueue.create(nslots=8, req_size=1024, resp_size=1024, tensor_size=4096, nclients=1)
     wfd, cfd = new_eventfd(), new_eventfd()
-    opts = SmokeOptions(infer_ms=0, slots=8, clients=1, client_batch=1, max_batch=4, min_batch=1,
-                        req_size=1024, resp_size=1024, tensor_size=4096)
-    cfg = {**dataclasses.asdict(opts), "cpu": max(os.sched_getaffinity(0)), "queue": q.name, "idle_block_s": 30.0,
-           "wake_fds": {"worker": InheritedFd(wfd), "clients": [InheritedFd(cfd)]}}
+    opts = SmokeOptions(
+        infer_ms=0,
+        slots=8,
+        clients=1,
+        client_batch=1,
+        max_batch=4,
+        min_batch=1,
+        req_size=1024,
+        resp_size=1024,
+        tensor_size=4096,
+    )
+    cfg = {
+        **dataclasses.asdict(opts),
+        "cpu": max(os.sched_getaffinity(0)),
+        "queue": q.name,
+        "idle_block_s": 30.0,
+        "wake_fds": {"worker": InheritedFd(wfd), "clients": [InheritedFd(cfd)]},
+    }
     ctx = mp.get_context("spawn")
     parent, child = ctx.Pipe()
     p = ctx.Process(target=worker_main, args=(cfg, child), daemon=True)
@@ -125,6 +139,7 @@ def test_open_loop_at_a_low_rate_blocks_instead_of_spinning():
 
 # ---------------------------------------------------------------------------------- min-batch wait
 
+
 @pytest.fixture
 def queue():
     q = SharedInferenceQueue.create(nslots=16, req_size=64, resp_size=64, tensor_size=64, nclients=2)
@@ -136,13 +151,13 @@ def queue():
 def test_min_batch_wait_does_not_wait_when_no_client_is_about_to_submit(queue):
     assert queue.coming_by(NEVER - 1) == 0
     t = time.monotonic()
-    assert _more(queue, 1, 0, 16, 8, time.monotonic_ns() + 10 * 10 ** 9, fixed=False) == []
+    assert _more(queue, 1, 0, 16, 8, time.monotonic_ns() + 10 * 10**9, fixed=False) == []
     assert time.monotonic() - t < 5  # not the 10 s allowed
 
 
 def test_the_seeds_fixed_wait_waits_the_whole_time(queue):
     t = time.monotonic()
-    assert _more(queue, 1, 0, 16, 8, time.monotonic_ns() + 300 * 10 ** 6, fixed=True) == []
+    assert _more(queue, 1, 0, 16, 8, time.monotonic_ns() + 300 * 10**6, fixed=True) == []
     assert time.monotonic() - t >= 0.3
 
 
@@ -154,17 +169,17 @@ def test_min_batch_wait_takes_a_request_that_was_announced(queue):
         queue.announce(2, NEVER, 0)
 
     threading.Timer(0.1, submitted).start()
-    more = _more(queue, 1, 0, 16, 2, time.monotonic_ns() + 10 * 10 ** 9, fixed=False)
+    more = _more(queue, 1, 0, 16, 2, time.monotonic_ns() + 10 * 10**9, fixed=False)
     assert more == [5] and queue.state(5) == PROCESSING  # claimed: the next scan skips it
 
 
 def test_min_batch_wait_does_not_wait_for_a_batch_that_cannot_fill(queue):
     queue.announce(1, time.monotonic_ns(), 3)  # 1 claimed + 3 coming < 8
     t = time.monotonic()
-    assert _more(queue, 1, 0, 16, 8, time.monotonic_ns() + 10 * 10 ** 9, fixed=False) == []
+    assert _more(queue, 1, 0, 16, 8, time.monotonic_ns() + 10 * 10**9, fixed=False) == []
     assert time.monotonic() - t < 5
-    queue.announce(2, time.monotonic_ns() + 20 * 10 ** 9, 4)  # 4 more, but due after the deadline
-    assert queue.coming_by(time.monotonic_ns() + 10 * 10 ** 9) == 3
+    queue.announce(2, time.monotonic_ns() + 20 * 10**9, 4)  # 4 more, but due after the deadline
+    assert queue.coming_by(time.monotonic_ns() + 10 * 10**9) == 3
 
 
 def test_spin_budget_follows_the_waits_it_sees():
@@ -175,7 +190,7 @@ def test_spin_budget_follows_the_waits_it_sees():
     assert spin.until_at_least(word, 0, 7) > 0 and spin.hits == 2  # returns when it saw it
     for _ in range(10):
         assert spin.until_changed(word, 0, 7) is False and spin.until_at_least(word, 0, 8) == 0
-        spin.learn(10 ** 9)  # then blocked for a second: spinning was wasted
+        spin.learn(10**9)  # then blocked for a second: spinning was wasted
     assert spin.budget_ns == 1_000 and spin.misses == 20  # down to the floor, not to nothing
     for _ in range(40):
         spin.learn(20_000)  # steady waits of 20 us: about twice that catches them

@@ -29,6 +29,7 @@ REPO = Path(__file__).resolve().parents[2]
 
 # ----------------------------------------------------------------------------- the table itself
 
+
 def test_keys_are_unique_and_tuned_sysctls_are_bounded():
     assert len(tunables.BY_KEY) == len(tunables.SYSCTLS)
     assert len({s.fact for s in tunables.SYSCTLS}) == len(tunables.SYSCTLS)  # facts["kernel"] names
@@ -41,6 +42,7 @@ def test_keys_are_unique_and_tuned_sysctls_are_bounded():
 
 
 # ----------------------------------------------------------------------------- schema, planner
+
 
 def test_schema_sysctls_are_the_tuned_sysctls():
     fields = SCHEMA["sysctl"]
@@ -71,6 +73,7 @@ def test_a_null_default_leaves_the_kernel_value_alone(sysroots):
 
 # ----------------------------------------------------------------------------- facts, capture
 
+
 def test_facts_read_every_sysctl_of_the_table(sysroot_copy):
     root = sysroot_copy("kvm-small")
     for _i, s in enumerate(tunables.SYSCTLS):
@@ -88,6 +91,7 @@ def test_capture_takes_every_sysctl_of_the_table():
 
 # ----------------------------------------------------------------------------- adoption, rollback
 
+
 def test_adoption_records_every_tuned_sysctl_and_the_managed_files(sysroot_copy):
     root = sysroot_copy("epyc-9634-nps1")
     for s in tunables.tuned_sysctls():
@@ -102,10 +106,19 @@ def test_adoption_records_every_tuned_sysctl_and_the_managed_files(sysroot_copy)
 
 def test_adopted_patterns_and_rollback_follow_ups_are_the_table_s():
     assert tunables.adopted_patterns() == [
-        "/etc/default/grub", "/etc/default/irqbalance", "/etc/sysconfig/irqbalance", "/etc/containerd/config.toml",
-        "/etc/tuned/active_profile", "/etc/tuned/profile_mode", "/etc/tuned/bootcmdline",
-        "/etc/systemd/system.conf.d/00-tuned.conf", "/boot/grub2/grubenv",
-        "/etc/default/grub.d/*.cfg", "/etc/sysctl.d/*.conf", "/etc/kubernetes/kubelet.conf.d/*"]
+        "/etc/default/grub",
+        "/etc/default/irqbalance",
+        "/etc/sysconfig/irqbalance",
+        "/etc/containerd/config.toml",
+        "/etc/tuned/active_profile",
+        "/etc/tuned/profile_mode",
+        "/etc/tuned/bootcmdline",
+        "/etc/systemd/system.conf.d/00-tuned.conf",
+        "/boot/grub2/grubenv",
+        "/etc/default/grub.d/*.cfg",
+        "/etc/sysctl.d/*.conf",
+        "/etc/kubernetes/kubelet.conf.d/*",
+    ]
     assert rollback_mod.FOLLOW_UP == [
         ("/etc/default/grub", ["update-grub"], True),
         ("/etc/default/grub.d/", ["update-grub"], True),
@@ -131,24 +144,29 @@ def test_adopted_patterns_and_rollback_follow_ups_are_the_table_s():
 
 # ----------------------------------------------------------------------------- roles
 
+
 def _yaml(role: str, part: str) -> dict:
     return yaml.safe_load((REPO / "roles" / role / part / "main.yml").read_text()) or {}
 
 
 def test_role_variables_are_generated_from_the_table():
-    proc = subprocess.run([sys.executable, str(REPO / "scripts/role_tunables.py"), "--check"],
-                          capture_output=True, text=True)
+    proc = subprocess.run(
+        [sys.executable, str(REPO / "scripts/role_tunables.py"), "--check"], capture_output=True, text=True
+    )
     assert proc.returncode == 0, proc.stdout + proc.stderr
     for role in {s.role for s in tunables.tuned_sysctls()}:
         block = _yaml(role, "vars")[f"__{role}_sysctls"]
-        assert block == {s.key: {"path": s.proc_path, "kind": s.kind, "min": s.min, "max": s.max}
-                         for s in tunables.tuned_sysctls(role)}
+        assert block == {
+            s.key: {"path": s.proc_path, "kind": s.kind, "min": s.min, "max": s.max}
+            for s in tunables.tuned_sysctls(role)
+        }
 
 
 def test_the_rt_runtime_role_reads_its_sysctl_from_the_plan_with_the_table_default():
     (rt,) = tunables.tuned_sysctls(tunables.ROLE_RT)
     assert _yaml(rt.role, "defaults")["rt_runtime_us"] == (
-        f"{{{{ hostkit_plan.sysctl['{rt.key}'] | default({rt.default}) }}}}")
+        f"{{{{ hostkit_plan.sysctl['{rt.key}'] | default({rt.default}) }}}}"
+    )
 
 
 def test_role_path_defaults_are_the_table_s():
@@ -163,8 +181,9 @@ def test_inventory_keeps_the_role_paths_an_operator_moves(tmp_path):
     from hostkit.ansible.inventory import load_inventory
 
     inv = tmp_path / "inv.yml"
-    inv.write_text(yaml.safe_dump({"all": {"hosts": {"h": {"kubelet_dropin": "/etc/k/90-x.conf",
-                                                           "unrelated_var": 1}}}}))
+    inv.write_text(
+        yaml.safe_dump({"all": {"hosts": {"h": {"kubelet_dropin": "/etc/k/90-x.conf", "unrelated_var": 1}}}})
+    )
     (h,) = load_inventory(str(inv))
     assert h.vars.get("kubelet_dropin") == "/etc/k/90-x.conf" and "unrelated_var" not in h.vars
     assert tunables.role_paths(h.vars)["kubelet_dropin"] == "/etc/k/90-x.conf"
@@ -172,6 +191,7 @@ def test_inventory_keeps_the_role_paths_an_operator_moves(tmp_path):
 
 
 # ----------------------------------------------------------------------------- audit
+
 
 class LocalHost:
     """A testinfra-like host running commands on this machine (the audit's view of a sysroot)."""
@@ -207,10 +227,16 @@ def test_audit_reads_the_kubelet_dropin_and_irqbalance_config_where_the_inventor
     root = sysroot_copy("epyc-9634-nps1")
     facts = gather(str(root))
     plan = make_plan(facts, load_profile())
-    moved = tunables.role_paths({"kubelet_dropin": "/etc/kubelet.d/90-inference.yaml",
-                                 "irq_affinity_irqbalance_config": "/etc/sysconfig/irqbalance"})
-    for rel, text in (("etc/kubelet.d/90-inference.yaml", yaml.safe_dump(plan["kubelet"]["config"])),
-                      ("etc/sysconfig/irqbalance", f"IRQBALANCE_BANNED_CPULIST={plan['isolated']}\n")):
+    moved = tunables.role_paths(
+        {
+            "kubelet_dropin": "/etc/kubelet.d/90-inference.yaml",
+            "irq_affinity_irqbalance_config": "/etc/sysconfig/irqbalance",
+        }
+    )
+    for rel, text in (
+        ("etc/kubelet.d/90-inference.yaml", yaml.safe_dump(plan["kubelet"]["config"])),
+        ("etc/sysconfig/irqbalance", f"IRQBALANCE_BANNED_CPULIST={plan['isolated']}\n"),
+    ):
         (root / rel).parent.mkdir(parents=True, exist_ok=True)
         (root / rel).write_text(text)
     assert "/etc/kubelet.d/90-inference.yaml" in audited_files(moved)
@@ -231,19 +257,23 @@ def test_audit_reads_the_kubelet_dropin_and_irqbalance_config_where_the_inventor
 
 # ----------------------------------------------------------------------------- the normaliser
 
-@pytest.mark.parametrize("kind, want, got, equal", [
-    ("int", 950000, "950000\n", True),
-    ("int", -1, " -1 ", True),
-    ("int", 0, "0\t1\n", True),  # a two-valued sysctl compares by its first
-    ("int", 10, None, False),
-    ("int", 10, "ten", False),
-    ("cpulist", "0-3", "0,1,2,3\n", True),
-    ("cpulist", "", "\n", True),
-    ("cpulist", "0-3", "garbage", False),
-    ("str", "static", " static\n", True),
-    ("mask", "f", "0000000f", True),
-    ("mask", "00000003,00000000", "0-1", False),
-])
+
+@pytest.mark.parametrize(
+    "kind, want, got, equal",
+    [
+        ("int", 950000, "950000\n", True),
+        ("int", -1, " -1 ", True),
+        ("int", 0, "0\t1\n", True),  # a two-valued sysctl compares by its first
+        ("int", 10, None, False),
+        ("int", 10, "ten", False),
+        ("cpulist", "0-3", "0,1,2,3\n", True),
+        ("cpulist", "", "\n", True),
+        ("cpulist", "0-3", "garbage", False),
+        ("str", "static", " static\n", True),
+        ("mask", "f", "0000000f", True),
+        ("mask", "00000003,00000000", "0-1", False),
+    ],
+)
 def test_normalise(kind, want, got, equal):
     assert same(kind, want, got) is equal
 
@@ -259,11 +289,16 @@ def test_plan_json_is_unchanged_by_the_table(sysroots):
     """The plan's sysctl map is the profile's, in the table's order, as plain JSON ints."""
     plan = make_plan(gather(str(sysroots["epyc-9634-nps1"])), load_profile())
     assert json.loads(json.dumps(plan["sysctl"])) == {
-        "kernel.sched_rt_runtime_us": 950000, "kernel.numa_balancing": 0, "kernel.timer_migration": 1,
-        "vm.zone_reclaim_mode": 0, "vm.stat_interval": 10}
+        "kernel.sched_rt_runtime_us": 950000,
+        "kernel.numa_balancing": 0,
+        "kernel.timer_migration": 1,
+        "vm.zone_reclaim_mode": 0,
+        "vm.stat_interval": 10,
+    }
 
 
 # ----------------------------------------------------------------------------- a tunable end to end
+
 
 def test_swappiness_end_to_end_through_the_table(sysroot_copy, tmp_path):
     """vm.swappiness is one entry in the table: the schema takes it, facts read it, the planner plans
@@ -283,10 +318,28 @@ def test_swappiness_end_to_end_through_the_table(sysroot_copy, tmp_path):
     assert "/proc/sys/vm/swappiness" in adopted["values"]
 
     inventory = tmp_path / "inventory.yml"
-    inventory.write_text(yaml.safe_dump({"all": {"hosts": {"h": {
-        "ansible_connection": "local", "ansible_python_interpreter": sys.executable, "hostkit_sysroot": str(root)}}}}))
-    run = run_playbook("apply.yml", str(inventory), tags="numa_sysctl", run_id="20250101T000000Z-swap",
-                       extravars={"hostkit_plans": {"h": plan}, "hostkit_run_id": "20250101T000000Z-swap"})
+    inventory.write_text(
+        yaml.safe_dump(
+            {
+                "all": {
+                    "hosts": {
+                        "h": {
+                            "ansible_connection": "local",
+                            "ansible_python_interpreter": sys.executable,
+                            "hostkit_sysroot": str(root),
+                        }
+                    }
+                }
+            }
+        )
+    )
+    run = run_playbook(
+        "apply.yml",
+        str(inventory),
+        tags="numa_sysctl",
+        run_id="20250101T000000Z-swap",
+        extravars={"hostkit_plans": {"h": plan}, "hostkit_run_id": "20250101T000000Z-swap"},
+    )
     assert run.status == "successful", (run.error, {h: (r.status, r.msg) for h, r in run.hosts.items()})
     assert (root / "proc/sys/vm/swappiness").read_text() == "10\n"
     assert "vm.swappiness = 10\n" in (root / "etc/sysctl.d/61-hostkit-numa.conf").read_text()

@@ -25,10 +25,14 @@ RHEL8 = "boot-rhel8-tuned"
 DEBIAN12 = "boot-debian12"
 # tuned 2.20 (Debian) cpu-partitioning with isolated_cores=no_balance_cores=2-7 of 8 CPUs: network-latency's
 # cmdline_network_latency, then cmdline_cpu_part with ${cmd_isolcpus} = " isolcpus=2-7".
-DEBIAN_BOOT_CMDLINE = ("skew_tick=1 nohz=on isolcpus=2-7 nohz_full=2-7 rcu_nocbs=2-7 tuned.non_isolcpus=00000003 "
-                       "intel_pstate=disable nosoftlockup")
-FIXTURE_BOOT_CMDLINE = ("skew_tick=1 tsc=reliable rcupdate.rcu_normal_after_boot=1 nohz=on isolcpus=2-7 "
-                        "nohz_full=2-7 rcu_nocbs=2-7 tuned.non_isolcpus=00000003 intel_pstate=disable nosoftlockup")
+DEBIAN_BOOT_CMDLINE = (
+    "skew_tick=1 nohz=on isolcpus=2-7 nohz_full=2-7 rcu_nocbs=2-7 tuned.non_isolcpus=00000003 "
+    "intel_pstate=disable nosoftlockup"
+)
+FIXTURE_BOOT_CMDLINE = (
+    "skew_tick=1 tsc=reliable rcupdate.rcu_normal_after_boot=1 nohz=on isolcpus=2-7 "
+    "nohz_full=2-7 rcu_nocbs=2-7 tuned.non_isolcpus=00000003 intel_pstate=disable nosoftlockup"
+)
 
 
 def plan(facts, overrides=None):
@@ -40,8 +44,10 @@ def test_the_rhel8_fixture_without_the_package_reads_tuned_s_files_but_is_not_ac
     t = read_tuned(Sysroot(sysroot_copy(RHEL8)))
     assert (t["installed"], t["running"], t["enabled"], t["active"]) == (False, False, False, False)
     assert (t["active_profile"], t["profile_mode"]) == ("cpu-partitioning", "manual")
-    assert t["bootcmdline"] == {"TUNED_BOOT_CMDLINE": FIXTURE_BOOT_CMDLINE,
-                                "TUNED_BOOT_INITRD_ADD": "/boot/tuned-initrd.img"}
+    assert t["bootcmdline"] == {
+        "TUNED_BOOT_CMDLINE": FIXTURE_BOOT_CMDLINE,
+        "TUNED_BOOT_INITRD_ADD": "/boot/tuned-initrd.img",
+    }
     assert t["profiles"] == [] and t["base_profiles"] == {}
 
 
@@ -51,15 +57,18 @@ def test_installed_tuned_s_profile_chain_variables_and_bootloader_options(sysroo
     t = read_tuned(Sysroot(root))
     assert (t["installed"], t["running"], t["enabled"], t["active"]) == (True, True, True, True)
     assert t["profile_dirs"] == {"system": "/usr/lib/tuned", "user": "/etc/tuned"}
-    assert [p["path"] for p in t["profiles"]] == ["/usr/lib/tuned/latency-performance/tuned.conf",
-                                                  "/usr/lib/tuned/network-latency/tuned.conf",
-                                                  "/usr/lib/tuned/cpu-partitioning/tuned.conf"]
+    assert [p["path"] for p in t["profiles"]] == [
+        "/usr/lib/tuned/latency-performance/tuned.conf",
+        "/usr/lib/tuned/network-latency/tuned.conf",
+        "/usr/lib/tuned/cpu-partitioning/tuned.conf",
+    ]
     # from /etc/tuned/cpu-partitioning-variables.conf, through cpu-partitioning's [variables] include=
     assert t["isolated_cores"] == "2-7" and t["variables"]["no_balance_cores"] == "2-7"
     assert t["bootloader_cmdline"] == {
         "cmdline_network_latency": "skew_tick=1 tsc=reliable rcupdate.rcu_normal_after_boot=1",
         "cmdline_cpu_part": "+nohz=on${cmd_isolcpus} nohz_full=${isolated_cores} rcu_nocbs=${isolated_cores} "
-                            "tuned.non_isolcpus=${not_isolated_cpumask} intel_pstate=disable nosoftlockup"}
+        "tuned.non_isolcpus=${not_isolated_cpumask} intel_pstate=disable nosoftlockup",
+    }
     assert t["base_profiles"]["cpu-partitioning"]["found"] and t["base_profiles"]["cpu-partitioning"]["initrd"]
     assert t["base_profiles"]["latency-performance"]["bootloader_cmdline"] == {}
 
@@ -81,13 +90,14 @@ def test_the_newer_layout_and_a_user_profile_that_overrides_the_system_one(sysro
         shutil.move(str(system / name), str(system / "profiles" / name))
     user = root / "etc/tuned/profiles/cpu-partitioning"
     user.mkdir(parents=True)
-    (user / "tuned.conf").write_text("[main]\ninclude=network-latency\n"
-                                     "[variables]\nisolated_cores=3-7\n")
+    (user / "tuned.conf").write_text("[main]\ninclude=network-latency\n[variables]\nisolated_cores=3-7\n")
     t = read_tuned(Sysroot(root))
     assert t["profile_dirs"] == {"system": "/usr/lib/tuned/profiles", "user": "/etc/tuned/profiles"}
-    assert [p["path"] for p in t["profiles"]] == ["/usr/lib/tuned/profiles/latency-performance/tuned.conf",
-                                                  "/usr/lib/tuned/profiles/network-latency/tuned.conf",
-                                                  "/etc/tuned/profiles/cpu-partitioning/tuned.conf"]
+    assert [p["path"] for p in t["profiles"]] == [
+        "/usr/lib/tuned/profiles/latency-performance/tuned.conf",
+        "/usr/lib/tuned/profiles/network-latency/tuned.conf",
+        "/etc/tuned/profiles/cpu-partitioning/tuned.conf",
+    ]
     assert t["isolated_cores"] == "3-7"
     assert plan(gather(str(root)))["tuned"]["profile_dir"] == "/etc/tuned/profiles/hostkit"
 
@@ -110,16 +120,23 @@ def test_tuned_s_cpulist2hex_format():
 def test_filter_and_merge_cmdline_options_as_tuned_s_bootloader_plugin():
     defs = {"cmd_isolcpus": r"${f:regex_search_ternary:${no_balance_cores}:\s*[0-9]: isolcpus=${no_balance_cores}:}"}
     value = "+nohz=on${cmd_isolcpus} nohz_full=${isolated_cores} tuned.non_isolcpus=${m} intel_pstate=disable"
-    assert filter_cmdline(value, {"isolcpus", "nohz_full"}, defs) == "+nohz=on tuned.non_isolcpus=${m} intel_pstate=disable"
+    assert (
+        filter_cmdline(value, {"isolcpus", "nohz_full"}, defs)
+        == "+nohz=on tuned.non_isolcpus=${m} intel_pstate=disable"
+    )
     assert filter_cmdline(value, {"rcu_nocbs"}, defs) == value  # nothing managed named there
     assert effective_cmdline({"a": "x=1 y", "b": "+z", "c": "-y", "d": ""}) == "x=1 z"
 
 
 def test_bootcmdline_lines_are_written_as_tuned_does():
-    assert bootcmdline_text({"TUNED_BOOT_CMDLINE": "c", "TUNED_BOOT_INITRD_ADD": "/boot/tuned-initrd.img"}) \
+    assert (
+        bootcmdline_text({"TUNED_BOOT_CMDLINE": "c", "TUNED_BOOT_INITRD_ADD": "/boot/tuned-initrd.img"})
         == 'TUNED_BOOT_CMDLINE="c"\nTUNED_BOOT_INITRD_ADD="/boot/tuned-initrd.img"\n'
-    assert bootcmdline_text({"TUNED_BOOT_CMDLINE": "", "TUNED_BOOT_INITRD_ADD": ""}) \
+    )
+    assert (
+        bootcmdline_text({"TUNED_BOOT_CMDLINE": "", "TUNED_BOOT_INITRD_ADD": ""})
         == 'TUNED_BOOT_CMDLINE=""\nTUNED_BOOT_INITRD_ADD=""\n'
+    )
 
 
 def test_drive_plan_on_the_rhel8_host(sysroot_copy):
@@ -134,10 +151,12 @@ def test_drive_plan_on_the_rhel8_host(sysroot_copy):
     assert "cmdline_cpu_part=+nohz=on tuned.non_isolcpus=${not_isolated_cpumask} intel_pstate=disable" in conf
     assert "kernel.timer_migration=1" in conf  # hostkit's (kubelet) value, not network-latency's 0
     # what tuned will compute is tuned's previous line without hostkit's arguments
-    assert t["boot_cmdline"] == " ".join(w for w in cmdline_words(FIXTURE_BOOT_CMDLINE)
-                                         if arg_name(w) not in p["cmdline_set"])
-    assert t["bootcmdline"] == (f'TUNED_BOOT_CMDLINE="{t["boot_cmdline"]}"\n'
-                                'TUNED_BOOT_INITRD_ADD="/boot/tuned-initrd.img"\n')
+    assert t["boot_cmdline"] == " ".join(
+        w for w in cmdline_words(FIXTURE_BOOT_CMDLINE) if arg_name(w) not in p["cmdline_set"]
+    )
+    assert t["bootcmdline"] == (
+        f'TUNED_BOOT_CMDLINE="{t["boot_cmdline"]}"\nTUNED_BOOT_INITRD_ADD="/boot/tuned-initrd.img"\n'
+    )
     assert any(r.startswith("tuned: drive (default where tuned is active") for r in p["reasons"])
 
 
@@ -150,17 +169,26 @@ def test_no_isolation_includes_latency_performance_and_neutralize_has_no_plugins
     n = plan(f, {"tuned": "neutralize"})["tuned"]
     assert (n["mode"], n["profile"], n["boot_cmdline"]) == ("neutralize", "hostkit-neutral", "")
     assert [line for line in n["conf"].splitlines() if line.startswith("[")] == ["[main]"]
-    assert plan(f, {"tuned": "ignore"})["tuned"] == {"mode": "ignore", "previous_profile": "cpu-partitioning",
-                                                     "previous_mode": "manual"}
+    assert plan(f, {"tuned": "ignore"})["tuned"] == {
+        "mode": "ignore",
+        "previous_profile": "cpu-partitioning",
+        "previous_mode": "manual",
+    }
 
 
 def test_rollback_follow_up_resolves_tuned_s_previous_profile():
     files = {"/etc/tuned/active_profile": "cpu-partitioning\n", "/etc/tuned/profile_mode": "manual\n"}
     assert resolve_follow_up(list(TUNED_FOLLOW_UP), files.get) == ["tuned-adm", "profile", "cpu-partitioning"]
     assert resolve_follow_up(list(TUNED_FOLLOW_UP), {"/etc/tuned/active_profile": "a b\n"}.get) == [
-        "tuned-adm", "profile", "a", "b"]
+        "tuned-adm",
+        "profile",
+        "a",
+        "b",
+    ]
     assert resolve_follow_up(list(TUNED_FOLLOW_UP), {"/etc/tuned/profile_mode": "auto\n"}.get) == [
-        "tuned-adm", "auto_profile"]
+        "tuned-adm",
+        "auto_profile",
+    ]
     assert resolve_follow_up(list(TUNED_FOLLOW_UP), {}.get) == ["tuned-adm", "off"]
     assert resolve_follow_up(["update-grub"], {}.get) == ["update-grub"]
 
@@ -171,11 +199,16 @@ def tuned_facts(sysroots):
 
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(name=st.sampled_from(["epyc-9634-nps1", RHEL8, "boot-rhel9", "vmware-88vcpu"]),
-       asked=st.sampled_from([None, "drive", "neutralize", "ignore"]), installed=st.booleans(),
-       active=st.booleans(), isolation=st.booleans())
-def test_drive_is_never_chosen_where_tuned_is_not_installed_property(tuned_facts, name, asked, installed, active,
-                                                                     isolation):
+@given(
+    name=st.sampled_from(["epyc-9634-nps1", RHEL8, "boot-rhel9", "vmware-88vcpu"]),
+    asked=st.sampled_from([None, "drive", "neutralize", "ignore"]),
+    installed=st.booleans(),
+    active=st.booleans(),
+    isolation=st.booleans(),
+)
+def test_drive_is_never_chosen_where_tuned_is_not_installed_property(
+    tuned_facts, name, asked, installed, active, isolation
+):
     f = copy.deepcopy(tuned_facts[name])
     f["tuned"].update(installed=installed, active=installed and active)
     overrides = {"isolation": isolation, "allow_virtual": True}
@@ -199,8 +232,10 @@ def test_a_post_loaded_profile_is_warned_about(sysroot_copy):
     (root / "etc/tuned/post_loaded_profile").write_text("my-tweaks\n")
     p = plan(gather(str(root)))
     assert p["tuned"]["mode"] == "drive"
-    assert ("tuned: post-loaded profile my-tweaks (/etc/tuned/post_loaded_profile) is applied after hostkit's and "
-            "its values win where both set one") in p["warnings"]
+    assert (
+        "tuned: post-loaded profile my-tweaks (/etc/tuned/post_loaded_profile) is applied after hostkit's and "
+        "its values win where both set one"
+    ) in p["warnings"]
 
 
 def test_a_partition_tuned_did_not_have_is_named_until_tuned_runs(sysroot_copy):
@@ -209,12 +244,16 @@ def test_a_partition_tuned_did_not_have_is_named_until_tuned_runs(sysroot_copy):
     f = gather(str(root))
     assert not [w for w in plan(f)["warnings"] if "grubenv tuned_params" in w]  # same partition as tuned's
     p = plan(f, {"isolated": "4-7"})
-    assert p["tuned"]["boot_cmdline"] == "rcupdate.rcu_normal_after_boot=1 nohz=on tuned.non_isolcpus=0000000f " \
-                                         "intel_pstate=disable"
-    assert ("tuned: grubenv tuned_params keeps rcupdate.rcu_normal_after_boot=1 nohz=on tuned.non_isolcpus=00000003 "
-            "intel_pstate=disable until `tuned-adm profile hostkit` runs (at once on a live host) and writes "
-            "rcupdate.rcu_normal_after_boot=1 nohz=on tuned.non_isolcpus=0000000f intel_pstate=disable; none of "
-            "hostkit's arguments either way") in p["warnings"]
+    assert (
+        p["tuned"]["boot_cmdline"] == "rcupdate.rcu_normal_after_boot=1 nohz=on tuned.non_isolcpus=0000000f "
+        "intel_pstate=disable"
+    )
+    assert (
+        "tuned: grubenv tuned_params keeps rcupdate.rcu_normal_after_boot=1 nohz=on tuned.non_isolcpus=00000003 "
+        "intel_pstate=disable until `tuned-adm profile hostkit` runs (at once on a live host) and writes "
+        "rcupdate.rcu_normal_after_boot=1 nohz=on tuned.non_isolcpus=0000000f intel_pstate=disable; none of "
+        "hostkit's arguments either way"
+    ) in p["warnings"]
 
 
 def test_a_malformed_profile_is_named_not_fatal(sysroot_copy):
@@ -223,7 +262,8 @@ def test_a_malformed_profile_is_named_not_fatal(sysroot_copy):
     (root / "usr/lib/tuned/network-latency/tuned.conf").write_text("include=latency-performance\n")  # no [section]
     t = read_tuned(Sysroot(root))
     assert len(t["missing_profiles"]) == 1 and t["missing_profiles"][0].startswith(
-        "network-latency (/usr/lib/tuned/network-latency/tuned.conf: File contains no section headers.")
+        "network-latency (/usr/lib/tuned/network-latency/tuned.conf: File contains no section headers."
+    )
     assert [p["name"] for p in t["profiles"]] == ["cpu-partitioning"]
 
 
@@ -272,7 +312,15 @@ def test_a_base_profile_the_host_lacks_is_named_in_the_warning():
 
     notes = Notes()
     facts = {"tuned": {"installed": True, "running": True, "active_profile": "balanced", "base_profiles": {}}}
-    doc = plan_tuned("drive", facts, notes, online=frozenset({0, 1, 2, 3}), isolated=frozenset({2, 3}),
-                     managed={"isolcpus"}, sysctl={}, governor=None)
+    doc = plan_tuned(
+        "drive",
+        facts,
+        notes,
+        online=frozenset({0, 1, 2, 3}),
+        isolated=frozenset({2, 3}),
+        managed={"isolcpus"},
+        sysctl={},
+        governor=None,
+    )
     assert doc["mode"] == "drive" and "include=-cpu-partitioning" in doc["conf"], doc
     assert any("optionally (-cpu-partitioning)" in w for w in notes.warnings), notes.warnings

@@ -14,8 +14,10 @@ from hostkit.errors import BadInput
 
 
 def _slo(verdict: str) -> dict:
-    return {"slo": {"passed": verdict == "PASSED", "verdict": verdict, "p999_ms": 0.5, "target_p999_ms": 1.0},
-            "samples": 20000}
+    return {
+        "slo": {"passed": verdict == "PASSED", "verdict": verdict, "p999_ms": 0.5, "target_p999_ms": 1.0},
+        "samples": 20000,
+    }
 
 
 def bare_metal_and_guest_plans(sysroots) -> api.PlanResult:
@@ -29,22 +31,29 @@ def bare_metal_and_guest_plans(sysroots) -> api.PlanResult:
         facts = gather(str(sysroots[fixture]))
         return api.HostPlan(name, "ok", facts=facts, plan=build_plan(facts, load_profile(profile)))
 
-    return api.PlanResult({"bm": host_plan("bm", "epyc-9634-nps1", "bare-metal-inference"),
-                           "vm": host_plan("vm", "kvm-small", "vmware-guest")})
+    return api.PlanResult(
+        {
+            "bm": host_plan("bm", "epyc-9634-nps1", "bare-metal-inference"),
+            "vm": host_plan("vm", "kvm-small", "vmware-guest"),
+        }
+    )
 
 
 def test_only_missed_or_failed_smoke_reverts(monkeypatch):
-    replies = {"pass": AgentReply("pass", "ok", doc=_slo("PASSED")),
-               "few": AgentReply("few", "ok", doc=_slo("INCONCLUSIVE")),
-               "miss": AgentReply("miss", "ok", doc=_slo("MISSED")),
-               "down": AgentReply("down", "unreachable", error="gone")}
+    replies = {
+        "pass": AgentReply("pass", "ok", doc=_slo("PASSED")),
+        "few": AgentReply("few", "ok", doc=_slo("INCONCLUSIVE")),
+        "miss": AgentReply("miss", "ok", doc=_slo("MISSED")),
+        "down": AgentReply("down", "unreachable", error="gone"),
+    }
     monkeypatch.setattr(api, "smoke", lambda req: SimpleNamespace(hosts=replies))
     rolled = []
 
     def fake_rollback(req):
         rolled.append(req.limit)
-        return SimpleNamespace(hosts={req.limit: AgentReply(req.limit, "ok", doc={"errors": [],
-                                                                                  "verify": {"ok": True}})})
+        return SimpleNamespace(
+            hosts={req.limit: AgentReply(req.limit, "ok", doc={"errors": [], "verify": {"ok": True}})}
+        )
 
     monkeypatch.setattr(api, "rollback", fake_rollback)
     req = api.ApplyRequest(inventory="inv.yml", verify_smoke=True, revert_on_fail=True)
@@ -62,11 +71,11 @@ def test_only_missed_or_failed_smoke_reverts(monkeypatch):
 def test_a_rollback_whose_re_check_finds_something_off_is_a_failed_rollback(monkeypatch):
     """The rollback's own re-check is part of "rolled back" (agent.rollback.restored, the rule the
     agent's exit status and `hostkit rollback` use): no errors but a value still off is a failure."""
-    monkeypatch.setattr(api, "smoke", lambda req: SimpleNamespace(hosts={"miss": AgentReply(
-        "miss", "ok", doc=_slo("MISSED"))}))
+    monkeypatch.setattr(
+        api, "smoke", lambda req: SimpleNamespace(hosts={"miss": AgentReply("miss", "ok", doc=_slo("MISSED"))})
+    )
     off = {"errors": [], "verify": {"ok": False, "findings": [{"check": "sysctl kernel.numa_balancing"}]}}
-    monkeypatch.setattr(api, "rollback", lambda req: SimpleNamespace(hosts={"miss": AgentReply("miss", "ok",
-                                                                                               doc=off)}))
+    monkeypatch.setattr(api, "rollback", lambda req: SimpleNamespace(hosts={"miss": AgentReply("miss", "ok", doc=off)}))
     req = api.ApplyRequest(inventory="inv.yml", verify_smoke=True, revert_on_fail=True)
     out = api._verify_smoke(req, api.ApplyResult("run-1", False, {"miss": HostApply("miss", "changed")}, None))
     assert out["miss"].rollback.startswith("rollback failed: ") and not out["miss"].passed
@@ -82,13 +91,19 @@ def test_verify_smoke_asks_the_plan_for_its_gate_and_measures_only_changed_hosts
 
     def fake_run_apply(hosts, inventory, **kw):
         asked.append((sorted(hosts), kw["smoke_gate"], kw["reboot"], kw["profiles"]))
-        bm = HostApply("bm", "changed", changed=1) if kw["reboot"] else \
-            HostApply("bm", "refused", refused=["a smoke gate would measure the running kernel, ..."])
+        bm = (
+            HostApply("bm", "changed", changed=1)
+            if kw["reboot"]
+            else HostApply("bm", "refused", refused=["a smoke gate would measure the running kernel, ..."])
+        )
         return {"bm": bm, "vm": HostApply("vm", "changed", changed=1)}, SimpleNamespace(private_data_dir="x")
 
     monkeypatch.setattr(api, "run_apply", fake_run_apply)
-    monkeypatch.setattr(api, "smoke", lambda req: SimpleNamespace(hosts={
-        h: AgentReply(h, "ok", doc=_slo("PASSED")) for h in req.limit.split(",")}))
+    monkeypatch.setattr(
+        api,
+        "smoke",
+        lambda req: SimpleNamespace(hosts={h: AgentReply(h, "ok", doc=_slo("PASSED")) for h in req.limit.split(",")}),
+    )
     result = api.apply(api.ApplyRequest(inventory=str(inv), verify_smoke=True, smoke_duration=2))
     assert asked == [(["bm", "vm"], True, False, {"bm": "bare-metal-inference", "vm": None})]
     assert set(result.smoke) == {"vm"} and result.rc == 3
@@ -99,8 +114,10 @@ def test_verify_smoke_asks_the_plan_for_its_gate_and_measures_only_changed_hosts
     assert asked[-1][1] is False and asked[-1][3] == {"bm": "vmware-guest", "vm": "vmware-guest"}
 
     def bad_input_on_vm(hosts, inventory, **kw):
-        return {"bm": HostApply("bm", "ok"), "vm": HostApply("vm", "failed", msg="vm: hostkit_overrides: not online",
-                                                               bad_input=True)}, SimpleNamespace(private_data_dir="x")
+        return {
+            "bm": HostApply("bm", "ok"),
+            "vm": HostApply("vm", "failed", msg="vm: hostkit_overrides: not online", bad_input=True),
+        }, SimpleNamespace(private_data_dir="x")
 
     monkeypatch.setattr(api, "run_apply", bad_input_on_vm)
     with pytest.raises(BadInput, match="^vm: hostkit_overrides: not online$"):

@@ -54,16 +54,30 @@ def smoke_probed(lab) -> tuple[dict, float]:
     # RT budget (88-94% measured confined): the guest then throttles it for up to 50 ms per period
     # and the tail mixes both layers (hostkit.smoke.diagnose.throttled_at_most ranks them; a CI run
     # found 39% charged, 61% descheduled). The RT layer has its own test above.
-    (rc, doc, proc), waited = qemu_wait_during(lab, VM, lambda: cli_json(
-        "smoke", "-i", str(lab.inventory), "--duration", "6", "--probe-gaps", "--gap-threshold-us", "1000", "--no-fifo"))
+    (rc, doc, proc), waited = qemu_wait_during(
+        lab,
+        VM,
+        lambda: cli_json(
+            "smoke",
+            "-i",
+            str(lab.inventory),
+            "--duration",
+            "6",
+            "--probe-gaps",
+            "--gap-threshold-us",
+            "1000",
+            "--no-fifo",
+        ),
+    )
     assert rc in (0, 1), proc.stderr[-2000:]  # 1: MISSED or INCONCLUSIVE (a TCG guest's few samples)
     return doc["hosts"][VM], waited
 
 
 def probe(lab) -> tuple[dict, float]:
     """The gap probe on the guest, and QEMU's host-measured wait share meanwhile (as smoke_probed)."""
-    (rc, doc, proc), waited = qemu_wait_during(lab, VM, lambda: cli_json(
-        "gaps", "-i", str(lab.inventory), "--duration", "6", "--threshold-us", "1000"))
+    (rc, doc, proc), waited = qemu_wait_during(
+        lab, VM, lambda: cli_json("gaps", "-i", str(lab.inventory), "--duration", "6", "--threshold-us", "1000")
+    )
     assert rc == 0, proc.stderr[-2000:]
     return doc["hosts"][VM], waited
 
@@ -92,8 +106,20 @@ def test_rt_throttling_is_traced_per_event_and_named_primary(lab):
         # 500 ms of each period, whatever the clients' pace on a slow TCG vCPU: 100 ms of computation
         # per request (8 outstanding: 0.8 s a round), spinning under SCHED_FIFO up to 100 ms between rounds;
         # SCHED_FIFO for every inference as the seed's worker had it (--fifo always), not kept under the budget.
-        rc, doc, proc = cli_json("smoke", "-i", str(lab.inventory), "--duration", "6", "--trace-sched",
-                                 "--infer-ms", "100", "--spin-us", "100000", "--fifo", "always")
+        rc, doc, proc = cli_json(
+            "smoke",
+            "-i",
+            str(lab.inventory),
+            "--duration",
+            "6",
+            "--trace-sched",
+            "--infer-ms",
+            "100",
+            "--spin-us",
+            "100000",
+            "--fifo",
+            "always",
+        )
     finally:
         ssh(lab, VM, f"echo {before} > /proc/sys/kernel/sched_rt_runtime_us")
     r = doc["hosts"][VM]
@@ -108,8 +134,15 @@ def test_rt_throttling_is_traced_per_event_and_named_primary(lab):
 def test_confined_qemu_co_stops_the_guest_far_more_than_spread(lab):
     conf, _ = confined(lab, probe)
     spread, waited = probe(lab)
-    print("spread:", spread["costops"]["total_ms"], "ms, host-measured QEMU wait", round(waited, 3),
-          "\nconfined:", conf["costops"]["total_ms"], "ms")
+    print(
+        "spread:",
+        spread["costops"]["total_ms"],
+        "ms, host-measured QEMU wait",
+        round(waited, 3),
+        "\nconfined:",
+        conf["costops"]["total_ms"],
+        "ms",
+    )
     assert conf["cpus"] == [0, 1] and conf["costops"]["max_cpus"] == 2
     # Both vCPUs stopped at once, invisible to the guest kernel: far more when QEMU shares one CPU.
     # Measured here at load ~2: spread 7 ms of co-stops (0.1% of 6 s), confined 422 ms (7%).
@@ -119,8 +152,10 @@ def test_confined_qemu_co_stops_the_guest_far_more_than_spread(lab):
     if waited >= SPREAD_WAIT_MAX:
         # At load 12-15 the spread guest co-stopped for 75% of the run, the confined one 67%: the
         # host's other work stops both vCPUs of a spread guest too. The contrast needs free CPUs.
-        pytest.skip(f"the host kept QEMU's runnable threads waiting {waited:.0%} of the time while spread (load "
-                    f"{os.getloadavg()[0]:.1f}): its other work stopped the spread guest too")
+        pytest.skip(
+            f"the host kept QEMU's runnable threads waiting {waited:.0%} of the time while spread (load "
+            f"{os.getloadavg()[0]:.1f}): its other work stopped the spread guest too"
+        )
     assert conf["costops"]["total_ms"] >= 3 * spread["costops"]["total_ms"], (spread, conf)
 
 
@@ -135,8 +170,14 @@ def test_smoke_names_the_hypervisor_primary_when_qemu_is_confined(lab):
     # host time slices the guest kernel charges to the worker as CPU time (TCG: no steal time).
     r, waited = confined(lab, smoke_probed)
     h = hypervisor(r)
-    print("confined: host-measured QEMU wait", round(waited, 3), "tail", r["gaps"]["tail_attribution"],
-          "\ndiagnosis", r["diagnosis"])
+    print(
+        "confined: host-measured QEMU wait",
+        round(waited, 3),
+        "tail",
+        r["gaps"]["tail_attribution"],
+        "\ndiagnosis",
+        r["diagnosis"],
+    )
     assert waited >= 0.25, waited  # the confinement took: QEMU's threads waited for CPU 0 (three threads, one CPU)
     # The tail is the hypervisor's: charged CPU time beyond the computation (the worker, nice -20 alone
     # on its vCPU, is hardly ever descheduled by the guest), and the spinners stopped for much of
@@ -150,12 +191,20 @@ def test_smoke_names_the_hypervisor_primary_when_qemu_is_confined(lab):
 def test_smoke_does_not_name_the_hypervisor_when_qemu_has_a_cpu_per_vcpu(lab):
     place_qemu(lab, "0-1")
     r, waited = smoke_probed(lab)
-    print("spread: host-measured QEMU wait", round(waited, 3), "tail", r["gaps"]["tail_attribution"],
-          "\ndiagnosis", r["diagnosis"])
+    print(
+        "spread: host-measured QEMU wait",
+        round(waited, 3),
+        "tail",
+        r["gaps"]["tail_attribution"],
+        "\ndiagnosis",
+        r["diagnosis"],
+    )
     if waited >= SPREAD_WAIT_MAX:
         # Other work on this machine took the host CPUs from the spread guest too: then the hypervisor
         # did stop it, and naming it is right. The negative needs a host CPU free for each vCPU.
-        pytest.skip(f"the host kept QEMU's runnable threads waiting {waited:.0%} of the time (load "
-                    f"{os.getloadavg()[0]:.1f}): the spread guest was stopped by the host's other work")
+        pytest.skip(
+            f"the host kept QEMU's runnable threads waiting {waited:.0%} of the time (load "
+            f"{os.getloadavg()[0]:.1f}): the spread guest was stopped by the host's other work"
+        )
     assert hypervisor(r)["vcpu_stopped"] < 0.1, hypervisor(r)
     assert "hypervisor_costop" not in [d["cause"] for d in r["diagnosis"]], r["diagnosis"]

@@ -39,25 +39,37 @@ lab = vm_lab_fixture("vm-kubelet", [(HOST, "numa2")])
 @pytest.fixture(scope="module")
 def inventory(lab, tmp_path_factory):
     # The default profile as shipped (kubelet and containerd enabled); one housekeeping core per node.
-    return inventory_for(lab, tmp_path_factory.mktemp("vm-inv") / "inventory.yml", {HOST: {"hostkit_overrides": {
-        "reserve_per_node": 1, "allow_virtual": True}}})
+    return inventory_for(
+        lab,
+        tmp_path_factory.mktemp("vm-inv") / "inventory.yml",
+        {HOST: {"hostkit_overrides": {"reserve_per_node": 1, "allow_virtual": True}}},
+    )
 
 
 def allowed(lab, path: str) -> str:
-    return next(line.split(":", 1)[1].strip() for line in read(lab, HOST, path).splitlines()
-                if line.startswith("Cpus_allowed_list:"))
+    return next(
+        line.split(":", 1)[1].strip()
+        for line in read(lab, HOST, path).splitlines()
+        if line.startswith("Cpus_allowed_list:")
+    )
 
 
 def btime(lab) -> int:
-    return next(int(line.split()[1]) for line in read(lab, HOST, "/proc/stat").splitlines()
-                if line.startswith("btime "))
+    return next(
+        int(line.split()[1]) for line in read(lab, HOST, "/proc/stat").splitlines() if line.startswith("btime ")
+    )
 
 
 @pytest.fixture(scope="module")
 def before(lab):
-    return {"cmdline": read(lab, HOST, "/proc/cmdline"), "pid1": allowed(lab, "/proc/1/status"),
-            "timer_migration": read(lab, HOST, "/proc/sys/kernel/timer_migration"),
-            "hashes": etc_boot_hashes(lab, HOST), "btime": btime(lab), "boots": lab.guest_boots()[HOST]}
+    return {
+        "cmdline": read(lab, HOST, "/proc/cmdline"),
+        "pid1": allowed(lab, "/proc/1/status"),
+        "timer_migration": read(lab, HOST, "/proc/sys/kernel/timer_migration"),
+        "hashes": etc_boot_hashes(lab, HOST),
+        "btime": btime(lab),
+        "boots": lab.guest_boots()[HOST],
+    }
 
 
 @pytest.fixture(scope="module")
@@ -67,10 +79,22 @@ def failed_first(lab, inventory, before):
     the next boot, and must not reboot; then the file is writable again and the run rolled back."""
     ssh(lab, HOST, "chattr +i /etc/default/irqbalance")
     try:
-        proc = cli("apply", "-i", inventory, "--reboot", "--reboot-timeout", REBOOT_TIMEOUT, "--json",
-                   timeout=REBOOT_TIMEOUT + 900)
-        state = {"rc": proc.returncode, "doc": json.loads(proc.stdout) if proc.stdout.strip() else proc.stderr,
-                 "btime": btime(lab), "cmdline": read(lab, HOST, "/proc/cmdline")}
+        proc = cli(
+            "apply",
+            "-i",
+            inventory,
+            "--reboot",
+            "--reboot-timeout",
+            REBOOT_TIMEOUT,
+            "--json",
+            timeout=REBOOT_TIMEOUT + 900,
+        )
+        state = {
+            "rc": proc.returncode,
+            "doc": json.loads(proc.stdout) if proc.stdout.strip() else proc.stderr,
+            "btime": btime(lab),
+            "cmdline": read(lab, HOST, "/proc/cmdline"),
+        }
     finally:
         ssh(lab, HOST, "chattr -i /etc/default/irqbalance")
     back = cli("rollback", "-i", inventory, "--json", timeout=900)
@@ -85,8 +109,9 @@ def tuned(lab, inventory, before, failed_first):
     assert rc == 0, proc.stderr
     plan = plan_doc["hosts"][HOST]
     t0 = time.monotonic()
-    proc = cli("apply", "-i", inventory, "--reboot", "--reboot-timeout", REBOOT_TIMEOUT, "--json",
-               timeout=REBOOT_TIMEOUT + 900)
+    proc = cli(
+        "apply", "-i", inventory, "--reboot", "--reboot-timeout", REBOOT_TIMEOUT, "--json", timeout=REBOOT_TIMEOUT + 900
+    )
     assert proc.returncode == 0, f"apply --reboot failed: {proc.stdout[-3000:]} {proc.stderr[-3000:]}"
     print(f"\napply --reboot took {time.monotonic() - t0:.0f} s")
     hist = cli("history", "-i", inventory, "--json")
@@ -102,8 +127,11 @@ def test_a_failing_role_leaves_the_guest_unrebooted_and_its_rollback_exact(lab, 
     assert host["status"] == "failed" and failed == ["irq_affinity"], host
     assert host["roles"]["isolcpus"]["changed"] and host["reboot_required"], host  # written, not booted
     assert failed_first["btime"] == before["btime"] and failed_first["cmdline"] == before["cmdline"]
-    changed = {p for p in set(before["hashes"]) | set(failed_first["hashes"])
-               if before["hashes"].get(p) != failed_first["hashes"].get(p)}
+    changed = {
+        p
+        for p in set(before["hashes"]) | set(failed_first["hashes"])
+        if before["hashes"].get(p) != failed_first["hashes"].get(p)
+    }
     assert not changed, sorted(changed)
 
 
@@ -165,8 +193,11 @@ def test_irqbalance_runs_and_no_movable_device_irq_is_on_an_isolated_cpu(lab, tu
         time.sleep(60 - uptime)
     irqs = device_irqs(lab, HOST)
     managed = {n for n, i in irqs.items() if "-req." in i["name"]}  # virtio-blk per-queue: kernel-managed
-    on_isolated = {n: i["effective"] for n, i in irqs.items()
-                   if n not in managed and i["effective"] and parse_cpulist(i["effective"]) & {1, 3}}
+    on_isolated = {
+        n: i["effective"]
+        for n, i in irqs.items()
+        if n not in managed and i["effective"] and parse_cpulist(i["effective"]) & {1, 3}
+    }
     assert on_isolated == {}
 
 

@@ -64,17 +64,30 @@ lab = vm_lab_fixture("vm-numa2", [(HOST, "numa2")])
 def inventory(lab, tmp_path_factory):
     # One housekeeping core per node (the guest has 2 per node), isolation allowed on this
     # (non-deceptive) VM; no containerd/kubelet in the guest image.
-    return inventory_for(lab, tmp_path_factory.mktemp("vm-inv") / "inventory.yml", {HOST: {"hostkit_overrides": {
-        "reserve_per_node": 1, "allow_virtual": True,
-        "containerd": {"enabled": False}, "kubelet": {"enabled": False}}}})
+    return inventory_for(
+        lab,
+        tmp_path_factory.mktemp("vm-inv") / "inventory.yml",
+        {
+            HOST: {
+                "hostkit_overrides": {
+                    "reserve_per_node": 1,
+                    "allow_virtual": True,
+                    "containerd": {"enabled": False},
+                    "kubelet": {"enabled": False},
+                }
+            }
+        },
+    )
 
 
 def live_state(lab) -> dict:
     irqs = device_irqs(lab, HOST)
-    return {"cmdline": read(lab, HOST, "/proc/cmdline"),
-            "sysctl": {k: read(lab, HOST, p) for k, p in SYSCTL_PATHS.items()},
-            "irq_affinity": {n: i["affinity"] for n, i in irqs.items()},
-            "isolated": read(lab, HOST, "/sys/devices/system/cpu/isolated")}
+    return {
+        "cmdline": read(lab, HOST, "/proc/cmdline"),
+        "sysctl": {k: read(lab, HOST, p) for k, p in SYSCTL_PATHS.items()},
+        "irq_affinity": {n: i["affinity"] for n, i in irqs.items()},
+        "isolated": read(lab, HOST, "/sys/devices/system/cpu/isolated"),
+    }
 
 
 @pytest.fixture(scope="module")
@@ -88,19 +101,23 @@ def seeded(lab):
 def rt_smoke(lab, inventory, *extra: str) -> tuple[dict, object, float]:
     """The RT smoke run on the guest: its report, the process, and the share of the run QEMU's threads
     waited for a host CPU (this host's schedstat)."""
+
     def run():
         return qemu_wait_during(lab, HOST, lambda: cli_json("smoke", "-i", inventory, *RT_SMOKE, *extra))
 
     (rc, doc, proc), waited = run()
     if doc and doc["hosts"][HOST].get("status") == "unreachable":
         # The guest hung under TCG (tests/vmutil.py: reset_hung_guest): said, reset, and the smoke runs again.
-        print(f"\n{HOST} stopped answering during the RT smoke ({doc['hosts'][HOST].get('error')}): "
-              f"{guest_postmortem(lab, HOST)}\n{reset_hung_guest(lab, HOST)}; the smoke runs again")
+        print(
+            f"\n{HOST} stopped answering during the RT smoke ({doc['hosts'][HOST].get('error')}): "
+            f"{guest_postmortem(lab, HOST)}\n{reset_hung_guest(lab, HOST)}; the smoke runs again"
+        )
         (rc, doc, proc), waited = run()
     assert rc in (0, 1), proc.stderr[-2000:]  # 1: MISSED or INCONCLUSIVE
     host = doc["hosts"][HOST]
-    assert "deschedule_ms" in host, (f"no smoke report from {HOST} (QEMU waited for a host CPU {waited:.0%}): {host}\n"
-                                     + guest_postmortem(lab, HOST))
+    assert "deschedule_ms" in host, (
+        f"no smoke report from {HOST} (QEMU waited for a host CPU {waited:.0%}): {host}\n" + guest_postmortem(lab, HOST)
+    )
     return host, proc, waited
 
 
@@ -122,8 +139,9 @@ def tuned(lab, inventory, seeded, rt_before):
     assert rc == 0, proc.stderr
     plan = plan_doc["hosts"][HOST]
     t0 = time.monotonic()
-    proc = cli("apply", "-i", inventory, "--reboot", "--reboot-timeout", REBOOT_TIMEOUT, "--json",
-               timeout=REBOOT_TIMEOUT + 900)
+    proc = cli(
+        "apply", "-i", inventory, "--reboot", "--reboot-timeout", REBOOT_TIMEOUT, "--json", timeout=REBOOT_TIMEOUT + 900
+    )
     assert proc.returncode == 0, f"apply --reboot failed: {proc.stdout[-3000:]} {proc.stderr[-3000:]}"
     doc = json.loads(proc.stdout)
     print(f"\napply --reboot took {time.monotonic() - t0:.0f} s")
@@ -147,14 +165,17 @@ def test_facts_match_the_qemu_topology(lab, inventory):
 
 def test_rt_throttling_named_on_the_seeds_budget(rt_before):
     doc, proc, waited = rt_before
-    print(f"\nRT budget 500000, busy FIFO worker: deschedule_ms {doc['deschedule_ms']} over {doc['samples']} samples; "
-          f"traced {doc['sched_trace']['rt_throttled']} throttle parks, {throttled_share(doc):.0%} of the run; "
-          f"QEMU waited for a host CPU {waited:.0%} of it")
+    print(
+        f"\nRT budget 500000, busy FIFO worker: deschedule_ms {doc['deschedule_ms']} over {doc['samples']} samples; "
+        f"traced {doc['sched_trace']['rt_throttled']} throttle parks, {throttled_share(doc):.0%} of the run; "
+        f"QEMU waited for a host CPU {waited:.0%} of it"
+    )
     assert doc["sched_fifo"], f"the worker did not get SCHED_FIFO: {proc.stderr[-1000:]}"
     # A busy FIFO worker at 500000/1000000 is parked for up to 500 ms of every second.
     assert doc["deschedule_ms"]["max"] >= 200, doc["deschedule_ms"]
-    assert max((e["ms"] for e in doc["sched_trace"]["events"] if e["rt_throttled"]), default=0) >= 200, \
-        doc["sched_trace"]
+    assert max((e["ms"] for e in doc["sched_trace"]["events"] if e["rt_throttled"]), default=0) >= 200, doc[
+        "sched_trace"
+    ]
     causes = [d["cause"] for d in doc["diagnosis"]]
     assert "rt_throttling" in causes, doc["diagnosis"]
 
@@ -173,11 +194,13 @@ def test_apply_reboot_boots_the_planned_arguments_once_each(lab, tuned):
 
 
 # Every task's pid, comm, flags and Cpus_allowed_list, read in the guest from its live /proc.
-TASKS_PY = ('import json, os\nout = []\nfor p in os.listdir("/proc"):\n    if not p.isdigit(): continue\n'
-            '    try:\n        s = open("/proc/" + p + "/stat").read(); st = open("/proc/" + p + "/status").read()\n'
-            '    except OSError: continue\n    f = s[s.rindex(")") + 2:].split()\n'
-            '    cpus = [x.split(":", 1)[1].strip() for x in st.splitlines() if x.startswith("Cpus_allowed_list:")]\n'
-            '    out.append([int(p), s[s.index("(") + 1:s.rindex(")")], int(f[6]), cpus[0]])\nprint(json.dumps(out))')
+TASKS_PY = (
+    'import json, os\nout = []\nfor p in os.listdir("/proc"):\n    if not p.isdigit(): continue\n'
+    '    try:\n        s = open("/proc/" + p + "/stat").read(); st = open("/proc/" + p + "/status").read()\n'
+    '    except OSError: continue\n    f = s[s.rindex(")") + 2:].split()\n'
+    '    cpus = [x.split(":", 1)[1].strip() for x in st.splitlines() if x.startswith("Cpus_allowed_list:")]\n'
+    '    out.append([int(p), s[s.index("(") + 1:s.rindex(")")], int(f[6]), cpus[0]])\nprint(json.dumps(out))'
+)
 
 
 def test_no_movable_kernel_thread_on_an_isolated_cpu(lab, tuned):
@@ -187,8 +210,11 @@ def test_no_movable_kernel_thread_on_an_isolated_cpu(lab, tuned):
     assert ssh(lab, HOST, "systemctl is-enabled hostkit-kthreads.service").strip() == "enabled"
     tasks = json.loads(ssh(lab, HOST, f"python3 -c '{TASKS_PY}'"))
     isolated = parse_cpulist(tuned["plan"]["isolated"])
-    kernel = [(pid, comm, cpus) for pid, comm, flags, cpus in tasks
-              if flags & PF_KTHREAD and not flags & PF_NO_SETAFFINITY and not comm.startswith("irq/")]
+    kernel = [
+        (pid, comm, cpus)
+        for pid, comm, flags, cpus in tasks
+        if flags & PF_KTHREAD and not flags & PF_NO_SETAFFINITY and not comm.startswith("irq/")
+    ]
     assert any(comm.startswith("kswapd") for _, comm, _ in kernel), kernel
     assert [k for k in kernel if parse_cpulist(k[2]) & isolated] == [], tuned["plan"]["isolated"]
     # The unit itself, under the guest's systemd with the installed program: put kswapd back on
@@ -235,8 +261,9 @@ def test_movable_irqs_on_plan_cpus_with_irqbalance_running(lab, tuned):
         if info["name"].endswith(("-input.0", "-output.0")):  # the NIC's queues: placed by irqbalance
             assert eff <= irq_cpus, f"NIC IRQ {n} ({info['name']}) effective on {info['effective']}"
         for cpu in isolated:
-            assert second[n]["counts"][cpu] == first[n]["counts"][cpu], \
+            assert second[n]["counts"][cpu] == first[n]["counts"][cpu], (
                 f"IRQ {n} ({info['name']}) still fires on isolated CPU {cpu}"
+            )
 
 
 def test_audit_passes_with_nothing_pending(lab, inventory, tuned):
@@ -271,8 +298,11 @@ def test_rt_budget_after_apply_is_the_plans_in_the_report(tuned, rt_after):
     # to X ms" (a worker kept under it by --fifo budget yet descheduled that long, seen under load).
     budget_ms = rt_budget_ms(tuned["plan"])
     rt = [d for d in after["diagnosis"] if d["cause"] == "rt_throttling" and not d["evidence"].startswith("traced:")]
-    assert all(f"the budget parks it {budget_ms:g} ms per period" in d["evidence"]
-               or f"the throttle's park of up to {budget_ms:g} ms" in d["evidence"] for d in rt), rt
+    assert all(
+        f"the budget parks it {budget_ms:g} ms per period" in d["evidence"]
+        or f"the throttle's park of up to {budget_ms:g} ms" in d["evidence"]
+        for d in rt
+    ), rt
 
 
 def test_rt_tail_after_apply_with_the_default_worker(tuned, rt_before, rt_after):
@@ -288,29 +318,42 @@ def test_rt_tail_after_apply_with_the_default_worker(tuned, rt_before, rt_after)
     (before, _, waited_before), (after, _, waited) = rt_before, rt_after
     trace = after["sched_trace"]
     parks = [(e["at_s"], e["ms"]) for e in trace["events"] if e["rt_throttled"]]
-    print(f"\nafter apply, default worker: deschedule_ms {after['deschedule_ms']} over {after['samples']} samples; "
-          f"SCHED_FIFO {after['sched_fifo']}, duty {after['fifo_duty']}; traced throttle parks (at s, ms) {parks}, "
-          f"{throttled_share(after):.1%} of the run (before, the seed's worker: {before['sched_trace']['rt_throttled']}, "
-          f"{throttled_share(before):.1%}); QEMU waited for a host CPU {waited_before:.0%} / {waited:.0%}")
+    print(
+        f"\nafter apply, default worker: deschedule_ms {after['deschedule_ms']} over {after['samples']} samples; "
+        f"SCHED_FIFO {after['sched_fifo']}, duty {after['fifo_duty']}; traced throttle parks (at s, ms) {parks}, "
+        f"{throttled_share(after):.1%} of the run (before, the seed's worker: {before['sched_trace']['rt_throttled']}, "
+        f"{throttled_share(before):.1%}); QEMU waited for a host CPU {waited_before:.0%} / {waited:.0%}"
+    )
     runtime = int(tuned["plan"]["sysctl"]["kernel.sched_rt_runtime_us"])
     limit_ms = (runtime - max(10_000, runtime // 20)) / 1000
     assert after["sched_fifo"]["policy"] == "budget" and after["sched_fifo"]["used"], after["sched_fifo"]
     assert after["sched_fifo"]["limit_ms_per_period"] == limit_ms, after["sched_fifo"]
     if waited > HOST_WAIT_MAX:
-        pytest.skip(f"this host kept QEMU's runnable threads waiting {waited:.0%} of the run (load "
-                    f"{os.getloadavg()[0]:.1f}): the guest's tail measured this machine's load (deschedule p99 "
-                    f"{after['deschedule_ms']['p99']} ms, p999 {after['deschedule_ms']['p999']} ms; throttle parks "
-                    f"{parks}); the plan's budget and the worker's limit are checked above")
+        pytest.skip(
+            f"this host kept QEMU's runnable threads waiting {waited:.0%} of the run (load "
+            f"{os.getloadavg()[0]:.1f}): the guest's tail measured this machine's load (deschedule p99 "
+            f"{after['deschedule_ms']['p99']} ms, p999 {after['deschedule_ms']['p999']} ms; throttle parks "
+            f"{parks}); the plan's budget and the worker's limit are checked above"
+        )
     assert after["deschedule_ms"]["p99"] <= rt_budget_ms(tuned["plan"]), (after["deschedule_ms"], trace)
     assert throttled_share(after) < throttled_share(before), (before["sched_trace"], trace)
 
 
 @pytest.fixture(scope="module")
 def rolled_back(lab, inventory, tuned):
-    proc = cli("rollback", "-i", inventory, "--reboot", "--reboot-timeout", REBOOT_TIMEOUT, "--json",
-               timeout=REBOOT_TIMEOUT + 600)
-    assert proc.returncode == 0, (f"rollback --reboot failed: {proc.stdout[-3000:]} {proc.stderr[-3000:]}\n"
-                                  + guest_postmortem(lab, HOST))
+    proc = cli(
+        "rollback",
+        "-i",
+        inventory,
+        "--reboot",
+        "--reboot-timeout",
+        REBOOT_TIMEOUT,
+        "--json",
+        timeout=REBOOT_TIMEOUT + 600,
+    )
+    assert proc.returncode == 0, (
+        f"rollback --reboot failed: {proc.stdout[-3000:]} {proc.stderr[-3000:]}\n" + guest_postmortem(lab, HOST)
+    )
     return json.loads(proc.stdout)
 
 

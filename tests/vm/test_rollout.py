@@ -40,17 +40,20 @@ lab = vm_lab_fixture("vm-rollout", [(g, "small") for g in GUESTS])
 
 
 def btime(lab, host: str) -> int:
-    return next(int(line.split()[1]) for line in read(lab, host, "/proc/stat").splitlines()
-                if line.startswith("btime "))
+    return next(
+        int(line.split()[1]) for line in read(lab, host, "/proc/stat").splitlines() if line.startswith("btime ")
+    )
 
 
 def test_the_image_s_guests_are_tuned_free(lab):
     """The image carries tuned installed but disabled: a plain guest (as this one, before its
     rollout) runs no tuned, and its command line and GRUB config carry nothing of tuned's."""
     g = GUESTS[0]
-    state = {"enabled": ssh(lab, g, "systemctl is-enabled tuned", check=False).strip(),
-             "service": ssh(lab, g, "systemctl is-active tuned", check=False).strip(),
-             "procs": ssh(lab, g, "pgrep -x tuned", check=False).strip()}
+    state = {
+        "enabled": ssh(lab, g, "systemctl is-enabled tuned", check=False).strip(),
+        "service": ssh(lab, g, "systemctl is-active tuned", check=False).strip(),
+        "procs": ssh(lab, g, "pgrep -x tuned", check=False).strip(),
+    }
     assert state == {"enabled": "disabled", "service": "inactive", "procs": ""}, state
     cmdline = read(lab, g, "/proc/cmdline")
     assert "isolcpus" not in cmdline and "nohz" not in cmdline, cmdline
@@ -69,8 +72,13 @@ def rolled_out(lab, tmp_path_factory):
     inv["all"]["vars"]["hostkit_pre_batch"] = f"{hook} pre {{{{ inventory_hostname }}}}"
     inv["all"]["vars"]["hostkit_post_batch"] = f"{hook} post {{{{ inventory_hostname }}}}"
     for v in inv["all"]["children"]["lab"]["hosts"].values():
-        v["hostkit_overrides"] = {"reserve_per_node": 1, "allow_virtual": True, "containerd": {"enabled": False},
-                                  "kubelet": {"enabled": False}, "smoke": {"target_p999_ms": 1000.0}}
+        v["hostkit_overrides"] = {
+            "reserve_per_node": 1,
+            "allow_virtual": True,
+            "containerd": {"enabled": False},
+            "kubelet": {"enabled": False},
+            "smoke": {"target_p999_ms": 1000.0},
+        }
     path = d / "inventory.yml"
     path.write_text(yaml.safe_dump(inv, sort_keys=False))
     plans = cli("plan", "-i", path, "--json")
@@ -78,24 +86,45 @@ def rolled_out(lab, tmp_path_factory):
     boots = {g: btime(lab, g) for g in GUESTS}
     cmdlines = {g: read(lab, g, "/proc/cmdline") for g in GUESTS}
     t0 = time.monotonic()
-    proc = cli("rollout", "-i", path, "--batch", "1", "--reboot",
-               "--reboot-timeout", REBOOT_TIMEOUT, "--smoke-duration", "2", "--json",
-               timeout=2 * REBOOT_TIMEOUT + 1800)
+    proc = cli(
+        "rollout",
+        "-i",
+        path,
+        "--batch",
+        "1",
+        "--reboot",
+        "--reboot-timeout",
+        REBOOT_TIMEOUT,
+        "--smoke-duration",
+        "2",
+        "--json",
+        timeout=2 * REBOOT_TIMEOUT + 1800,
+    )
     print(f"\nrollout (one guest, one reboot) took {time.monotonic() - t0:.0f} s")
     assert proc.returncode == 0, f"rollout failed: {proc.stdout[-3000:]} {proc.stderr[-3000:]}"
     hist = cli("history", "-i", path, "--json")
     assert hist.returncode == 0, hist.stderr[-2000:]
-    return {"doc": json.loads(proc.stdout), "plans": json.loads(plans.stdout)["hosts"], "inventory": path, "history": json.loads(hist.stdout)["hosts"], "boots_before": boots,
-            "cmdlines_before": cmdlines, "calls": (d / "calls.log").read_text().split("\n")[:-1]}
+    return {
+        "doc": json.loads(proc.stdout),
+        "plans": json.loads(plans.stdout)["hosts"],
+        "inventory": path,
+        "history": json.loads(hist.stdout)["hosts"],
+        "boots_before": boots,
+        "cmdlines_before": cmdlines,
+        "calls": (d / "calls.log").read_text().split("\n")[:-1],
+    }
 
 
 def test_the_batch_goes_out_with_its_hooks_and_passes_its_audit(rolled_out):
     doc = rolled_out["doc"]
     assert doc["status"] == "completed" and [b["hosts"] for b in doc["batches"]] == [GUESTS]
-    assert {g: (r["status"], r["audit"]["status"]) for g, r in doc["hosts"].items()} == \
-        dict.fromkeys(GUESTS, ("done", "pass"))
-    assert [(e["hosts"], e["status"]) for e in doc["events"] if e["step"] == "wave"] == \
-        [(["g1"], "started"), (["g1"], "done")]
+    assert {g: (r["status"], r["audit"]["status"]) for g, r in doc["hosts"].items()} == dict.fromkeys(
+        GUESTS, ("done", "pass")
+    )
+    assert [(e["hosts"], e["status"]) for e in doc["events"] if e["step"] == "wave"] == [
+        (["g1"], "started"),
+        (["g1"], "done"),
+    ]
     assert rolled_out["calls"] == ["pre g1 batch=0", "post g1 batch=0"]
 
 

@@ -51,8 +51,11 @@ def tuned_state(lab) -> dict:
     while service == "activating" and time.monotonic() < deadline:
         time.sleep(5)
         service = ssh(lab, HOST, "systemctl is-active tuned", check=False).strip()
-    return {"active": ssh(lab, HOST, "tuned-adm active", check=False).strip(), "service": service,
-            "cmdline": read(lab, HOST, "/proc/cmdline")}
+    return {
+        "active": ssh(lab, HOST, "tuned-adm active", check=False).strip(),
+        "service": service,
+        "cmdline": read(lab, HOST, "/proc/cmdline"),
+    }
 
 
 lab = vm_lab_fixture("vm-tuned", [(HOST, "small-tuned")])
@@ -61,16 +64,30 @@ lab = vm_lab_fixture("vm-tuned", [(HOST, "small-tuned")])
 @pytest.fixture(scope="module")
 def inventory(lab, tmp_path_factory):
     # A static partition (no kubelet): isolcpus=managed_irq,domain,1, one housekeeping CPU.
-    return inventory_for(lab, tmp_path_factory.mktemp("vm-tuned-inv") / "inventory.yml", {HOST: {
-        "hostkit_overrides": {"reserve_per_node": 1, "allow_virtual": True, "containerd": {"enabled": False},
-                              "kubelet": {"enabled": False}}}})
+    return inventory_for(
+        lab,
+        tmp_path_factory.mktemp("vm-tuned-inv") / "inventory.yml",
+        {
+            HOST: {
+                "hostkit_overrides": {
+                    "reserve_per_node": 1,
+                    "allow_virtual": True,
+                    "containerd": {"enabled": False},
+                    "kubelet": {"enabled": False},
+                }
+            }
+        },
+    )
 
 
 @pytest.fixture(scope="module")
 def tuned_first(lab):
     """tuned's cpu-partitioning active and booted with, before hostkit touches the guest."""
-    return {**tuned_state(lab), "hashes": etc_boot_hashes(lab, HOST),
-            "bootcmdline": read(lab, HOST, "/etc/tuned/bootcmdline")}
+    return {
+        **tuned_state(lab),
+        "hashes": etc_boot_hashes(lab, HOST),
+        "bootcmdline": read(lab, HOST, "/etc/tuned/bootcmdline"),
+    }
 
 
 @pytest.fixture(scope="module")
@@ -78,8 +95,9 @@ def applied(lab, inventory, tuned_first):
     rc, plan_doc, proc = cli_json("plan", "-i", inventory)
     assert rc == 0, proc.stderr
     t0 = time.monotonic()
-    proc = cli("apply", "-i", inventory, "--reboot", "--reboot-timeout", REBOOT_TIMEOUT, "--json",
-               timeout=REBOOT_TIMEOUT + 900)
+    proc = cli(
+        "apply", "-i", inventory, "--reboot", "--reboot-timeout", REBOOT_TIMEOUT, "--json", timeout=REBOOT_TIMEOUT + 900
+    )
     assert proc.returncode == 0, f"apply --reboot failed: {proc.stdout[-3000:]} {proc.stderr[-3000:]}"
     print(f"\napply --reboot took {time.monotonic() - t0:.0f} s")
     return {"plan": plan_doc["hosts"][HOST], "apply": json.loads(proc.stdout), **tuned_state(lab)}
@@ -104,8 +122,9 @@ def test_after_apply_the_live_command_line_has_each_planned_argument_once(applie
     for key, value in applied["plan"]["cmdline_set"].items():
         assert [w for w in words if arg_name(w) == key] == [format_arg(key, value)], (key, words)
     assert [w for w in words if arg_name(w) == "isolcpus"] == ["isolcpus=managed_irq,domain,1"]
-    assert [w for w in words if arg_name(w) == "nohz_full"] == [format_arg("nohz_full",
-                                                                           applied["plan"]["cmdline_set"]["nohz_full"])]
+    assert [w for w in words if arg_name(w) == "nohz_full"] == [
+        format_arg("nohz_full", applied["plan"]["cmdline_set"]["nohz_full"])
+    ]
 
 
 def test_tuned_runs_with_hostkit_s_profile(lab, applied):
@@ -129,8 +148,16 @@ def test_the_audit_finds_no_drift(inventory, applied):
 @pytest.fixture(scope="module")
 def rolled_back(lab, inventory, applied):
     t0 = time.monotonic()
-    proc = cli("rollback", "-i", inventory, "--reboot", "--reboot-timeout", REBOOT_TIMEOUT, "--json",
-               timeout=REBOOT_TIMEOUT + 600)
+    proc = cli(
+        "rollback",
+        "-i",
+        inventory,
+        "--reboot",
+        "--reboot-timeout",
+        REBOOT_TIMEOUT,
+        "--json",
+        timeout=REBOOT_TIMEOUT + 600,
+    )
     assert proc.returncode == 0, f"rollback --reboot failed: {proc.stdout[-3000:]} {proc.stderr[-3000:]}"
     print(f"\nrollback --reboot took {time.monotonic() - t0:.0f} s")
     return {"rollback": json.loads(proc.stdout), **tuned_state(lab)}

@@ -48,8 +48,12 @@ def test_two_guests_resumed_from_one_state_are_two_machines(tmp_path):
         seen = {}
         for n in names:
             h = hosts[n]
-            scan = subprocess.run(["ssh-keyscan", "-t", "ed25519", "-p", str(h.port), h.address],
-                                  capture_output=True, text=True, timeout=60).stdout.split()
+            scan = subprocess.run(
+                ["ssh-keyscan", "-t", "ed25519", "-p", str(h.port), h.address],
+                capture_output=True,
+                text=True,
+                timeout=60,
+            ).stdout.split()
             seen[n] = scan[2]  # the key the guest's sshd serves
             assert seen[n] == known[f"[{h.address}]:{h.port}"], n  # its own, the one the lab trusts
             out = ssh(lab, n, "hostname; cat /etc/machine-id; date +%s").split()
@@ -62,8 +66,12 @@ def test_two_guests_resumed_from_one_state_are_two_machines(tmp_path):
         # strict host-key checking stays: r2 presented with r1's key is refused
         wrong = tmp_path / "known_hosts"
         wrong.write_text(f"[{hosts['r2'].address}]:{hosts['r2'].port} ssh-ed25519 {seen['r1']}\n")
-        proc = subprocess.run(["ssh", "-F", str(lab.ssh_config), "-o", f"UserKnownHostsFile={wrong}", "r2", "true"],
-                              capture_output=True, text=True, timeout=120)
+        proc = subprocess.run(
+            ["ssh", "-F", str(lab.ssh_config), "-o", f"UserKnownHostsFile={wrong}", "r2", "true"],
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
         assert proc.returncode == 255 and "REMOTE HOST IDENTIFICATION HAS CHANGED" in proc.stderr, proc.stderr
         print(f"\ntwo guests resumed and checked in {time.time() - t0:.0f} s")
     finally:

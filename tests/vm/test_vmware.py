@@ -35,8 +35,7 @@ def live_sysctls(lab) -> dict[str, str]:
 
 @pytest.fixture(scope="module")
 def original(lab):
-    return {"hashes": etc_boot_hashes(lab, VM), "sysctl": live_sysctls(lab),
-            "cmdline": read(lab, VM, "/proc/cmdline")}
+    return {"hashes": etc_boot_hashes(lab, VM), "sysctl": live_sysctls(lab), "cmdline": read(lab, VM, "/proc/cmdline")}
 
 
 def test_facts_name_vmware_and_the_deceptive_topology(lab):
@@ -115,8 +114,21 @@ def test_a_guest_that_does_not_come_back_fails_alone_in_bounded_time(lab, origin
     t0 = time.monotonic()
     watcher.start()
     # Only the role that changes kernel arguments and reboots: the rest is not what this test is about.
-    proc = cli("apply", "-i", lab.inventory, "--profile", "bare-metal-inference", "--force", "--reboot",
-               "--reboot-timeout", timeout, "--tags", "isolcpus", "--json", timeout=1800)
+    proc = cli(
+        "apply",
+        "-i",
+        lab.inventory,
+        "--profile",
+        "bare-metal-inference",
+        "--force",
+        "--reboot",
+        "--reboot-timeout",
+        timeout,
+        "--tags",
+        "isolcpus",
+        "--json",
+        timeout=1800,
+    )
     elapsed = time.monotonic() - t0
     assert killed.is_set(), "the guest never went down for its reboot"
     assert proc.returncode == 1, proc.stdout[-2000:] + proc.stderr[-2000:]

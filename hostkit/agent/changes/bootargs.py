@@ -82,11 +82,13 @@ def read_host(sysroot, simulate_reboot):
     except (IOError, OSError) as exc:
         raise ModuleFailure("cannot read %s under the sysroot %r: %s" % (CMDLINE, sysroot, exc))
     cfg = detect(sysroot)
-    return {"boot": cfg,
-            "states": {p: file_state(sysroot_path(sysroot, real_path(cfg, p))) for p in cfg["files"]},
-            "booted": booted,
-            "cmdline": file_state(sysroot_path(sysroot, CMDLINE)) if simulate_reboot else None,
-            "isolated": file_state(sysroot_path(sysroot, ISOLATED)) if simulate_reboot else None}
+    return {
+        "boot": cfg,
+        "states": {p: file_state(sysroot_path(sysroot, real_path(cfg, p))) for p in cfg["files"]},
+        "booted": booted,
+        "cmdline": file_state(sysroot_path(sysroot, CMDLINE)) if simulate_reboot else None,
+        "isolated": file_state(sysroot_path(sysroot, ISOLATED)) if simulate_reboot else None,
+    }
 
 
 def decide(params, want, seen):
@@ -96,16 +98,24 @@ def decide(params, want, seen):
     cfg = seen["boot"]
     backend = cfg["backend"]
     args = split_cmdline(seen["booted"])
-    pending = ([k for k, v in want.items() if k not in args or args[k] != v]
-               + [k for k in params["remove"] if k in args])
+    pending = [k for k, v in want.items() if k not in args or args[k] != v] + [k for k in params["remove"] if k in args]
     if backend in ("none", "uki"):  # nowhere hostkit can write kernel arguments
         why = describe_uki(cfg) if backend == "uki" else describe_none(cfg)
         if want or pending:  # something to change and nowhere to write it: never "ok"
-            raise ModuleFailure("%s: the kernel arguments %s cannot be set here"
-                                % (why, ", ".join(sorted(set(want) | set(pending)))))
-        return [], dict(changed=False, bootloader=None, commands=[], reboot_required=False, pending_args=[],
-                        booted_cmdline=seen["booted"], not_applicable=True, files=[],
-                        msg=why + ": nothing to set or remove")
+            raise ModuleFailure(
+                "%s: the kernel arguments %s cannot be set here" % (why, ", ".join(sorted(set(want) | set(pending))))
+            )
+        return [], dict(
+            changed=False,
+            bootloader=None,
+            commands=[],
+            reboot_required=False,
+            pending_args=[],
+            booted_cmdline=seen["booted"],
+            not_applicable=True,
+            files=[],
+            msg=why + ": nothing to set or remove",
+        )
     try:
         new = edit(cfg, want, params["remove"])
     except BootConfigError as exc:
@@ -116,9 +126,16 @@ def decide(params, want, seen):
         changes.append({"path": real_path(cfg, path), "before": before, "content": new[path]})
     after = dict(cfg, texts={p: t for p, t in list(cfg["texts"].items()) + list(new.items()) if t is not None})
     next_line, source = next_boot(after, seen["booted"])
-    result = dict(bootloader=backend, commands=[["update-grub"]] if changes and backend == "grub-debian" else [],
-                  reboot_required=bool(pending), pending_args=sorted(pending), booted_cmdline=seen["booted"],
-                  not_applicable=False, next_boot_cmdline=next_line, next_boot_source=source)
+    result = dict(
+        bootloader=backend,
+        commands=[["update-grub"]] if changes and backend == "grub-debian" else [],
+        reboot_required=bool(pending),
+        pending_args=sorted(pending),
+        booted_cmdline=seen["booted"],
+        not_applicable=False,
+        next_boot_cmdline=next_line,
+        next_boot_source=source,
+    )
     if params["simulate_reboot"] and pending:
         kept = [t for t in cmdline_tokens(seen["booted"]) if arg_name(t) not in managed]
         new_cmdline = " ".join(kept + [format_arg(k, v) for k, v in sorted(want.items())]) + "\n"
@@ -135,8 +152,15 @@ def decide(params, want, seen):
 
 
 def diff(changes):
-    return [dict(before_header=c["path"], after_header=c["path"], before=c["before"].get("content", ""),
-                 after=c["content"] or "") for c in changes]
+    return [
+        dict(
+            before_header=c["path"],
+            after_header=c["path"],
+            before=c["before"].get("content", ""),
+            after=c["content"] or "",
+        )
+        for c in changes
+    ]
 
 
 def do(params, journal, changes):
@@ -146,10 +170,13 @@ def do(params, journal, changes):
         data = None if c["content"] is None else c["content"].encode("utf-8")
         mode = int(before["mode"], 8) if before["exists"] else 0o644
         try:
-            change_file(journal, params["role"], c["path"], sysroot_path(params["sysroot"], c["path"]), before,
-                        data, mode=mode)
+            change_file(
+                journal, params["role"], c["path"], sysroot_path(params["sysroot"], c["path"]), before, data, mode=mode
+            )
         except JournalError as exc:
-            raise ModuleFailure("cannot write the journal %s (stopped before %s): %s" % (exc.path, c["path"], exc.reason))
+            raise ModuleFailure(
+                "cannot write the journal %s (stopped before %s): %s" % (exc.path, c["path"], exc.reason)
+            )
 
 
 def regenerate(params, result, check_mode):
@@ -158,8 +185,9 @@ def regenerate(params, result, check_mode):
     as would-run on a lab sysroot; reported in the result's ``ran``."""
     ran = []
     for argv in result["commands"]:
-        run = dict(sysroot=params["sysroot"], argv=argv, reason="kernel arguments changed in %s"
-                   % ", ".join(result["files"]))
+        run = dict(
+            sysroot=params["sysroot"], argv=argv, reason="kernel arguments changed in %s" % ", ".join(result["files"])
+        )
         action, outcome = decide_run(run, is_live(params["sysroot"]), True, check_mode)
         do_run(run, action, outcome)
         ran.append(outcome)

@@ -63,9 +63,11 @@ KINDS = {
 HOISTED = ("reboot_required", "pending_args", "booted_cmdline", "next_boot_cmdline", "bootloader")
 # The module's own options (hostkit_changes; its action plugin checks the same). ``lock``: hold the
 # run's host-side lock first (hostkit_lock's state=acquired), so an apply needs no call of its own for it.
-ARGUMENT_SPEC = journaled_module_options(changes=dict(type="list", elements="dict", required=True),
-                                         lock=dict(type="bool", default=False),
-                                         controller=dict(type="str", default=""))
+ARGUMENT_SPEC = journaled_module_options(
+    changes=dict(type="list", elements="dict", required=True),
+    lock=dict(type="bool", default=False),
+    controller=dict(type="str", default=""),
+)
 
 
 def ansible_validate(spec, rules, given):
@@ -89,29 +91,35 @@ def parse(changes, validate=ansible_validate):
         name = change.get("name")
         kinds = [k for k in change if k not in ("name", "when", "needs")]
         if len(kinds) != 1 or kinds[0] not in KINDS:
-            raise ModuleFailure("change %d needs exactly one kind of %s, got %s; nothing changed"
-                                % (n, ", ".join(sorted(KINDS)), ", ".join(sorted(kinds)) or "none"),
-                                failed_change=n)
+            raise ModuleFailure(
+                "change %d needs exactly one kind of %s, got %s; nothing changed"
+                % (n, ", ".join(sorted(KINDS)), ", ".join(sorted(kinds)) or "none"),
+                failed_change=n,
+            )
         kind = kinds[0]
         spec, rules, _work = KINDS[kind]
         given = change[kind] if isinstance(change[kind], dict) else None
         if given is None:
-            raise ModuleFailure("change %d (%s): its options must be a mapping; nothing changed" % (n, kind),
-                                failed_change=n)
+            raise ModuleFailure(
+                "change %d (%s): its options must be a mapping; nothing changed" % (n, kind), failed_change=n
+            )
         params, errors = validate(spec, rules, given)
         if errors:
-            raise ModuleFailure("change %d (%s): %s; nothing changed" % (n, kind, "; ".join(errors)),
-                                failed_change=n)
+            raise ModuleFailure("change %d (%s): %s; nothing changed" % (n, kind, "; ".join(errors)), failed_change=n)
         if kind == "run":
             trigger = params["if_changed"]
             if not isinstance(trigger, (bool, list)) or (isinstance(trigger, list) and not set(trigger) <= names):
-                raise ModuleFailure("change %d (run): if_changed must be true, false or a list of names of changes "
-                                    "before it (%s), got %r; nothing changed"
-                                    % (n, ", ".join(sorted(names)) or "none named", trigger), failed_change=n)
+                raise ModuleFailure(
+                    "change %d (run): if_changed must be true, false or a list of names of changes "
+                    "before it (%s), got %r; nothing changed" % (n, ", ".join(sorted(names)) or "none named", trigger),
+                    failed_change=n,
+                )
         needs = change.get("needs") or []
         if not isinstance(needs, list) or not all(isinstance(x, str) and x for x in needs):
-            raise ModuleFailure("change %d (%s): needs must be a list of program names, got %r; nothing changed"
-                                % (n, kind, needs), failed_change=n)
+            raise ModuleFailure(
+                "change %d (%s): needs must be a list of program names, got %r; nothing changed" % (n, kind, needs),
+                failed_change=n,
+            )
         if name is not None:
             names.add(name)
         parsed.append((kind, name, params, needs))
@@ -148,8 +156,10 @@ def apply_changes(common, parsed, journal, check_mode, diff_mode):
             res = KINDS[kind][2](params, journal, check_mode, diff_mode)
         except ModuleFailure as exc:
             results.append(dict(label, failed=True, msg=str(exc), **exc.fields))
-            raise ModuleFailure("change %d (%s%s): %s" % (n, kind, " %s" % name if name else "", exc),
-                                **summary(results, failed_change=n))
+            raise ModuleFailure(
+                "change %d (%s%s): %s" % (n, kind, " %s" % name if name else "", exc),
+                **summary(results, failed_change=n),
+            )
         results.append(dict(label, **res))
         if res.get("changed") and kind != "run":
             any_changed = True
@@ -159,8 +169,12 @@ def apply_changes(common, parsed, journal, check_mode, diff_mode):
 
 
 def summary(results, **extra):
-    out = dict(changed=any(r.get("changed") for r in results), results=results,
-               refused=[x for r in results for x in r.get("refused") or []], **extra)
+    out = dict(
+        changed=any(r.get("changed") for r in results),
+        results=results,
+        refused=[x for r in results for x in r.get("refused") or []],
+        **extra,
+    )
     diffs = []
     for r in results:
         d = r.pop("diff", None)
@@ -176,9 +190,15 @@ def summary(results, **extra):
 def request(params, parsed, check_mode, diff_mode):
     """What the controller sends the agent (JSON on its stdin; the sysroot is the agent's
     ``--sysroot``): the run, role and lock of the module's options, the parsed changes, the modes."""
-    return dict(run_id=params["run_id"], role=params.get("role") or "", changes=[list(p) for p in parsed],
-                lock=bool(params.get("lock")), controller=params.get("controller") or "",
-                check_mode=bool(check_mode), diff_mode=bool(diff_mode))
+    return dict(
+        run_id=params["run_id"],
+        role=params.get("role") or "",
+        changes=[list(p) for p in parsed],
+        lock=bool(params.get("lock")),
+        controller=params.get("controller") or "",
+        check_mode=bool(check_mode),
+        diff_mode=bool(diff_mode),
+    )
 
 
 def run_request(req, sysroot):
@@ -192,8 +212,9 @@ def run_request(req, sysroot):
         check_mode, diff_mode = bool(req["check_mode"]), bool(req["diff_mode"])
         lock = {"controller": req.get("controller") or ""} if req.get("lock") else None
     except (KeyError, TypeError, ValueError) as exc:
-        return dict(failed=True, changed=False, msg="hostkit agent: not a hostkit_changes request (%s); "
-                                                    "nothing changed" % exc)
+        return dict(
+            failed=True, changed=False, msg="hostkit agent: not a hostkit_changes request (%s); nothing changed" % exc
+        )
     return outcome(common, parsed, check_mode, diff_mode, lock)
 
 
@@ -209,8 +230,12 @@ def outcome(common, parsed, check_mode, diff_mode, lock=None):
     try:
         if lock is not None:
             params = {k: spec.get("default") for k, spec in LOCK_SPEC.items()}
-            params.update(sysroot=common["sysroot"], run_id=common["run_id"], state="acquired",
-                          controller=lock.get("controller") or "")
+            params.update(
+                sysroot=common["sysroot"],
+                run_id=common["run_id"],
+                state="acquired",
+                controller=lock.get("controller") or "",
+            )
             held = hold_lock(params, check_mode)
             acquired = {"acquired": True} if held.get("acquired") else {}
         result = apply_changes(common, parsed, Journal(common["sysroot"], common["run_id"]), check_mode, diff_mode)

@@ -33,8 +33,13 @@ OPTIONS = dict(
 )
 RULES = dict(
     required_if=[("state", "present", ["content", "remove_regex", "append", "source_argv", "substitute"], True)],
-    mutually_exclusive=[("content", "remove_regex"), ("content", "append"), ("content", "source_argv"),
-                        ("content", "substitute"), ("content", "prepend")],
+    mutually_exclusive=[
+        ("content", "remove_regex"),
+        ("content", "append"),
+        ("content", "source_argv"),
+        ("content", "substitute"),
+        ("content", "prepend"),
+    ],
 )
 
 
@@ -62,8 +67,9 @@ def check_params(params):
         try:
             _compiled("substitute %d: regex" % n, sub["regex"]).sub(sub["replace"], "")
         except re.error as exc:  # a replacement naming a group the regex does not have
-            raise ModuleFailure("substitute %d: replace %r does not fit regex %r: %s"
-                                % (n, sub["replace"], sub["regex"], exc))
+            raise ModuleFailure(
+                "substitute %d: replace %r does not fit regex %r: %s" % (n, sub["replace"], sub["regex"], exc)
+            )
     if params.get("source_argv") is not None and not params["source_argv"]:
         raise ModuleFailure("source_argv must name a command")
 
@@ -77,10 +83,16 @@ def source_text(params):
     except OSError as exc:
         raise ModuleFailure("cannot run %s for %s: %s; nothing changed" % (argv[0], params["path"], exc))
     if proc.returncode != 0:
-        raise ModuleFailure("%s failed (rc=%d), so %s cannot be rendered; nothing changed: %s"
-                            % (" ".join(argv), proc.returncode, params["path"],
-                               (proc.stderr or proc.stdout).decode("utf-8", "replace").strip()[-500:]),
-                            source_rc=proc.returncode)
+        raise ModuleFailure(
+            "%s failed (rc=%d), so %s cannot be rendered; nothing changed: %s"
+            % (
+                " ".join(argv),
+                proc.returncode,
+                params["path"],
+                (proc.stderr or proc.stdout).decode("utf-8", "replace").strip()[-500:],
+            ),
+            source_rc=proc.returncode,
+        )
     return proc.stdout.decode("utf-8", "replace")
 
 
@@ -120,13 +132,16 @@ def decide(params, before, diff_mode=False, source=None):
     if params["state"] == "absent":
         change = {"content": None, "mode": None} if before["exists"] else None
     else:
-        same = (before["exists"] and before.get("content") == content and int(before["mode"], 8) == want_mode)
+        same = before["exists"] and before.get("content") == content and int(before["mode"], 8) == want_mode
         change = None if same else {"content": content, "mode": want_mode}
     result["changed"] = change is not None
     if diff_mode:
-        result["diff"] = dict(before_header=params["path"], after_header=params["path"],
-                              before=before.get("content", ""),
-                              after=content if params["state"] == "present" else "")
+        result["diff"] = dict(
+            before_header=params["path"],
+            after_header=params["path"],
+            before=before.get("content", ""),
+            after=content if params["state"] == "present" else "",
+        )
     return change, result
 
 
@@ -140,14 +155,18 @@ def validate(params, data):
         try:
             proc = subprocess.run(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, check=False)
         except OSError as exc:
-            raise ModuleFailure("cannot run the validate command %s; %s was not installed: %s"
-                                % (params["validate"][0], params["path"], exc))
+            raise ModuleFailure(
+                "cannot run the validate command %s; %s was not installed: %s"
+                % (params["validate"][0], params["path"], exc)
+            )
     finally:
         os.unlink(tmp)
     if proc.returncode != 0:
-        raise ModuleFailure("validation of %s failed; the file was not installed: %s"
-                            % (params["path"], (proc.stderr or proc.stdout).decode("utf-8", "replace").strip()[-800:]),
-                            validate_rc=proc.returncode)
+        raise ModuleFailure(
+            "validation of %s failed; the file was not installed: %s"
+            % (params["path"], (proc.stderr or proc.stdout).decode("utf-8", "replace").strip()[-800:]),
+            validate_rc=proc.returncode,
+        )
 
 
 def do(params, journal, before, change):
@@ -156,9 +175,16 @@ def do(params, journal, before, change):
     if data is not None and params["validate"]:
         validate(params, data)
     try:
-        change_file(journal, params["role"], params["path"], sysroot_path(params["sysroot"], params["path"]),
-                    before, data, mode=change["mode"],
-                    after={"exists": data is not None, "mode": params["mode"]})
+        change_file(
+            journal,
+            params["role"],
+            params["path"],
+            sysroot_path(params["sysroot"], params["path"]),
+            before,
+            data,
+            mode=change["mode"],
+            after={"exists": data is not None, "mode": params["mode"]},
+        )
     except JournalError as exc:
         raise ModuleFailure("cannot write the journal %s (nothing changed): %s" % (exc.path, exc.reason))
 

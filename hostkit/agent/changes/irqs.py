@@ -30,11 +30,14 @@ def decide(params, rows):
     """Pure: the values to write for this boot (``rows``: its /proc/interrupts) and the rule names
     no IRQ of this boot carries."""
     assign, missed = resolve(params["by_name"] or {}, rows)
-    items = [{"path": "/proc/irq/%s/smp_affinity_list" % irq, "value": cpus, "kind": "cpulist"}
-             for irq, cpus in sorted(assign.items(), key=lambda kv: int(kv[0]))]
+    items = [
+        {"path": "/proc/irq/%s/smp_affinity_list" % irq, "value": cpus, "kind": "cpulist"}
+        for irq, cpus in sorted(assign.items(), key=lambda kv: int(kv[0]))
+    ]
     if params.get("default_smp_affinity"):
-        items.append({"path": "/proc/irq/default_smp_affinity", "value": params["default_smp_affinity"],
-                      "kind": "mask"})
+        items.append(
+            {"path": "/proc/irq/default_smp_affinity", "value": params["default_smp_affinity"], "kind": "mask"}
+        )
     return items, missed
 
 
@@ -48,7 +51,10 @@ def work(params, journal, check_mode=False, diff_mode=False):
             raise ModuleFailure("cannot read /proc/interrupts under the sysroot %r: %s" % (params["sysroot"], exc))
     items, missed = decide(params, rows)
     values = dict(params, items=items)
-    result = values_work(values, journal, check_mode, diff_mode) if items else dict(
-        changed=False, unchanged=0, missing=[], refused=[], changes=[])
+    result = (
+        values_work(values, journal, check_mode, diff_mode)
+        if items
+        else dict(changed=False, unchanged=0, missing=[], refused=[], changes=[])
+    )
     result.update(missed=missed, resolved=len(items) - (1 if params.get("default_smp_affinity") else 0))
     return result

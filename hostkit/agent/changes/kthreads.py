@@ -38,8 +38,10 @@ def check_params(params):
     except ValueError as exc:
         raise ModuleFailure("bad cpulist: %s; nothing changed" % exc)
     if not housekeeping or housekeeping & isolated:
-        raise ModuleFailure("housekeeping %r must be non-empty and share no CPU with isolated %r; nothing changed"
-                            % (params["housekeeping"], params["isolated"]))
+        raise ModuleFailure(
+            "housekeeping %r must be non-empty and share no CPU with isolated %r; nothing changed"
+            % (params["housekeeping"], params["isolated"])
+        )
     return housekeeping, isolated
 
 
@@ -48,17 +50,30 @@ def decide(params, threads, boot=None):
     this boot's id, journaled with each thread) and the result."""
     housekeeping, isolated = check_params(params)
     if threads is None:
-        return [], dict(changed=False, moved=[], unchanged=0, kernel_refused=[], gone=[],
-                        skipped_reason="%s (%s): no kernel thread to move" % (NOT_LIVE, params["sysroot"]))
+        return [], dict(
+            changed=False,
+            moved=[],
+            unchanged=0,
+            kernel_refused=[],
+            gone=[],
+            skipped_reason="%s (%s): no kernel thread to move" % (NOT_LIVE, params["sysroot"]),
+        )
     todo = plan_moves(threads, housekeeping, isolated, boot)
-    return todo, dict(changed=bool(todo), moved=[{k: t[k] for k in SHOWN} for t in todo],
-                      unchanged=sum(1 for t in threads if movable(t)) - len(todo), kernel_refused=[], gone=[])
+    return todo, dict(
+        changed=bool(todo),
+        moved=[{k: t[k] for k in SHOWN} for t in todo],
+        unchanged=sum(1 for t in threads if movable(t)) - len(todo),
+        kernel_refused=[],
+        gone=[],
+    )
 
 
 def diff(todo):
     """Each thread to move, as ``comm (pid) = cpus`` lines before and after."""
-    return dict(before="".join("%s (%d) = %s\n" % (t["comm"], t["pid"], t["before"]) for t in todo),
-                after="".join("%s (%d) = %s\n" % (t["comm"], t["pid"], t["after"]) for t in todo))
+    return dict(
+        before="".join("%s (%d) = %s\n" % (t["comm"], t["pid"], t["before"]) for t in todo),
+        after="".join("%s (%d) = %s\n" % (t["comm"], t["pid"], t["after"]) for t in todo),
+    )
 
 
 def do(params, journal, todo, result):
@@ -67,8 +82,9 @@ def do(params, journal, todo, result):
         moved, refused, gone = apply_moves(journal, params["role"], todo)
     except IOError as exc:
         raise ModuleFailure(str(exc))
-    result.update(changed=bool(moved), moved=[{k: t[k] for k in SHOWN} for t in moved],
-                  kernel_refused=refused, gone=gone)
+    result.update(
+        changed=bool(moved), moved=[{k: t[k] for k in SHOWN} for t in moved], kernel_refused=refused, gone=gone
+    )
 
 
 def work(params, journal, check_mode=False, diff_mode=False):

@@ -35,8 +35,10 @@ def decide(params, live, systemd_running, check_mode):
     if not argv:
         raise ModuleFailure("argv must not be empty")
     if not 0 <= params.get("retries", 0) <= MAX_RETRIES or params.get("delay", 1.0) < 0:
-        raise ModuleFailure("retries must be 0-%d and delay 0 or more, got %r and %r"
-                            % (MAX_RETRIES, params.get("retries"), params.get("delay")))
+        raise ModuleFailure(
+            "retries must be 0-%d and delay 0 or more, got %r and %r"
+            % (MAX_RETRIES, params.get("retries"), params.get("delay"))
+        )
     shown = " ".join(argv)
     if not live:
         action = None if check_mode else "record"
@@ -45,8 +47,13 @@ def decide(params, live, systemd_running, check_mode):
         return None, dict(changed=True, would_run=True, argv=argv)
     if os.path.basename(argv[0]) == "systemctl" and not systemd_running:
         # A container or a minimal VM: no systemd to talk to. Nothing to restart or reload.
-        return None, dict(changed=False, would_run=False, skipped_reason="systemd is not running on this host",
-                          argv=argv, msg="skipped (systemd is not running): %s" % shown)
+        return None, dict(
+            changed=False,
+            would_run=False,
+            skipped_reason="systemd is not running on this host",
+            argv=argv,
+            msg="skipped (systemd is not running): %s" % shown,
+        )
     return "run", dict(changed=True, would_run=False, argv=argv)
 
 
@@ -75,8 +82,9 @@ def do(params, action, result, runner=run, sleep=time.sleep):
         if rc == 0:
             break
     if rc != 0:
-        raise ModuleFailure("%s failed (rc=%d): %s" % (" ".join(argv), rc, (err or out).strip()[-500:]),
-                            rc=rc, argv=argv)
+        raise ModuleFailure(
+            "%s failed (rc=%d): %s" % (" ".join(argv), rc, (err or out).strip()[-500:]), rc=rc, argv=argv
+        )
     result.update(rc=rc, stdout=out)
 
 

@@ -57,8 +57,10 @@ def check_items(items):
         try:
             check_value(kind, str(item["value"]))
         except ValueError as exc:
-            raise ModuleFailure("bad item %d (%s): value %r does not parse as %s: %s; nothing changed"
-                                % (n, path, item["value"], kind, exc))
+            raise ModuleFailure(
+                "bad item %d (%s): value %r does not parse as %s: %s; nothing changed"
+                % (n, path, item["value"], kind, exc)
+            )
 
 
 def read_host(sysroot, items, tolerate_refused):
@@ -75,8 +77,7 @@ def read_host(sysroot, items, tolerate_refused):
                     allowed = f.read().split()
             except (IOError, OSError):
                 pass
-        managed = (lab and tolerate_refused
-                   and os.path.exists(os.path.join(os.path.dirname(full), LAB_MANAGED_MARKER)))
+        managed = lab and tolerate_refused and os.path.exists(os.path.join(os.path.dirname(full), LAB_MANAGED_MARKER))
         current = None
         if not managed:
             try:
@@ -96,8 +97,10 @@ def decide(items, seen):
         path, kind = item["path"], item.get("kind", "str")
         value = str(item["value"])
         if s["allowed"] is not None and value not in s["allowed"]:
-            raise ModuleFailure("%s: %r is not offered (%s: %s); nothing changed"
-                                % (path, value, item["allowed_from"], " ".join(s["allowed"])))
+            raise ModuleFailure(
+                "%s: %r is not offered (%s: %s); nothing changed"
+                % (path, value, item["allowed_from"], " ".join(s["allowed"]))
+            )
         if s["managed"]:
             refused.append({"path": path, "error": "Input/output error (lab: managed IRQ)"})
             continue
@@ -112,14 +115,21 @@ def decide(items, seen):
             unchanged += 1
             continue
         todo.append({"path": path, "before": s["current"].rstrip("\n"), "after": value, "kind": kind})
-    result = dict(changed=bool(todo), unchanged=unchanged, missing=missing, refused=refused,
-                  changes=[{"path": t["path"], "before": t["before"], "after": t["after"]} for t in todo])
+    result = dict(
+        changed=bool(todo),
+        unchanged=unchanged,
+        missing=missing,
+        refused=refused,
+        changes=[{"path": t["path"], "before": t["before"], "after": t["after"]} for t in todo],
+    )
     return todo, result
 
 
 def diff(todo):
-    return dict(before="".join("%s = %s\n" % (t["path"], t["before"]) for t in todo),
-                after="".join("%s = %s\n" % (t["path"], t["after"]) for t in todo))
+    return dict(
+        before="".join("%s = %s\n" % (t["path"], t["before"]) for t in todo),
+        after="".join("%s = %s\n" % (t["path"], t["after"]) for t in todo),
+    )
 
 
 def do(params, journal, todo, result):
@@ -141,7 +151,7 @@ def do(params, journal, todo, result):
                 continue
             result.update(refused=refused, written=written, changed=written > 0)
             raise ModuleFailure("writing %s failed: %s" % (t["path"], exc), **result)
-    newly_refused = [r["path"] for r in refused[len(result["refused"]):]]
+    newly_refused = [r["path"] for r in refused[len(result["refused"]) :]]
     if newly_refused:
         journal.drop_items(entry["seq"], newly_refused)
     result.update(refused=refused, written=written, changed=written > 0)
