@@ -10,7 +10,7 @@ DEB_PACKAGES := openssh-server openssh-client rt-tests numactl containerd iprout
 STAMP := $(VENV)/.hostkit-installed
 PYTEST_ARGS ?=
 
-.PHONY: setup deb venv demo test test-fast test-lab test-vm bench fuzz clean
+.PHONY: setup deb venv demo test test-fast test-lab test-vm bench fuzz clean lint
 
 setup: deb venv
 
@@ -31,7 +31,7 @@ venv: $(STAMP)
 $(STAMP): pyproject.toml
 	@test -x $(PY) || python3 -m venv $(VENV)
 	@$(PIP) install -q --upgrade pip
-	@$(PIP) install -q -e '.[test]' --config-settings editable_mode=compat
+	@$(PIP) install -q -e '.[test,lint]' --config-settings editable_mode=compat
 	@$(PY) scripts/build_collection.py --view >/dev/null  # build/collections: ansible.cfg's collection view of the checkout
 	@touch $(STAMP)
 
@@ -45,8 +45,14 @@ demo: setup
 test: setup
 	$(PY) scripts/run_tests.py $(PYTEST_ARGS)
 
+# ruff (lint and format) over the tree and mypy over core/, plan/ and api.py ([tool.ruff], [tool.mypy]).
+lint: setup
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/ruff format --check .
+	$(VENV)/bin/mypy
+
 test-fast: setup
-	$(PY) -m pytest -m 'not lab and not vm and not floors' $(PYTEST_ARGS)
+	$(PY) -m pytest -m unit $(PYTEST_ARGS)
 
 test-lab: setup
 	$(PY) -m pytest -m lab $(PYTEST_ARGS)

@@ -133,11 +133,17 @@ class HostPlan:
     error: str | None = None
 
     @property
+    def planned(self) -> Plan:
+        """The plan of a host whose status is ok."""
+        assert self.plan is not None, f"{self.name}: no plan ({self.status})"
+        return self.plan
+
+    @property
     def refused(self) -> bool:
-        return self.status == "ok" and bool(self.plan.refused)
+        return self.status == "ok" and bool(self.planned.refused)
 
     def to_dict(self) -> dict:
-        return self.plan.to_dict() if self.status == "ok" else {"status": self.status, "error": self.error}
+        return self.planned.to_dict() if self.status == "ok" else {"status": self.status, "error": self.error}
 
 
 @dataclass
@@ -336,7 +342,8 @@ def apply(req: ApplyRequest, on_event: OnEvent = None) -> ApplyResult:
     )
     bad = [h for h in ran.values() if h.bad_input]
     if bad:
-        raise BadInput(bad[0].msg if bad[0].msg.startswith(f"{bad[0].name}: ") else f"{bad[0].name}: {bad[0].msg}")
+        msg = bad[0].msg or "bad input"
+        raise BadInput(msg if msg.startswith(f"{bad[0].name}: ") else f"{bad[0].name}: {msg}")
     result = ApplyResult(run_id, req.check, ran, run)
     if req.verify_smoke and not req.check:
         result.smoke = _verify_smoke(req, result)
@@ -355,9 +362,9 @@ def _apply_plans(
         if p.status != "ok":
             hosts[name] = HostApply(name, p.status, msg=p.error)
         elif p.refused:
-            hosts[name] = HostApply(name, "refused", refused=list(p.plan.refused))
+            hosts[name] = HostApply(name, "refused", refused=list(p.planned.refused))
         else:
-            runnable[name] = p.plan.to_dict()
+            runnable[name] = p.planned.to_dict()
     run = None
     if runnable:
         ran, run = run_apply(
@@ -784,7 +791,7 @@ def unlock(req: UnlockRequest) -> UnlockResult:
     run = unlock_hosts(req.inventory, req.limit, run_id=req.run_id, force=req.run_id is None)
     return UnlockResult(
         released={h: any((t.res or {}).get("released") for t in r.tasks) for h, r in run.hosts.items()},
-        failed={h: r.msg for h, r in run.hosts.items() if r.status != "ok"},
+        failed={h: r.msg or r.status for h, r in run.hosts.items() if r.status != "ok"},
         run_id=run.run_id,
     )
 

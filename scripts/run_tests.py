@@ -30,7 +30,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 OUT = ROOT / ".hostkit"
-FAST = "not lab and not vm and not floors"
+FAST = "unit"
 # The VM modules split in two lanes of about the same length (lane B on ports of its own).
 VM_LANE_B = ["tests/vm/test_rollout.py", "tests/vm/test_tuned.py", "tests/vm/test_vmware.py"]
 

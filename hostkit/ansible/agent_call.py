@@ -9,7 +9,7 @@ in its cache (copied there once per agent version) with the host's python3 again
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from hostkit.ansible import agent_zipapp
 from hostkit.ansible.inventory import load_inventory
@@ -27,7 +27,7 @@ class AgentReply:
 
     host: str
     status: str  # ok | failed | unreachable
-    doc: dict | None = None  # the agent's JSON document (status ok)
+    doc: dict = field(default_factory=dict)  # the agent's JSON document (status ok; else empty)
     error: str | None = None
     exit_code: int | None = None  # 2: the host's input was bad (its sysroot), not the host
 

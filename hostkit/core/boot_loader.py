@@ -150,7 +150,7 @@ def detect(sysroot):
 
     Returns ``{"backend", "files": [paths in reading order], "texts": {path: text}, "found":
     [boot files of unsupported loaders], "esp": path or None}``."""
-    texts, found = {}, []
+    texts, found = {}, []  # type: dict[str, str], list[str]
     if _exists(sysroot, STUB_INFO):
         images = [
             "%s/EFI/Linux/%s" % (esp.rstrip("/"), n)
@@ -409,7 +409,7 @@ def format_grubenv(pairs, size):
 
 def parse_entry(text):
     """A BLS / systemd-boot entry: key -> value (``options`` lines joined by a blank, as the spec says)."""
-    out = {}
+    out = {}  # type: dict[str, str]
     for line in (text or "").splitlines():
         line = line.strip()
         if not line or line.startswith("#"):

@@ -58,7 +58,7 @@ def parse_cpulist(text, max_cpus=MAX_CPUS):
     if not isinstance(text, str):
         raise CpulistError("cpulist must be a string, got %s: %s" % (type(text).__name__, _shown(repr(text))))
     body = text.strip()
-    cpus = set()
+    cpus = set()  # type: set[int]
     if not body:
         return frozenset()
     if _digits(body):  # the common single-CPU case, on the hot path of sysfs reads

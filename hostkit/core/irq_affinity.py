@@ -80,7 +80,7 @@ def name_rules(assignments, names):
     were read in) and ``names`` (IRQ number -> its action name there) -> (name -> cpulist, IRQ
     number -> why it has no rule). An empty name, or a name whose IRQs want different CPUs, cannot
     be matched in another boot."""
-    by_name, conflict, unmatched = {}, set(), {}
+    by_name, conflict, unmatched = {}, set(), {}  # type: dict, set, dict
     for irq, cpus in assignments.items():
         name = names.get(irq, "")
         if not name:
@@ -189,7 +189,7 @@ def main(argv=None):
         if (text is None) == (path is None):
             raise IndexError
         if text is None:
-            with open(path) as f:
+            with open(path) as f:  # type: ignore[arg-type]  # exactly one of text, path is None
                 text = f.read()
         rules = json.loads(text)
         if not isinstance(rules, dict) or not isinstance(rules.get("by_name", {}), dict):

@@ -38,14 +38,14 @@ def shell_words(text, comments=False):
     keep everything; double quotes keep all but a backslash before ``\\`` or ``"``; a backslash
     outside quotes keeps the next character; with ``comments``, an unquoted ``#`` begins a comment to
     the end of its line. An unbalanced quote or a trailing backslash is a ValueError, as in shlex."""
-    words, cur, have, i, n = [], [], False, 0, len(text)
+    words, cur, have, i, n = [], [], False, 0, len(text)  # type: list[str], list[str], bool, int, int
     while i < n:
         c = text[i]
         if c in _BLANKS:
             if have:
                 words.append("".join(cur))
                 cur, have = [], False
-            i = _BLANK_RUN.match(text, i).end()
+            i = _BLANK_RUN.match(text, i).end()  # type: ignore[union-attr]  # c is a blank: a run starts at i
         elif c == "#" and comments:
             if have:
                 words.append("".join(cur))

@@ -168,7 +168,7 @@ def apply_moves(journal, role, todo):
         entry = journal.record({"kind": ENTRY_KIND, "role": role, "items": todo})
     except (IOError, OSError) as exc:
         raise IOError("cannot write the journal %s (no thread moved): %s" % (journal.path, exc))
-    moved, refused, gone = [], [], []
+    moved, refused, gone = [], [], []  # type: list, list, list
     for t in todo:
         why = _set(t["pid"], t["after"])
         if why is None:

@@ -15,6 +15,7 @@ raises :class:`BadInput` (exit 2).
 
 from __future__ import annotations
 
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
 
 from hostkit.core.cpulist import format_cpulist, format_mask, parse_cpulist, parse_mask
@@ -235,7 +236,7 @@ def _kubelet_static(profile: dict) -> bool:
 
 def _cmdline(
     isolation: bool,
-    isolated: set[int],
+    isolated: AbstractSet[int],
     housekeeping: set[int],
     profile: dict,
     facts: dict,
@@ -430,7 +431,7 @@ def _pm_qos(latency: int | None, cpuidle: dict, tuned_mode: str, notes: Notes) -
 
 
 def _kthreads(
-    profile: dict, facts: dict, housekeeping: set[int], isolated: set[int], isolating: bool, notes: Notes
+    profile: dict, facts: dict, housekeeping: set[int], isolated: AbstractSet[int], isolating: bool, notes: Notes
 ) -> dict:
     """Why: a kernel thread allowed on an isolated CPU may be scheduled there and preempt inference;
     nohz_full= keeps the threads kthreadd creates on housekeeping CPUs from boot, but per-node threads
@@ -737,7 +738,7 @@ def _pinned_partition(pinned, online, reasons) -> set[int]:
                 f"hostkit_overrides: isolated {pinned['isolated']} and housekeeping "
                 f"{pinned['housekeeping']} must partition the online CPUs {format_cpulist(online)}"
             )
-    housekeeping = hk if hk is not None else set(online) - iso
+    housekeeping = hk if hk is not None else set(online) - (iso or set())
     reasons.append(f"partition pinned by the inventory: housekeeping {format_cpulist(housekeeping)}")
     return housekeeping
 
