@@ -23,7 +23,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from hostkit.lab import vm
+from hostkit.lab import qemu, vm
 from hostkit.lab.vm_image import ensure_image
 from hostkit.lab.vm_state import SavedState
 
@@ -65,7 +65,7 @@ def main() -> int:
     args = ap.parse_args()
 
     image = ensure_image(progress=print)
-    state = SavedState(image, args.preset, vm.accel_args(image.kernel))
+    state = SavedState(image, args.preset, qemu.accel_args(image.kernel))
     why = state.ensure(print)
     if why:
         print(f"no saved state of {args.preset}: {why}")
@@ -81,9 +81,7 @@ def main() -> int:
                     flush=True,
                 )
     med = {m: (statistics.median(t[0] for t in v), statistics.median(t[1] for t in v)) for m, v in times.items()}
-    print(
-        f"\nhostkit lab up --vm g1={args.preset}, warm cache, {vm.accel_name(vm.accel_args())}, median of {args.runs}:"
-    )
+    print(f"\nhostkit lab up --vm g1={args.preset}, warm cache, {qemu.accel_name(state.accel)}, median of {args.runs}:")
     for m in ("resume", "boot"):
         print(f"  {m:6s}  sshd answers {med[m][0]:6.1f} s   first login {med[m][1]:6.1f} s")
     print(

@@ -1,9 +1,9 @@
 """The real-kernel lab's guest image: a Debian bookworm disk built once from Debian packages.
 
 ``ensure_image()`` returns a cached, verified base image, building it when it is missing,
-partial or corrupt. The cache lives outside the checkout (``/var/cache/hostkit/vm`` or
-``$HOSTKIT_VM_CACHE``), keyed by the package list and the build recipe, so a fresh clone on
-the same machine (CI) reuses it. Each guest boots a copy-on-write overlay of it.
+partial or corrupt. It lives in the lab's QEMU cache outside the checkout
+(:func:`hostkit.lab.qemu.cache_dir`), keyed by the package list and the build recipe, so a fresh
+clone on the same machine (CI) reuses it. Each guest boots a copy-on-write overlay of it.
 
 How it is built, with no loop mounts and no network but the machine's apt sources:
 
@@ -24,6 +24,7 @@ disk's own ``/boot/grub/grub.cfg``: what hostkit writes to ``/etc/default/grub.d
 
 from __future__ import annotations
 
+import fcntl
 import hashlib
 import json
 import os
@@ -34,6 +35,7 @@ import time
 from pathlib import Path
 
 from hostkit.errors import LabError
+from hostkit.lab.qemu import QEMU, accel_args, cache_dir
 
 RECIPE_VERSION = "2"
 SUITE = "bookworm"
@@ -182,10 +184,6 @@ configfile /boot/grub/grub.cfg
 """
 
 
-def cache_dir() -> Path:
-    return Path(os.environ.get("HOSTKIT_VM_CACHE", "/var/cache/hostkit/vm"))
-
-
 def image_key() -> str:
     recipe = json.dumps(
         {
@@ -268,8 +266,6 @@ class Image:
     def ensure(self, progress=None) -> Image:
         """The verified image, built first when missing, partial or corrupt. One build at a time
         per cache (a lock file); a second caller waits and then finds it ready."""
-        import fcntl
-
         if self.problem() is None:
             return self
         self.dir.parent.mkdir(parents=True, exist_ok=True)
@@ -320,7 +316,7 @@ class Image:
             shutil.rmtree(rootfs)
             self._rescue_iso(work / "boot.iso")
             say("first boot: the guest's own update-grub writes /boot/grub/grub.cfg (TCG: a minute or two)")
-            self._firstboot(raw, work / "boot.iso", work / "firstboot.log")
+            self._firstboot(raw, work / "boot.iso", work / "firstboot.log", work / "vmlinuz")
             say("converting to the qcow2 base image")
             _run(["qemu-img", "convert", "-O", "qcow2", str(raw), str(work / "base.qcow2")], "qemu-img convert")
             raw.unlink()
@@ -402,12 +398,11 @@ class Image:
         shutil.rmtree(src)
 
     @staticmethod
-    def _firstboot(raw: Path, iso: Path, log: Path) -> None:
-        from hostkit.lab.vm import accel_args  # the KVM/TCG choice lives with the guests
-
+    def _firstboot(raw: Path, iso: Path, log: Path, kernel: Path) -> None:
+        """Boot the new disk once (``kernel``, the image's own, is what the accelerator probe boots)."""
         cmd = [
-            "qemu-system-x86_64",
-            *accel_args(),
+            QEMU,
+            *accel_args(kernel),
             "-m",
             "1024",
             "-smp",

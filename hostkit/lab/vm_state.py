@@ -36,8 +36,8 @@ import time
 from pathlib import Path
 
 from hostkit.errors import LabError
+from hostkit.lab import qemu, vm_setup
 from hostkit.lab import vm as vmlab
-from hostkit.lab import vm_setup
 from hostkit.lab.vm_image import file_sha256
 
 STATE_VERSION = "1"
@@ -57,7 +57,7 @@ def shape(image, spec: vmlab.VmSpec, accel: list[str]) -> str:
     canonical = vmlab.Guest("GUEST", Path("/GUEST"), spec)
     argv = canonical.argv(image, "ADDRESS", 0, accel)
     argv = [a.replace(str(image.dir), "/IMAGE") for a in argv]
-    doc = {"qemu": vmlab._qemu_version(), "image": image.key, "argv": argv, "version": STATE_VERSION}
+    doc = {"qemu": qemu.version(), "image": image.key, "argv": argv, "version": STATE_VERSION}
     if spec.setup:  # booted into a setup: its script and check are part of what was saved
         doc["setup"] = {"name": spec.setup, "fingerprint": vm_setup.SETUPS[spec.setup].fingerprint()}
     return hashlib.sha256(json.dumps(doc, sort_keys=True).encode()).hexdigest()[:16]
@@ -88,9 +88,7 @@ class SavedState:
         if not isinstance(m, dict):
             return "its manifest is unreadable"
         if m.get("shape") != shape(self.image, self.spec, self.accel):
-            return (
-                f"saved for another machine shape or QEMU build ({m.get('qemu', '?')}; this is {vmlab._qemu_version()})"
-            )
+            return f"saved for another machine shape or QEMU build ({m.get('qemu', '?')}; this is {qemu.version()})"
         for path in (self.disk, self.stream):
             want = m.get("files", {}).get(path.name, {})
             if not path.exists():
@@ -170,8 +168,8 @@ class SavedState:
                 "preset": self.preset,
                 "spec": self.spec.to_text(),
                 "shape": shape(self.image, self.spec, self.accel),
-                "qemu": vmlab._qemu_version(),
-                "accel": vmlab.accel_name(self.accel),
+                "qemu": qemu.version(),
+                "accel": qemu.accel_name(self.accel),
                 "files": files,
                 "saved": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
                 "build_seconds": round(time.monotonic() - t0, 1),

@@ -11,7 +11,7 @@ import sys
 import pytest
 
 from hostkit.errors import BadInput, LabError
-from hostkit.lab import vm
+from hostkit.lab import qemu, vm
 from hostkit.lab.lab import Lab
 from hostkit.lab.vm_image import Image
 
@@ -161,6 +161,37 @@ def test_cli_bad_vm_spec_exit_2_one_line(tmp_path, spec):
     assert subprocess.run(["pgrep", "-f", str(tmp_path / "lab")], capture_output=True).returncode == 1
 
 
+# ---------------------------------------------------------------------------- the accelerator
+def test_the_accelerator_is_probed_once_per_qemu_build_and_cached(tmp_path, monkeypatch):
+    """KVM or TCG: forced by HOSTKIT_VM_ACCEL; else the cached answer for this QEMU build; else a
+    probe with a guest kernel, whose answer is cached; TCG without a kernel to probe with (nothing
+    cached, so a later call with one probes)."""
+    monkeypatch.setenv("HOSTKIT_VM_CACHE", str(tmp_path / "cache"))
+    monkeypatch.delenv("HOSTKIT_VM_ACCEL", raising=False)
+    build = ["QEMU emulator version 7.2.22"]
+    probes: list = []
+    monkeypatch.setattr(qemu, "version", lambda: build[0])
+    monkeypatch.setattr(qemu, "kvm_runs_guests", lambda kernel: probes.append(kernel) or True)
+    cache = tmp_path / "cache" / qemu.ACCEL_FILE
+    kernel = tmp_path / "vmlinuz"
+
+    assert qemu.accel_args() == qemu.TCG and qemu.accel_args(kernel) == qemu.TCG  # no kernel (yet)
+    assert probes == [] and not cache.exists()
+    kernel.write_bytes(b"kernel")
+    assert qemu.accel_args(kernel) == qemu.KVM and probes == [kernel]
+    assert json.loads(cache.read_text()) == {"qemu": build[0], "kvm": True}
+    assert qemu.accel_args() == qemu.KVM and probes == [kernel]  # cached: no second probe
+    build[0] = "QEMU emulator version 8.2.0"  # another build probes again
+    monkeypatch.setattr(qemu, "kvm_runs_guests", lambda kernel: probes.append(kernel) and False)
+    assert qemu.accel_args(kernel) == qemu.TCG and len(probes) == 2
+    assert qemu.accel_name(qemu.accel_args()) == "tcg"
+    monkeypatch.setenv("HOSTKIT_VM_ACCEL", "kvm")
+    assert qemu.accel_args() == qemu.KVM and len(probes) == 2
+    cache.write_text("[1]")  # a damaged cache is probed over, not a traceback
+    monkeypatch.delenv("HOSTKIT_VM_ACCEL")
+    assert qemu.accel_args(kernel) == qemu.TCG and len(probes) == 3
+
+
 # ---------------------------------------------------------------------------- saved states
 TCG = ["-accel", "tcg,thread=multi", "-cpu", "max"]
 
@@ -169,7 +200,7 @@ def _fake_state(root, monkeypatch, preset="small"):
     """A preset's saved state that verifies: the manifest of its two files and of this machine's shape."""
     from hostkit.lab import vm_state
 
-    monkeypatch.setattr(vm, "_qemu_version", lambda: "QEMU emulator version 7.2.22")
+    monkeypatch.setattr(qemu, "version", lambda: "QEMU emulator version 7.2.22")
     img = _fake_entry(root)
     state = vm_state.SavedState(img, preset, TCG)
     state.dir.mkdir(parents=True)
@@ -206,12 +237,12 @@ def test_a_state_of_another_qemu_build_or_machine_shape_is_not_resumed(tmp_path,
     from hostkit.lab import vm_state
 
     state = _fake_state(tmp_path, monkeypatch)
-    monkeypatch.setattr(vm, "_qemu_version", lambda: "QEMU emulator version 8.2.0")
+    monkeypatch.setattr(qemu, "version", lambda: "QEMU emulator version 8.2.0")
     assert state.problem().startswith(
         "saved for another machine shape or QEMU build (QEMU emulator version "
         "7.2.22; this is QEMU emulator version 8.2.0)"
     )
-    monkeypatch.setattr(vm, "_qemu_version", lambda: "QEMU emulator version 7.2.22")
+    monkeypatch.setattr(qemu, "version", lambda: "QEMU emulator version 7.2.22")
     assert state.problem() is None
     # the same preset under KVM is another machine: a TCG state is not loaded there
     assert (

@@ -16,8 +16,8 @@ import time
 
 import pytest
 
-from hostkit.lab import vm_state
-from hostkit.lab.vm_image import Image, cache_dir
+from hostkit.lab import qemu, vm_state
+from hostkit.lab.vm_image import Image
 from tests.vmutil import ssh, start_vm_lab, stop_vm_lab
 
 
@@ -85,10 +85,8 @@ def test_two_guests_resumed_from_one_state_are_two_machines(tmp_path):
 def damaged_cache(tmp_path, monkeypatch):
     """A cache of this test's own: the real image (linked) and a copy of small's saved state whose
     stream was cut short and whose manifest was rewritten to match it, so only QEMU can tell."""
-    from hostkit.lab import vm as vmlab
-
     real = Image()
-    state = vm_state.SavedState(real, "small", vmlab.accel_args(real.kernel))
+    state = vm_state.SavedState(real, "small", qemu.accel_args(real.kernel))
     if state.ensure(print) is not None:
         pytest.skip(f"no saved state of small to damage: {state.problem()}")
     root = tmp_path / "cache"
@@ -96,7 +94,7 @@ def damaged_cache(tmp_path, monkeypatch):
     img.dir.mkdir(parents=True)
     for name in ("base.qcow2", "boot.iso", "vmlinuz", "manifest.json"):
         os.symlink(real.dir / name, img.dir / name)
-    shutil.copy(cache_dir() / "accel.json", root / "accel.json")
+    shutil.copy(qemu.cache_dir() / qemu.ACCEL_FILE, root / qemu.ACCEL_FILE)
     copy = vm_state.SavedState(img, "small", state.accel)
     copy.dir.mkdir(parents=True)
     shutil.copy(state.disk, copy.disk)
