@@ -14,7 +14,7 @@ One rule, two faces:
   command's stdin);
 * the plan is :func:`hostkit.plan.build_plan` with :func:`hostkit.profiles.for_host`, and the
   smoke-before-reboot refusal is :func:`hostkit.api.smoke_before_reboot`;
-* the smoke gate is :func:`hostkit.smoke.report.gate_record` (MISSED or a failed run fails the
+* the smoke gate is :func:`hostkit.smoke.gate.gate_record` (MISSED or a failed run fails the
   host, INCONCLUSIVE never does), the rollout's gate;
 * the audit is :func:`hostkit.audit.runner.audit_host` and :func:`hostkit.api.audit_failed`;
 * the rollback is the agent's, judged by :func:`hostkit.agent.rollback.restored`.
@@ -226,11 +226,11 @@ def smoke(
     python: str = "/usr/bin/python3",
 ) -> dict:
     """``hostkit.tuning.smoke``: the smoke test on the host, its report and the gate's record
-    (:func:`hostkit.smoke.report.gate_record`). With ``gate``, MISSED or a run that failed fails the
+    (:func:`hostkit.smoke.gate.gate_record`). With ``gate``, MISSED or a run that failed fails the
     host; INCONCLUSIVE never does. An option the task does not give is the profile's, as for the CLI."""
     from hostkit.api import with_profile_smoke
     from hostkit.profiles import for_host
-    from hostkit.smoke import report as smoke_report
+    from hostkit.smoke import gate as smoke_gate
     from hostkit.smoke.options import options_from_mapping
 
     opts, given = options_from_mapping(options, source=f"{host}: smoke options")
@@ -238,13 +238,13 @@ def smoke(
     doc = None
     try:
         doc = run_agent(remote, ["smoke", *opts.to_agent_args()], sysroot=sysroot, python=python)
-        rec = smoke_report.gate_record(doc)
+        rec = smoke_gate.gate_record(doc)
     except BadInput:
         raise
     except HostkitError as exc:
-        rec = smoke_report.gate_record(None, str(exc))
+        rec = smoke_gate.gate_record(None, str(exc))
     out = {"changed": False, "smoke": doc, **rec, "msg": rec["why"]}
-    if gate and rec["verdict"] in smoke_report.GATE_FAILS:
+    if gate and rec["verdict"] in smoke_gate.GATE_FAILS:
         out["failed"] = True
     return out
 

@@ -412,15 +412,15 @@ def _verify_smoke(req: ApplyRequest, result: ApplyResult) -> dict[str, SmokeVerd
             given=frozenset({"duration"} if req.smoke_duration else ()),
         )
     )
-    from hostkit.smoke import report as smoke_report
+    from hostkit.smoke import gate as smoke_gate
 
     out = {}
     for host, r in fleet.hosts.items():
         # The smoke gate's one rule (the rollout's, hostkit.tuning.smoke's): MISSED or a run that
         # failed fails; too few samples (INCONCLUSIVE) is not a failed host.
-        rec = smoke_report.gate_record(r.doc if r.ok else None, None if r.ok else f"{r.status}: {r.error}")
+        rec = smoke_gate.gate_record(r.doc if r.ok else None, None if r.ok else f"{r.status}: {r.error}")
         out[host] = SmokeVerdict(rec["verdict"] == "PASSED", rec["why"])
-        if req.revert_on_fail and rec["verdict"] in smoke_report.GATE_FAILS:
+        if req.revert_on_fail and rec["verdict"] in smoke_gate.GATE_FAILS:
             rb = rollback(RollbackRequest(inventory=req.inventory, limit=host, run_id=result.run_id)).hosts[host]
             out[host].rollback = (
                 f"run {result.run_id} rolled back" if rb.ok and restored(rb.doc) else f"rollback failed: {rb.to_dict()}"

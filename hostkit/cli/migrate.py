@@ -38,7 +38,8 @@ def _side(r: dict) -> dict:
 
 def run(args) -> int:
     from hostkit.smoke import migration
-    from hostkit.smoke.report import check_output, require_matplotlib
+    from hostkit.smoke.output_files import check_output
+    from hostkit.smoke.plots import require_matplotlib
 
     for option, path in (("--md", args.md), ("--plot", args.plot)):
         if path:

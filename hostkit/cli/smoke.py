@@ -65,7 +65,8 @@ def given_options(args) -> frozenset[str]:
 
 def check_outputs(args) -> None:
     """--prom/--plot: bad input (exit 2) before anything runs, not after a whole smoke run."""
-    from hostkit.smoke.report import check_output, require_matplotlib
+    from hostkit.smoke.output_files import check_output
+    from hostkit.smoke.plots import require_matplotlib
 
     if args.prom:
         check_output(args.prom, "--prom")
@@ -78,7 +79,10 @@ def run(args) -> int:
     check_outputs(args)
     if args.inventory:
         return _fleet(args)
-    from hostkit.smoke.report import plot, prometheus, table_rows, text_summary, write_atomic
+    from hostkit.smoke.output_files import write_atomic
+    from hostkit.smoke.plots import plot
+    from hostkit.smoke.prometheus import prometheus
+    from hostkit.smoke.text import table_rows, text_summary
 
     # The profile is read once, here (bad input before anything runs); the run gets the resolved options.
     opts = api.local_smoke_options(
@@ -146,7 +150,7 @@ def _fleet(args) -> int:
     if args.json:
         output.emit_json(result.to_dict())
         return result.rc
-    from hostkit.smoke.report import verdict
+    from hostkit.smoke.gate import verdict
 
     def measured(host: str, d: dict) -> list[list[str]]:
         return [
@@ -172,28 +176,31 @@ def _fleet(args) -> int:
 
 
 def _fleet_outputs(args, result) -> tuple[dict, list[str]]:
-    """--prom/--plot with -i: one file per measured host beside the fleet's (report.host_path)."""
-    from hostkit.smoke import report
+    """--prom/--plot with -i: one file per measured host beside the fleet's (output_files.host_path)."""
+    from hostkit.smoke.fleet import fleet_summary
+    from hostkit.smoke.output_files import host_path, write_atomic
+    from hostkit.smoke.plots import plot_fleet, plot_results
+    from hostkit.smoke.prometheus import prometheus, prometheus_fleet
 
     docs = {h: r.doc for h, r in result.hosts.items() if r.ok}
     failed = sorted(h for h, r in result.hosts.items() if not r.ok)
-    summary = report.fleet_summary(docs)
+    summary = fleet_summary(docs)
     written = []
     if args.prom:
         for h, d in docs.items():
-            report.write_atomic(report.host_path(args.prom, h), report.prometheus(d, h))
-        report.write_atomic(args.prom, report.prometheus_fleet(summary, failed))
+            write_atomic(host_path(args.prom, h), prometheus(d, h))
+        write_atomic(args.prom, prometheus_fleet(summary, failed))
         written.append(args.prom)
     if args.plot:
         targets = {d["slo"]["target_p999_ms"] for d in docs.values()}
         for h, d in docs.items():
-            report.plot_results(
+            plot_results(
                 [(h, d)],
-                report.host_path(args.plot, h),
+                host_path(args.plot, h),
                 d["slo"]["target_p999_ms"],
                 title=f"hostkit smoke: {h}, deschedule per inference",
             )
-        report.plot_fleet(docs, summary, args.plot, targets.pop() if len(targets) == 1 else None)
+        plot_fleet(docs, summary, args.plot, targets.pop() if len(targets) == 1 else None)
         written.append(args.plot)
     if written:
         output.note(
@@ -205,7 +212,8 @@ def _fleet_outputs(args, result) -> tuple[dict, list[str]]:
 
 def fleet_line(summary: dict, failed: list[str]) -> str:
     """The fleet's deschedule from the merged histograms, and the hosts per verdict."""
-    from hostkit.smoke.report import VERDICTS, fmt
+    from hostkit.smoke.gate import VERDICTS
+    from hostkit.smoke.text import fmt
 
     def ms(s):
         return fmt(None if s is None else s * 1000.0)

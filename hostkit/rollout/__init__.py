@@ -8,5 +8,5 @@ batch run in parallel (one Ansible run with ``limit``), batches strictly one aft
 * :mod:`hostkit.rollout.state`: the rollout's state file, rewritten atomically after every step;
 * :mod:`hostkit.rollout.driver`: the loop, ``--resume`` and ``--abort``;
 * :mod:`hostkit.rollout.report`: the fleet report (Markdown; PNG and Prometheus through
-  :mod:`hostkit.smoke.report`).
+  :mod:`hostkit.smoke.prometheus` and :mod:`hostkit.smoke.plots`).
 """

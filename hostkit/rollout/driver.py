@@ -50,7 +50,7 @@ from hostkit.errors import EXIT_FAILED, EXIT_OK, EXIT_REFUSED, BadInput, Hostkit
 from hostkit.rollout import hooks as rollout_hooks
 from hostkit.rollout import state as rollout_state
 from hostkit.rollout.batches import check_max_unavailable, next_wave, plan_batches
-from hostkit.smoke import report as smoke_report
+from hostkit.smoke import gate as smoke_gate
 
 OnStep = Callable[[str], None] | None
 
@@ -459,8 +459,8 @@ class Driver:
         verdicts = self.record_smoke(i, live, "after", res)
         for h in live:
             if h not in verdicts:  # the run ended before this host's smoke gate: a run that gave nothing
-                verdicts[h] = self.host(h)["after"] = smoke_report.gate_record(None, "no result from the smoke gate")
-            elif res.hosts[h].failed_gate != "smoke":  # the module's verdict (smoke.report.GATE_FAILS)
+                verdicts[h] = self.host(h)["after"] = smoke_gate.gate_record(None, "no result from the smoke gate")
+            elif res.hosts[h].failed_gate != "smoke":  # the module's verdict (smoke.gate.GATE_FAILS)
                 continue
             self.fail(h, "smoke", verdicts[h]["why"])
             failed.append(h)
@@ -588,7 +588,7 @@ class Driver:
             if r is None:
                 continue  # the host did not get that far (its apply's record says why)
             doc = r.get("smoke")
-            rec = smoke_report.gate_record(doc, None if doc else r.get("msg") or "no smoke result")
+            rec = smoke_gate.gate_record(doc, None if doc else r.get("msg") or "no smoke result")
             if doc:
                 (d / f"{phase}-{h}.json").write_text(json.dumps(doc))
             rec["run_id"] = res.run_id

@@ -1,7 +1,8 @@
 """The fleet report of a rollout, beside its state file: ``report.md`` (per host: batch, outcome,
 p999 before and after with their verdicts, the gate that failed and why; the fleet's percentiles
-from the merged histograms of the "after" runs), and through :mod:`hostkit.smoke.report` the
-fleet's Prometheus textfile ``fleet.prom`` and, when matplotlib is installed, ``fleet.png``."""
+from the merged histograms of the "after" runs), and through :mod:`hostkit.smoke.prometheus` and
+:mod:`hostkit.smoke.plots` the fleet's Prometheus textfile ``fleet.prom`` and, when matplotlib is
+installed, ``fleet.png``."""
 
 from __future__ import annotations
 
@@ -26,7 +27,10 @@ def smoke_docs(rollout_id: str, phase: str) -> dict[str, dict]:
 def fleet_files(state: dict) -> tuple[dict, list[str], list[str]]:
     """The fleet summary of the hosts' "after" runs (hosts rolled back excluded: their "after" is
     not the fleet's state), the hosts without one, and the files written."""
-    from hostkit.smoke import report
+    from hostkit.smoke import plots
+    from hostkit.smoke.fleet import fleet_summary
+    from hostkit.smoke.output_files import write_atomic
+    from hostkit.smoke.prometheus import prometheus_fleet
 
     d = rollout_state.run_dir(state["rollout_id"])
     docs = {
@@ -35,18 +39,18 @@ def fleet_files(state: dict) -> tuple[dict, list[str], list[str]]:
         if state["hosts"].get(h, {}).get("status") == "done"
     }
     missing = sorted(h for h in state["hosts"] if h not in docs)
-    summary = report.fleet_summary(docs)
+    summary = fleet_summary(docs)
     written = []
-    report.write_atomic(str(d / "fleet.prom"), report.prometheus_fleet(summary, missing))
+    write_atomic(str(d / "fleet.prom"), prometheus_fleet(summary, missing))
     written.append("fleet.prom")
     if docs:
         try:
-            report.require_matplotlib("fleet.png")
+            plots.require_matplotlib("fleet.png")
         except BadInput:  # no matplotlib: the Markdown says so
             pass
         else:
             targets = {doc["slo"]["target_p999_ms"] for doc in docs.values()}
-            report.plot_fleet(docs, summary, str(d / "fleet.png"), targets.pop() if len(targets) == 1 else None)
+            plots.plot_fleet(docs, summary, str(d / "fleet.png"), targets.pop() if len(targets) == 1 else None)
             written.append("fleet.png")
     return summary, missing, written
 
@@ -141,7 +145,7 @@ def markdown(state: dict, summary: dict | None = None, written: list[str] | None
 def write_report(state: dict) -> Path:
     summary, _, written = fleet_files(state)
     path = rollout_state.run_dir(state["rollout_id"]) / "report.md"
-    from hostkit.smoke.report import write_atomic
+    from hostkit.smoke.output_files import write_atomic
 
     write_atomic(str(path), markdown(state, summary, written).encode())
     return path

@@ -10,8 +10,8 @@ from __future__ import annotations
 from hostkit.core.sysroot import excerpt
 from hostkit.errors import BadInput
 from hostkit.jsonfile import read_json
-from hostkit.smoke.report import fifo_state
-from hostkit.smoke.report import verdict as slo_word
+from hostkit.smoke.gate import verdict as slo_word
+from hostkit.smoke.text import fifo_state
 
 ROWS = [
     ("deschedule p50 (ms)", lambda r: r["deschedule_ms"]["p50"]),
@@ -162,7 +162,7 @@ def markdown(pairs: list[tuple[str, dict, dict]], before_name: str, after_name: 
 def plot(pairs: list[tuple[str, dict, dict]], path: str):
     """Per host one panel: before and after on one percentile axis (50% .. 99.99%, log latency),
     each one's p99, p99.9 and max labelled, the after side's target drawn. Returns the Figure."""
-    from hostkit.smoke.report import curve_from_result, percentile_figure, save_figure
+    from hostkit.smoke.plots import curve_from_result, percentile_figure, save_figure
 
     panels = []
     for host, b, a in pairs:

@@ -24,7 +24,8 @@ from hostkit.errors import BadInput
 from hostkit.rollout import driver
 from hostkit.rollout import state as rollout_state
 from hostkit.smoke import metrics
-from hostkit.smoke.report import HISTOGRAMS, gate_record
+from hostkit.smoke.fleet import HISTOGRAMS
+from hostkit.smoke.gate import gate_record
 
 HOSTS = ["n1", "n2", "n3", "n4", "n5", "n6"]
 BATCHES = [["n1"], ["n2", "n3", "n4"], ["n5", "n6"]]

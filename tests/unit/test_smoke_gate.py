@@ -10,8 +10,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from hostkit.smoke.gate import verdict
 from hostkit.smoke.metrics import CREDIBLE_P999, judge_slo
-from hostkit.smoke.report import verdict
 
 
 def test_credible_and_within_target_passes():

@@ -17,7 +17,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from hostkit.smoke import migration, report
+from hostkit.smoke import migration, output_files, plots, prometheus
+from hostkit.smoke.fleet import fleet_summary
 from hostkit.smoke.metrics import (
     BUCKETS_S,
     histogram,
@@ -123,7 +124,7 @@ def test_host_textfile_is_promtool_clean_in_seconds_with_the_slo():
     d = doc_from(
         [rng.expovariate(20) for _ in range(12_000)], [rng.expovariate(2) for _ in range(12_000)], target_ms=0.25
     )  # p999 of a 0.05 ms mean exponential: ~0.35 ms, MISSED
-    text = report.prometheus(d, "web-1", now=1.7e9)
+    text = prometheus.prometheus(d, "web-1", now=1.7e9)
     promtool_check(text)
     fams = families(text)
     assert fams["hostkit_smoke_deschedule_seconds"].type == "histogram"
@@ -147,8 +148,8 @@ def test_fleet_textfile_sums_two_hosts_buckets():
         "a": doc_from([rng.expovariate(50) for _ in range(11_000)], [rng.expovariate(5) for _ in range(11_000)]),
         "b": doc_from([rng.expovariate(2) for _ in range(4_000)], [rng.expovariate(1) for _ in range(4_000)]),
     }
-    fleet = report.fleet_summary(docs)
-    text = report.prometheus_fleet(fleet, failed=["c"], now=1.7e9)
+    fleet = fleet_summary(docs)
+    text = prometheus.prometheus_fleet(fleet, failed=["c"], now=1.7e9)
     promtool_check(text)
     fams = families(text)
     for key in ("deschedule", "rpc"):
@@ -162,26 +163,26 @@ def test_fleet_textfile_sums_two_hosts_buckets():
     assert hosts == {"measured": 2.0, "failed": 1.0}
     verdicts = {s.labels["verdict"]: s.value for s in fams["hostkit_smoke_fleet_slo_hosts"].samples}
     assert verdicts == {"PASSED": 1.0, "MISSED": 1.0, "INCONCLUSIVE": 0.0}  # b: 4,000 samples, many over 1 ms
-    assert report.host_path("/x/hk.prom", "web 1/b") == "/x/hk-web_1_b.prom"
+    assert output_files.host_path("/x/hk.prom", "web 1/b") == "/x/hk-web_1_b.prom"
 
 
 def test_fleet_without_a_measured_host_still_writes_a_clean_file_and_plot(tmp_path):
-    fleet = report.fleet_summary({})
-    text = report.prometheus_fleet(fleet, failed=["a", "b"], now=1.7e9)
+    fleet = fleet_summary({})
+    text = prometheus.prometheus_fleet(fleet, failed=["a", "b"], now=1.7e9)
     promtool_check(text)
     assert {s.labels["state"]: s.value for s in families(text)["hostkit_smoke_fleet_hosts"].samples} == {
         "measured": 0.0,
         "failed": 2.0,
     }
     assert "hostkit_smoke_fleet_deschedule_seconds" not in families(text)
-    report.plot_fleet({}, fleet, str(tmp_path / "f.png"))
+    plots.plot_fleet({}, fleet, str(tmp_path / "f.png"))
     assert png_size(tmp_path / "f.png") == ("PNG", (990, 605))
 
 
 def test_textfile_replaces_the_old_one_by_rename_never_half_written(tmp_path):
     target = tmp_path / "hostkit.prom"
     small, big = b"# small\n" * 10, b"x" * (4 << 20)  # a 4 MiB file takes many write(2)s
-    report.write_atomic(str(target), small)
+    output_files.write_atomic(str(target), small)
     seen, stop = set(), threading.Event()
 
     def reader():
@@ -194,7 +195,7 @@ def test_textfile_replaces_the_old_one_by_rename_never_half_written(tmp_path):
     inodes = {target.stat().st_ino}
     try:
         for k in range(30):
-            report.write_atomic(str(target), big if k % 2 == 0 else small)
+            output_files.write_atomic(str(target), big if k % 2 == 0 else small)
             inodes.add(target.stat().st_ino)
     finally:
         stop.set()
@@ -207,9 +208,9 @@ def test_textfile_replaces_the_old_one_by_rename_never_half_written(tmp_path):
 
 def test_a_failed_write_leaves_the_old_file_and_no_temporary(tmp_path):
     target = tmp_path / "hostkit.prom"
-    report.write_atomic(str(target), b"old\n")
+    output_files.write_atomic(str(target), b"old\n")
     with pytest.raises(TypeError):  # fails after the temporary file was made: text into a binary file
-        report.write_atomic(str(target), "new\n")
+        output_files.write_atomic(str(target), "new\n")
     assert target.read_bytes() == b"old\n"
     assert sorted(p.name for p in tmp_path.iterdir()) == ["hostkit.prom"]
 
@@ -308,7 +309,7 @@ def test_real_smoke_plot_is_a_whole_png_of_the_figure_size(real_run):
 def test_plot_labels_p99_p999_and_max_without_overlap(real_run, tmp_path):
     doc, _ = real_run
     assert doc["samples"] == 20000  # p99, p99.9 and max are three different samples
-    fig = report.plot_results([("real run", doc)], str(tmp_path / "one.png"), 1000)
+    fig = plots.plot_results([("real run", doc)], str(tmp_path / "one.png"), 1000)
     assert png_size(tmp_path / "one.png") == ("PNG", (990, 605))
     assert_no_overlap(fig, {"p99": 1, "p99.9": 1, "max": 1})
     labels = [t for v in label_boxes(fig).values() for t, _ in v]
@@ -322,7 +323,7 @@ def test_plot_labels_p99_p999_and_max_without_overlap(real_run, tmp_path):
 def test_plot_of_all_samples_spreads_a_crowded_tail(tmp_path):
     rng = random.Random(5)
     values = [rng.lognormvariate(-3, 0.2) for _ in range(1500)]  # p99.9 and max two samples apart
-    fig = report.plot([("a", {}, values), ("b", {}, values[:900])], str(tmp_path / "p.png"), target_ms=0.06)
+    fig = plots.plot([("a", {}, values), ("b", {}, values[:900])], str(tmp_path / "p.png"), target_ms=0.06)
     assert png_size(tmp_path / "p.png") == ("PNG", (990, 605))
     # b's 900 samples: its nearest-rank p99.9 is its largest sample, one label for both
     assert_no_overlap(fig, {"p99": 2, "p99.9": 1, "max": 1, "p99.9 = max": 1})

@@ -63,7 +63,7 @@ def test_only_missed_or_failed_smoke_reverts(monkeypatch):
     assert out["miss"].rollback == "run run-1 rolled back"
     assert out["few"].verdict.startswith("INCONCLUSIVE") and out["few"].rollback is None
     assert out["pass"].passed and out["pass"].rollback is None
-    # the verdicts in the gate's words (smoke.report.gate_record), as hostkit rollout reports them
+    # the verdicts in the gate's words (smoke.gate.gate_record), as hostkit rollout reports them
     assert out["miss"].verdict == "MISSED: p999 0.5 ms vs target 1.0 ms (20000 samples)" and not out["miss"].passed
     assert out["down"].verdict == "smoke run failed: unreachable: gone" and not out["down"].passed
 

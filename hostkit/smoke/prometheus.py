@@ -1,0 +1,177 @@
+"""Smoke results in Prometheus' text exposition format, for node_exporter's textfile collector:
+one host's run (``hostkit smoke --prom``) and a fleet's (``hostkit smoke -i --prom``, the rollout)."""
+
+from __future__ import annotations
+
+import math
+import time
+
+from hostkit.smoke.fleet import HISTOGRAMS
+from hostkit.smoke.gate import VERDICTS, verdict
+
+
+def _seconds(ms):
+    return None if ms is None else ms / 1000.0
+
+
+def _histogram_family(name: str, doc: str, labelnames: list[str], series: list[tuple[list[str], dict]]):
+    from prometheus_client.core import HistogramMetricFamily
+    from prometheus_client.utils import floatToGoString
+
+    fam = HistogramMetricFamily(name, doc, labels=labelnames)
+    for labels, h in series:
+        cumulative, buckets = 0, []
+        for le, c in zip(list(h["le_s"]) + [math.inf], h["counts"]):
+            cumulative += c
+            buckets.append((floatToGoString(le), cumulative))
+        fam.add_metric(labels, buckets, sum_value=h["sum_s"])
+    return fam
+
+
+def _gauge(name: str, doc: str, labelnames: list[str], series: list[tuple[list[str], float | None]]):
+    from prometheus_client.core import GaugeMetricFamily
+
+    fam = GaugeMetricFamily(name, doc, labels=labelnames)
+    for labels, value in series:
+        if value is not None:
+            fam.add_metric(labels, value)
+    return fam
+
+
+def _exposition(families: list) -> bytes:
+    """The text exposition format node_exporter's textfile collector reads."""
+    from prometheus_client import CollectorRegistry, generate_latest
+
+    class _Families:
+        def collect(self):
+            return iter(families)
+
+    registry = CollectorRegistry(auto_describe=True)
+    registry.register(_Families())
+    return generate_latest(registry)
+
+
+def host_families(r: dict, host: str, now: float | None = None) -> list:
+    """One host's smoke run as metric families, every series labelled ``host``."""
+    lab = [host]
+    fams = [
+        _histogram_family(
+            f"hostkit_smoke_{key}_seconds",
+            f"{doc}, seconds (the last smoke run).",
+            ["host"],
+            [(lab, r["histograms"][key])],
+        )
+        for key, doc in HISTOGRAMS.items()
+    ]
+    slo = r["slo"]
+    word = verdict(slo)
+    fams += [
+        _gauge(
+            "hostkit_smoke_deschedule_max_seconds",
+            "Largest deschedule of the last smoke run, seconds.",
+            ["host"],
+            [(lab, _seconds(r["deschedule_ms"]["max"]))],
+        ),
+        _gauge(
+            "hostkit_smoke_rpc_max_seconds",
+            "Largest request round trip of the last smoke run, seconds.",
+            ["host"],
+            [(lab, _seconds(r["rpc_ms"]["max"]))],
+        ),
+        _gauge(
+            "hostkit_smoke_slo_target_p999_seconds",
+            "The SLO: p99.9 deschedule target, seconds.",
+            ["host"],
+            [(lab, _seconds(slo["target_p999_ms"]))],
+        ),
+        _gauge(
+            "hostkit_smoke_slo_p999_seconds",
+            "p99.9 deschedule the SLO was judged on (nearest rank over every sample), seconds.",
+            ["host"],
+            [(lab, _seconds(slo["p999_ms"]))],
+        ),
+        _gauge(
+            "hostkit_smoke_slo_verdict",
+            "SLO verdict of the last smoke run: 1 for the verdict it had, 0 for the others.",
+            ["host", "verdict"],
+            [([host, v], float(v == word)) for v in VERDICTS],
+        ),
+        _gauge(
+            "hostkit_smoke_sched_fifo",
+            "1 when the smoke worker ran SCHED_FIFO.",
+            ["host"],
+            [(lab, float(bool(r["sched_fifo"]["used"])))],
+        ),
+        _gauge(
+            "hostkit_smoke_timestamp_seconds",
+            "Unix time the smoke result was written, seconds.",
+            ["host"],
+            [(lab, time.time() if now is None else now)],
+        ),
+    ]
+    return fams
+
+
+def prometheus(r: dict, host: str = "localhost", now: float | None = None) -> bytes:
+    """One host's textfile (``hostkit smoke --prom``)."""
+    return _exposition(host_families(r, host, now))
+
+
+def fleet_families(summary: dict, failed: list[str], now: float | None = None) -> list:
+    """The fleet file: merged histograms (``hostkit_smoke_fleet_*``, no host label, so they never
+    add up again with the hosts' series), the p99.9 bound, the largest deschedule, hosts per state."""
+    fams = [
+        _histogram_family(
+            f"hostkit_smoke_fleet_{key}_seconds",
+            f"{doc}, seconds: every measured host's last smoke run, buckets added.",
+            [],
+            [([], summary["histograms"][key])],
+        )
+        for key, doc in HISTOGRAMS.items()
+        if key in summary["histograms"]
+    ]
+    bounds = summary["at_most_s"].get("deschedule", {})
+    fams += [
+        _gauge(
+            "hostkit_smoke_fleet_deschedule_p99_seconds",
+            "Fleet p99 deschedule is at most this: upper bound of its bucket in the merged histogram, seconds.",
+            [],
+            [([], bounds.get("p99"))],
+        ),
+        _gauge(
+            "hostkit_smoke_fleet_deschedule_p999_seconds",
+            "Fleet p99.9 deschedule is at most this: upper bound of its bucket in the merged histogram, seconds.",
+            [],
+            [([], bounds.get("p999"))],
+        ),
+        _gauge(
+            "hostkit_smoke_fleet_deschedule_max_seconds",
+            "Largest deschedule on any host, seconds.",
+            [],
+            [([], summary["max_s"].get("deschedule"))],
+        ),
+        _gauge(
+            "hostkit_smoke_fleet_hosts",
+            "Hosts of the fleet run: measured, or failed (no result).",
+            ["state"],
+            [(["measured"], float(len(summary["hosts"]))), (["failed"], float(len(failed)))],
+        ),
+        _gauge(
+            "hostkit_smoke_fleet_slo_hosts",
+            "Measured hosts per SLO verdict.",
+            ["verdict"],
+            [([v], float(summary["verdicts"].get(v, 0))) for v in VERDICTS],
+        ),
+        _gauge(
+            "hostkit_smoke_fleet_timestamp_seconds",
+            "Unix time the fleet result was written, seconds.",
+            [],
+            [([], time.time() if now is None else now)],
+        ),
+    ]
+    return fams
+
+
+def prometheus_fleet(summary: dict, failed: list[str], now: float | None = None) -> bytes:
+    """The fleet's textfile (``hostkit smoke -i --prom``)."""
+    return _exposition(fleet_families(summary, failed, now))
