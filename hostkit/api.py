@@ -873,3 +873,213 @@ def install_collection(req: CollectionInstallRequest) -> CollectionInstallResult
     from hostkit.ansible.collection import install
 
     return CollectionInstallResult(install(req.path))
+
+
+# ----------------------------------------------------------------------------- the lab and its fixtures
+# (`hostkit lab` and `hostkit fixtures`: sshd hosts and QEMU guests on loopback, and the sysroot
+# fixtures that stand in for other machines; hostkit.lab does the work)
+
+
+@dataclass(frozen=True, kw_only=True)
+class LabRequest:
+    dir: str | None = None  # the lab's directory: its state, keys, inventory.yml, ssh_config (None: .hostkit/lab)
+
+
+@dataclass(frozen=True, kw_only=True)
+class LabUpRequest(LabRequest):
+    hosts: int | None = None  # N fixture hosts, round-robin (None: one per fixture, unless hosts or guests are named)
+    host_specs: tuple[tuple[str, str], ...] = ()  # (name, fixture or sysroot directory)
+    vm_specs: tuple[tuple[str, str], ...] = ()  # (name, VM spec or preset): QEMU guests
+    port: int | None = None  # sshd's port on every loopback address (None: the lab's, 2222)
+    boot_timeout: float | None = None  # seconds per guest boot (None: the lab's default)
+    resume: bool = True  # a preset's guest resumes from its saved state; False: every guest boots
+
+
+@dataclass
+class LabUpResult(Result):
+    dir: str
+    inventory: str
+    ssh_config: str
+    hosts: list[dict]  # per host: name, address, port, sysroot, source, pid, kind, vm, started
+
+    @property
+    def rc(self) -> int:
+        return EXIT_OK
+
+    def to_dict(self) -> dict:
+        return {"dir": self.dir, "inventory": self.inventory, "hosts": self.hosts}
+
+
+@dataclass
+class LabDownResult(Result):
+    stopped: list[str]  # the hosts whose sshd or QEMU was running and is stopped
+
+    @property
+    def rc(self) -> int:
+        return EXIT_OK
+
+    def to_dict(self) -> dict:
+        return {"stopped": self.stopped}
+
+
+@dataclass
+class LabStatusResult(Result):
+    dir: str
+    hosts: list[dict]  # per host: what lab up recorded, and "running", "answering"
+
+    @property
+    def down(self) -> list[str]:
+        return [h["name"] for h in self.hosts if not h["answering"]]
+
+    @property
+    def rc(self) -> int:
+        return EXIT_FAILED if self.down else EXIT_OK
+
+    def to_dict(self) -> dict:
+        return {"dir": self.dir, "hosts": self.hosts}
+
+
+def _lab(req: LabRequest):
+    from hostkit.lab.lab import Lab
+
+    return Lab() if req.dir is None else Lab(req.dir)
+
+
+def lab_vm_presets() -> dict[str, str]:
+    """The lab's guest topologies by name (``--vm g1=numa2``) and the spec each stands for."""
+    from hostkit.lab.vm import PRESETS
+
+    return dict(PRESETS)
+
+
+def lab_vm_setups() -> dict[str, str]:
+    """The named setups a guest can be booted into (``setup=NAME``) and what each does."""
+    from hostkit.lab.vm_setup import SETUPS
+
+    return {name: s.about for name, s in SETUPS.items()}
+
+
+def lab_up(
+    req: LabUpRequest, say: Callable[[str], None] | None = None, progress: Callable[[dict], None] | None = None
+) -> LabUpResult:
+    """Start the lab (:meth:`hostkit.lab.lab.Lab.up`). ``say(line)``: what the guests' start is
+    doing; ``progress(host)``: each host as it answers (the host's entry of the result)."""
+    from dataclasses import asdict
+
+    lab = _lab(req)
+    hosts = lab.up(
+        n_hosts=req.hosts,
+        host_specs=list(req.host_specs),
+        **({} if req.port is None else {"port": req.port}),
+        vm_specs=list(req.vm_specs),
+        boot_timeout=req.boot_timeout,
+        resume=req.resume,
+        say=say,
+        progress=None if progress is None else (lambda h: progress(asdict(h))),
+    )
+    return LabUpResult(str(lab.dir), str(lab.inventory), str(lab.ssh_config), [asdict(h) for h in hosts])
+
+
+def lab_down(req: LabRequest) -> LabDownResult:
+    """Stop exactly the processes the lab started and remove its directory."""
+    return LabDownResult(_lab(req).down())
+
+
+def lab_status(req: LabRequest) -> LabStatusResult:
+    """The lab's hosts, each with whether its process runs and its sshd answers (rc 1 when one does not)."""
+    lab = _lab(req)
+    return LabStatusResult(str(lab.dir), lab.status())
+
+
+@dataclass
+class FixtureListResult(Result):
+    fixtures: list[dict]  # {"name", "description"}: generated fixtures, then captures, each by name
+
+    @property
+    def rc(self) -> int:
+        return EXIT_OK
+
+    def to_dict(self) -> dict:
+        return {"fixtures": self.fixtures}
+
+
+def fixture_list() -> FixtureListResult:
+    """The sysroot fixtures this hostkit carries: generated ones, then captures of real machines."""
+    from hostkit.lab import fixtures
+
+    return FixtureListResult([{"name": n, "description": fixtures.describe(n)} for n in fixtures.fixture_names()])
+
+
+@dataclass(frozen=True, kw_only=True)
+class FixtureMakeRequest:
+    name: str  # a fixture (fixture_list())
+    dest: str  # a directory to create, or an empty one
+
+
+@dataclass
+class FixtureMakeResult(Result):
+    name: str
+    dest: str
+
+    @property
+    def rc(self) -> int:
+        return EXIT_OK
+
+    def to_dict(self) -> dict:
+        return {"name": self.name, "dest": self.dest}
+
+
+def fixture_make(req: FixtureMakeRequest) -> FixtureMakeResult:
+    """Write fixture ``name``'s sysroot tree to ``dest``; bad input (nothing written) when ``dest``
+    is a file, a directory that is not empty, or has no parent directory, or the name is unknown."""
+    from pathlib import Path
+
+    from hostkit.lab import fixtures
+
+    dest = Path(req.dest)
+    if dest.exists() and not dest.is_dir():
+        raise BadInput(f"{dest} exists and is not a directory")
+    if dest.is_dir() and any(dest.iterdir()):
+        raise BadInput(f"{dest} exists and is not empty")
+    if not dest.parent.is_dir():
+        raise BadInput(f"{dest.parent} is not a directory: nowhere to write {dest.name}")
+    fixtures.materialize(req.name, dest)
+    return FixtureMakeResult(req.name, str(dest))
+
+
+@dataclass(frozen=True, kw_only=True)
+class FixtureCaptureRequest:
+    out: str  # the JSON file to write
+    sysroot: str = "/"  # the root whose files hostkit reads are captured
+
+
+@dataclass
+class FixtureCaptureResult(Result):
+    out: str
+    sysroot: str
+    files: int  # files captured
+
+    @property
+    def rc(self) -> int:
+        return EXIT_OK
+
+    def to_dict(self) -> dict:
+        return {"out": self.out, "sysroot": self.sysroot, "files": self.files}
+
+
+def fixture_capture(req: FixtureCaptureRequest) -> FixtureCaptureResult:
+    """Capture the files hostkit reads from ``sysroot`` into a fixture JSON (``hostkit.lab``'s
+    captures are such files); bad input when ``out`` is a directory or has no parent directory."""
+    import json
+    from pathlib import Path
+
+    from hostkit.facts.capture import capture
+
+    out = Path(req.out)
+    if out.is_dir():
+        raise BadInput(f"{out} is a directory: name the JSON file to write")
+    if not out.parent.is_dir():
+        raise BadInput(f"{out.parent} is not a directory: nowhere to write {out.name}")
+    doc = capture(req.sysroot)
+    out.write_text(json.dumps(doc, indent=0, sort_keys=True) + "\n")
+    return FixtureCaptureResult(str(out), req.sysroot, len(doc["files"]))

@@ -3,12 +3,10 @@
 from __future__ import annotations
 
 import argparse
-import json
-from pathlib import Path
 
+from hostkit import api
 from hostkit.cli import output
 from hostkit.cli.args import Parser
-from hostkit.errors import EXIT_OK, BadInput
 
 
 def add_parser(sub) -> argparse.ArgumentParser:
@@ -26,35 +24,18 @@ def add_parser(sub) -> argparse.ArgumentParser:
 
 
 def run(args) -> int:
-    from hostkit.lab import fixtures
-
     if args.fx_cmd == "list":
-        names = fixtures.fixture_names()
+        listed = api.fixture_list()
         if args.json:
-            output.emit_json([{"name": n, "description": fixtures.describe(n)} for n in names])
+            output.emit_json(listed.to_dict())
         else:
-            for n in names:
-                print(f"{n:<22} {fixtures.describe(n)}")
-        return EXIT_OK
+            for f in listed.fixtures:
+                print(f"{f['name']:<22} {f['description']}")
+        return listed.rc
     if args.fx_cmd == "make":
-        dest = Path(args.dest)
-        if dest.exists() and not dest.is_dir():
-            raise BadInput(f"{dest} exists and is not a directory")
-        if dest.is_dir() and any(dest.iterdir()):
-            raise BadInput(f"{dest} exists and is not empty")
-        if not dest.parent.is_dir():
-            raise BadInput(f"{dest.parent} is not a directory: nowhere to write {dest.name}")
-        fixtures.materialize(args.name, dest)
-        print(dest)
-        return EXIT_OK
-    from hostkit.facts.capture import capture  # capture
-
-    out = Path(args.out)
-    if out.is_dir():
-        raise BadInput(f"{out} is a directory: name the JSON file to write")
-    if not out.parent.is_dir():
-        raise BadInput(f"{out.parent} is not a directory: nowhere to write {out.name}")
-    doc = capture(args.sysroot)
-    out.write_text(json.dumps(doc, indent=0, sort_keys=True) + "\n")
-    print(f"captured {len(doc['files'])} files from {args.sysroot} into {args.out}")
-    return EXIT_OK
+        made = api.fixture_make(api.FixtureMakeRequest(name=args.name, dest=args.dest))
+        print(made.dest)
+        return made.rc
+    captured = api.fixture_capture(api.FixtureCaptureRequest(out=args.out, sysroot=args.sysroot))
+    print(f"captured {captured.files} files from {captured.sysroot} into {captured.out}")
+    return captured.rc

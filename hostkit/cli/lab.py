@@ -4,21 +4,10 @@ from __future__ import annotations
 
 import argparse
 
+from hostkit import api
 from hostkit.cli import output
 from hostkit.cli.args import Parser
-from hostkit.errors import EXIT_FAILED, EXIT_OK, BadInput
-
-
-def _presets() -> dict[str, str]:
-    from hostkit.lab.vm import PRESETS
-
-    return PRESETS
-
-
-def _setups() -> dict[str, str]:
-    from hostkit.lab.vm_setup import SETUPS
-
-    return {name: s.about for name, s in SETUPS.items()}
+from hostkit.errors import BadInput
 
 
 def add_parser(sub) -> argparse.ArgumentParser:
@@ -38,9 +27,9 @@ def add_parser(sub) -> argparse.ArgumentParser:
         formatter_class=argparse.RawDescriptionHelpFormatter,
         epilog="VM specs (--vm NAME=SPEC): sockets=S,cores=C,threads=T,nodes=N"
         "[,mem=MiB][,vendor=vmware|kvm][,disk_queues=Q][,setup=NAME], or a preset:\n"
-        + "\n".join(f"  {k:12s} {v}" for k, v in _presets().items())
+        + "\n".join(f"  {k:12s} {v}" for k, v in api.lab_vm_presets().items())
         + "\n\nsetups (run, and booted into, before the guest is used; held by the saved state):\n"
-        + "\n".join(f"  {k}: {v}" for k, v in _setups().items())
+        + "\n".join(f"  {k}: {v}" for k, v in api.lab_vm_setups().items())
         + "\n\nexamples:\n"
         "  hostkit lab up --hosts 3                       three sshd sysroot hosts\n"
         "  hostkit lab up --vm g1=numa2                   one real-kernel guest (resumed in seconds from\n"
@@ -102,46 +91,43 @@ def _pairs(items: list[str] | None, flag: str, form: str) -> list[tuple[str, str
 
 
 def run(args) -> int:
-    from hostkit.lab.lab import Lab
-
-    lab = Lab(args.dir)
     if args.lab_cmd == "up":
-        specs = _pairs(args.host, "--host", "NAME=SYSROOT_DIR (or NAME=FIXTURE)")
-        vms = _pairs(args.vm, "--vm", "NAME=SPEC (or NAME=PRESET)")
-        err = output.console(stderr=True)
-        hosts = lab.up(
-            n_hosts=args.hosts,
-            host_specs=specs,
+        req = api.LabUpRequest(
+            dir=args.dir,
+            hosts=args.hosts,
+            host_specs=tuple(_pairs(args.host, "--host", "NAME=SYSROOT_DIR (or NAME=FIXTURE)")),
+            vm_specs=tuple(_pairs(args.vm, "--vm", "NAME=SPEC (or NAME=PRESET)")),
             port=args.port,
-            vm_specs=vms,
             boot_timeout=args.boot_timeout,
             resume=not args.boot,
-            say=lambda msg: err.print(msg, markup=False),
+        )
+        up = api.lab_up(
+            req,
+            say=output.note,
             progress=None
             if args.json
-            else (lambda h: err.print(f"started {h.name} on {h.address}:{h.port} ({h.source})", markup=False)),
+            else (lambda h: output.note(f"started {h['name']} on {h['address']}:{h['port']} ({h['source']})")),
         )
         if args.json:
-            output.emit_json(
-                {"dir": str(lab.dir), "inventory": str(lab.inventory), "hosts": [h.__dict__ for h in hosts]}
-            )
+            output.emit_json(up.to_dict())
         else:
-            print(f"lab up: {len(hosts)} host(s); inventory {lab.inventory}")
-            print(f"  ssh -F {lab.ssh_config} {hosts[0].name}")
-            print(f"  hostkit facts -i {lab.inventory}")
-        return EXIT_OK
+            print(f"lab up: {len(up.hosts)} host(s); inventory {up.inventory}")
+            print(f"  ssh -F {up.ssh_config} {up.hosts[0]['name']}")
+            print(f"  hostkit facts -i {up.inventory}")
+        return up.rc
     if args.lab_cmd == "down":
-        stopped = lab.down()
+        down = api.lab_down(api.LabRequest(dir=args.dir))
         if args.json:
-            output.emit_json({"stopped": stopped})
+            output.emit_json(down.to_dict())
         else:
+            stopped = down.stopped
             print(f"lab down: stopped {len(stopped)} host(s)" + (f": {', '.join(stopped)}" if stopped else ""))
-        return EXIT_OK
-    status = lab.status()  # status
+        return down.rc
+    status = api.lab_status(api.LabRequest(dir=args.dir))
     if args.json:
-        output.emit_json({"dir": str(lab.dir), "hosts": status})
-    elif not status:
-        print(f"no lab in {lab.dir}")
+        output.emit_json(status.to_dict())
+    elif not status.hosts:
+        print(f"no lab in {status.dir}")
     else:
         rows = [
             [
@@ -153,8 +139,7 @@ def run(args) -> int:
                 h["source"],
                 h["sysroot"] or "/ (own kernel)",
             ]
-            for h in status
+            for h in status.hosts
         ]
         output.print_table(["host", "kind", "address", "pid", "state", "fixture / VM spec", "sysroot"], rows)
-    down = [h for h in status if not h["answering"]]
-    return EXIT_FAILED if down else EXIT_OK
+    return status.rc
