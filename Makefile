@@ -45,6 +45,12 @@ demo: setup
 test: setup
 	$(PY) scripts/run_tests.py $(PYTEST_ARGS)
 
+# Every file generated from the code, regenerated (scripts/generated.py lists the generators: role
+# variables, role READMEs, docs/contracts.md); `$(PY) scripts/generated.py --check` only checks.
+.PHONY: generate
+generate: venv
+	$(PY) scripts/generated.py
+
 # ruff (lint and format) over the tree and mypy over core/, plan/ and api.py ([tool.ruff], [tool.mypy]).
 lint: setup
 	$(VENV)/bin/ruff check .

@@ -1,9 +1,27 @@
-"""Files generated from the code (role READMEs, role variables): write them, or check they are fresh."""
+#!/usr/bin/env python3
+"""Files generated from the code, and the one way to regenerate them all (``make generate``).
+
+    .venv/bin/python scripts/generated.py          # run every generator: rewrite what is stale
+    .venv/bin/python scripts/generated.py --check  # write nothing; exit 1 naming what is stale
+
+Each generator is a script of its own with the same two modes; :data:`GENERATORS` lists them, in
+the order they run. A generator of role files writes through :func:`sync`.
+"""
 
 from __future__ import annotations
 
+import subprocess
 import sys
 from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+
+# script -> what it writes (from what), in the order they run
+GENERATORS = {
+    "role_tunables.py": "roles/<role>/vars/main.yml: each role's sysctls (hostkit/tunables.py)",
+    "role_readmes.py": "roles/<role>/README.md (meta/argument_specs.yml, defaults/main.yml, hostkit/tunables.py)",
+    "contracts.py": "docs/contracts.md: exit codes, the facts and plan documents, JSON envelopes, every --help",
+}
 
 
 def sync(files: dict[Path, str], what: str, script: str) -> int:
@@ -18,3 +36,20 @@ def sync(files: dict[Path, str], what: str, script: str) -> int:
         print(f"stale {what} (run {script}):", *map(str, stale), sep="\n  ")
         return 1
     return 0
+
+
+def main(argv: list[str]) -> int:
+    """Every generator in turn, with ``argv`` (``--check`` or nothing); 1 when one failed or, with
+    ``--check``, found a stale file."""
+    failed = []
+    for script in GENERATORS:
+        if subprocess.run([sys.executable, str(HERE / script), *argv], stdin=subprocess.DEVNULL).returncode:
+            failed.append(script)
+    if failed:
+        print(("stale: " if "--check" in argv else "failed: ") + ", ".join(failed), file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main(sys.argv[1:]))
