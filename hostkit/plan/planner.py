@@ -32,6 +32,15 @@ ISOLATION_ARGS = ("isolcpus", "nohz_full", "rcu_nocbs", "irqaffinity")
 # CPUs an earlier plan called housekeeping.
 SYSTEMD_AFFINITY_ARG = "systemd.cpu_affinity"
 
+# The shipped profile the guards advise for a guest that stays virtual: its hypervisor's own, else the
+# hypervisor-neutral one (hostkit/profiles/; tests/unit/test_plan.py loads every profile a message names).
+GUEST_PROFILE = "virtual-guest"
+GUEST_PROFILES = {"vmware": "vmware-guest"}
+
+
+def guest_profile(hypervisor: str | None) -> str:
+    return GUEST_PROFILES.get(hypervisor or "", GUEST_PROFILE)
+
 
 def make_plan(
     facts: dict, profile: dict, pinned: dict | None = None, *, force: bool = False, host: str | None = None
@@ -176,16 +185,15 @@ def _guards(isolation: bool, virt: dict, profile: dict, force: bool, notes: Note
     """Why: isolation on a guest cannot stop hypervisor stalls, and a deceptive topology makes it a lie."""
     if not isolation or force:
         return
+    advice = f"(use the {guest_profile(virt['hypervisor'])} profile, or --force)"
     if virt["deceptive_topology"]:
         notes.refused.append(
-            "isolation asked on a host with deceptive topology: "
-            + "; ".join(virt["reasons"])
-            + " (use a virtual-guest profile, or --force)"
+            "isolation asked on a host with deceptive topology: " + "; ".join(virt["reasons"]) + f" {advice}"
         )
     elif virt["virtual"] and not profile["allow_virtual"]:
         notes.refused.append(
             f"isolation asked on a virtual machine ({virt['hypervisor']}): vCPUs are not physical "
-            "cores, isolation cannot stop hypervisor stalls (use vmware-guest, or --force)"
+            f"cores, isolation cannot stop hypervisor stalls {advice}"
         )
 
 
