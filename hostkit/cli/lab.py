@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 
 from hostkit.cli import output
-from hostkit.cli.args import Parser
+from hostkit.cli.args import Parser, json_arg
 from hostkit.errors import EXIT_FAILED, EXIT_OK, BadInput
 
 
@@ -87,7 +87,7 @@ def add_parser(sub) -> argparse.ArgumentParser:
         lsub.add_parser("status", help="show lab hosts and whether their sshd answers"),
     ):
         sp.add_argument("--dir", default=".hostkit/lab", help="lab directory (default .hostkit/lab)")
-        sp.add_argument("--json", action="store_true", help="print JSON")
+        json_arg(sp)
     return lab
 
 

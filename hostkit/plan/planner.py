@@ -91,8 +91,11 @@ def build_plan(
         _partition_guards(isolated, housekeeping, topo.cores, topo.nodes, notes)
     nic_irq_cpus, irq_cpus = _irq_cpus(facts.get("nics", []), topo, housekeeping, pinned, isolation, notes)
     kubelet_static = _kubelet_static(profile)
+    cmdline_reasons = len(notes.reasons)  # the reasons _cmdline gives are about kernel arguments alone
     cmdline_set, cmdline_remove = _cmdline(isolation, isolated, housekeeping, profile, facts, kubelet_static, notes)
-    cmdline_set, cmdline_remove = _embedded_cmdline(facts["kernel"], cmdline_set, cmdline_remove, notes)
+    cmdline_set, cmdline_remove = _embedded_cmdline(
+        facts["kernel"], cmdline_set, cmdline_remove, notes, cmdline_reasons
+    )
     wanted = _partition_sysctls(isolation and bool(isolated), kubelet_static, profile, facts, notes)
     sysctl = _sysctls(wanted, facts["kernel"], notes)
     governor, governor_cpus = _governor(profile["governor"], facts["cpufreq"], topo.online, notes)
@@ -161,10 +164,13 @@ def _boot_guard(isolation: bool, profile: dict, kernel: dict, notes: Notes) -> N
         notes.refused.append(loader.get("reason") or "no supported boot configuration")
 
 
-def _embedded_cmdline(kernel: dict, cmdline_set: dict, cmdline_remove: list, notes: Notes) -> tuple[dict, list]:
+def _embedded_cmdline(
+    kernel: dict, cmdline_set: dict, cmdline_remove: list, notes: Notes, since: int
+) -> tuple[dict, list]:
     """Why: a unified kernel image carries its command line inside the (signed) image; hostkit cannot
     change it, so the kernel-argument part of the plan is refused in one line (the arguments the
-    booted line lacks or still has) and the rest of the plan applies."""
+    booted line lacks or still has) and the rest of the plan applies. The reasons given for those
+    arguments (``notes.reasons[since:]``) then say that they are not set."""
     loader = kernel.get("boot_loader") or {}
     if loader.get("backend") != "uki":
         return cmdline_set, cmdline_remove
@@ -178,6 +184,7 @@ def _embedded_cmdline(kernel: dict, cmdline_set: dict, cmdline_remove: list, not
             + (f"; not removed: {' '.join(stale)}" if stale else "")
             + "; the rest of the plan applies"
         )
+        notes.reasons[since:] = [f"not set (kernel arguments refused): {r}" for r in notes.reasons[since:]]
     return {}, []
 
 
