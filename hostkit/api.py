@@ -13,18 +13,19 @@ result of the Ansible run as it arrives (live progress).
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from hostkit.agent.rollback import restored
 from hostkit.ansible.agent_call import SMOKE_OUTPUT, AgentReply, call_agent
-from hostkit.ansible.apply import HostApply, run_apply, validate_tags
+from hostkit.ansible.apply import ROLES, HostApply, run_apply, validate_tags
 from hostkit.ansible.apply import unlock as unlock_hosts
 from hostkit.ansible.inventory import load_inventory
 from hostkit.ansible.reboot import DEFAULT_TIMEOUT as REBOOT_TIMEOUT
 from hostkit.ansible.reboot import Rebooted, reboot_hosts
-from hostkit.ansible.run import RunResult, new_run_id
+from hostkit.ansible.run import RunOptions, RunResult, new_run_id, run_options
 from hostkit.errors import EXIT_FAILED, EXIT_OK, EXIT_REFUSED, BadInput
 from hostkit.smoke.gaps import GapOptions
 from hostkit.smoke.options import SmokeOptions
@@ -33,6 +34,21 @@ if TYPE_CHECKING:
     from hostkit.plan.model import Plan
 
 OnEvent = Callable[[str, str, str], None] | None
+
+# The apply's roles in their order: what --tags names, what the progress display counts.
+APPLY_ROLES: list[str] = ROLES
+
+
+@contextmanager
+def output_options(
+    *, verbosity: int = 0, log: str | None = None, echo: Callable[[str], None] | None = None
+) -> Iterator[None]:
+    """A command's -v/--log for every operation inside the block: each Ansible run it makes shows
+    Ansible's own output (``verbosity``, 0-4, through ``echo``) and logs to ``log`` (default: ansible.log
+    in each run's directory); the audit, which runs no Ansible, echoes its steps and logs testinfra's
+    commands the same way."""
+    with run_options(RunOptions(verbosity=verbosity, log=log, echo=echo)):
+        yield
 
 
 def check_reboot_timeout(seconds: int) -> None:
@@ -165,6 +181,13 @@ class PlanResult(Result):
         return doc["localhost"] if self.local else fleet_document(self.run_id, doc)
 
 
+def profile_names() -> list[str]:
+    """The shipped profiles' names, the default first (``hostkit plan --help``)."""
+    from hostkit.profiles import DEFAULT_PROFILE, shipped
+
+    return sorted(shipped(), key=lambda n: (n != DEFAULT_PROFILE, n))
+
+
 def host_profiles(hosts, profile: str | None) -> dict[str, tuple[dict, dict]]:
     """Every inventory host's profile and pinned values (:func:`hostkit.profiles.for_host`), loaded
     before any host is contacted: a bad profile or override anywhere is bad input, and nothing ran."""
@@ -233,6 +256,7 @@ class FleetPlanRequest:
     limit: str | None = None
     profile: str | None = None  # default: each host's hostkit_profile, else bare-metal-inference
     force: bool = False  # allow isolation on a VM / deceptive topology
+    forks: int | None = None  # hosts at a time; default: all of them
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -240,7 +264,6 @@ class ApplyRequest(FleetPlanRequest):
     check: bool = False  # report what would change; change nothing
     diff: bool = False
     tags: str | None = None  # comma-separated roles
-    forks: int | None = None
     verify_smoke: bool = False  # smoke-test every changed host afterwards
     smoke_duration: float | None = None  # None: the smoke test's default run (a credible p999)
     revert_on_fail: bool = False  # with verify_smoke: roll back a host that misses its SLO
@@ -351,7 +374,7 @@ def apply(req: ApplyRequest, on_event: OnEvent = None) -> ApplyResult:
 
 
 def _apply_plans(
-    plans: PlanResult, inventory: str, *, check: bool, diff: bool, on_event: OnEvent = None
+    plans: PlanResult, inventory: str, *, check: bool, diff: bool, forks: int | None = None, on_event: OnEvent = None
 ) -> ApplyResult:
     """apply.yml with plans made before the run (adopt: planned before its baseline is recorded);
     hosts not planned or refused are reported, not run."""
@@ -368,7 +391,14 @@ def _apply_plans(
     run = None
     if runnable:
         ran, run = run_apply(
-            list(runnable), inventory, plans=runnable, check=check, diff=diff, run_id=run_id, on_event=on_event
+            list(runnable),
+            inventory,
+            plans=runnable,
+            check=check,
+            diff=diff,
+            forks=forks,
+            run_id=run_id,
+            on_event=on_event,
         )
         for name, h in ran.items():
             h.refused_parts = list(runnable[name]["refused_parts"])
@@ -469,13 +499,13 @@ def adopt(req: AdoptRequest, on_event: OnEvent = None) -> AdoptResult:
     """Record each host's current tuning as a baseline run (its own journal entries), then apply the
     profile: a host tuned by another tool can then be rolled back to exactly how it was found."""
     plans = plan(
-        PlanRequest(inventory=req.inventory, limit=req.limit, profile=req.profile, force=req.force)
+        PlanRequest(inventory=req.inventory, limit=req.limit, profile=req.profile, force=req.force, forks=req.forks)
     )  # before any write
-    replies, _ = call_agent(req.inventory, ["adopt"], req.limit)
+    replies, _ = call_agent(req.inventory, ["adopt"], req.limit, forks=req.forks)
     for h, r in replies.items():
         if not r.ok:
             plans.hosts[h] = HostPlan(h, r.status, error=r.error)
-    applied = _apply_plans(plans, req.inventory, check=req.check, diff=req.diff, on_event=on_event)
+    applied = _apply_plans(plans, req.inventory, check=req.check, diff=req.diff, forks=req.forks, on_event=on_event)
     hosts = {
         h: HostAdopt(
             adopted_run=r.doc["run_id"] if r.ok else None,
@@ -496,6 +526,7 @@ def adopt(req: AdoptRequest, on_event: OnEvent = None) -> AdoptResult:
 class HistoryRequest:
     inventory: str
     limit: str | None = None
+    forks: int | None = None
 
 
 @dataclass
@@ -512,7 +543,7 @@ class HistoryResult(Result):
 
 
 def history(req: HistoryRequest) -> HistoryResult:
-    replies, run = call_agent(req.inventory, ["history"], req.limit)
+    replies, run = call_agent(req.inventory, ["history"], req.limit, forks=req.forks)
     return HistoryResult(replies, run)
 
 
@@ -526,6 +557,7 @@ class RollbackRequest:
     diff: bool = False
     reboot: bool = False  # reboot hosts whose boot configuration was restored, wait, report /proc/cmdline
     reboot_timeout: int = REBOOT_TIMEOUT
+    forks: int | None = None
 
     def __post_init__(self) -> None:
         if self.run_id and self.all:
@@ -553,11 +585,16 @@ class RollbackResult(Result):
     run: RunResult
     reboots: dict[str, Rebooted] = field(default_factory=dict)  # with reboot: hosts rebooted
 
+    def restored(self, host: str) -> bool:
+        """The host answered and everything its rollback meant to restore was restored."""
+        r = self.hosts[host]
+        return r.ok and restored(r.doc)
+
     @property
     def rc(self) -> int:
         if any(r.status not in ("ok", "would_run") for r in self.reboots.values()):
             return EXIT_FAILED
-        return EXIT_OK if all(r.ok and restored(r.doc) for r in self.hosts.values()) else EXIT_FAILED
+        return EXIT_OK if all(self.restored(h) for h in self.hosts) else EXIT_FAILED
 
     def to_dict(self) -> dict:
         return fleet_document(
@@ -571,11 +608,13 @@ class RollbackResult(Result):
 def rollback(req: RollbackRequest, on_event: OnEvent = None) -> RollbackResult:
     """The agent restores every journaled change, newest first; with ``reboot``, hosts whose
     boot configuration came back are rebooted (bounded) and their booted command line reported."""
-    replies, run = call_agent(req.inventory, req.agent_args(), req.limit, on_event=on_event)
+    replies, run = call_agent(req.inventory, req.agent_args(), req.limit, forks=req.forks, on_event=on_event)
     result = RollbackResult(req.check, replies, run)
     if req.reboot:
         due = [h for h, r in replies.items() if r.ok and r.doc.get("reboot_required")]
-        result.reboots = reboot_hosts(req.inventory, due, timeout=req.reboot_timeout, on_event=on_event)
+        result.reboots = reboot_hosts(
+            req.inventory, due, timeout=req.reboot_timeout, forks=req.forks, on_event=on_event
+        )
     return result
 
 
@@ -724,6 +763,7 @@ class GapsRequest:
 
     inventory: str | None = None  # None: this machine
     limit: str | None = None
+    forks: int | None = None  # default: all hosts at once; lab hosts (one machine) one at a time
     options: GapOptions = field(default_factory=GapOptions)
 
 
@@ -748,7 +788,7 @@ def gaps(req: GapsRequest, on_event: OnEvent = None) -> GapsResult:
 
         doc = public(run_probe(req.options))
         return GapsResult({"localhost": AgentReply("localhost", "ok", doc=doc)})
-    forks = measuring_forks(load_inventory(req.inventory, req.limit))
+    forks = req.forks or measuring_forks(load_inventory(req.inventory, req.limit))
     replies, run = call_agent(
         req.inventory, ["gaps", *req.options.to_agent_args()], req.limit, forks=forks, on_event=on_event
     )
@@ -762,6 +802,7 @@ def gaps(req: GapsRequest, on_event: OnEvent = None) -> GapsResult:
 class UnlockRequest:
     inventory: str
     limit: str | None = None
+    forks: int | None = None
     run_id: str | None = None  # only release the lock this run holds; None: whoever holds it
 
 
@@ -788,7 +829,7 @@ class UnlockResult(Result):
 
 
 def unlock(req: UnlockRequest) -> UnlockResult:
-    run = unlock_hosts(req.inventory, req.limit, run_id=req.run_id, force=req.run_id is None)
+    run = unlock_hosts(req.inventory, req.limit, run_id=req.run_id, force=req.run_id is None, forks=req.forks)
     return UnlockResult(
         released={h: any((t.res or {}).get("released") for t in r.tasks) for h, r in run.hosts.items()},
         failed={h: r.msg or r.status for h, r in run.hosts.items() if r.status != "ok"},
@@ -839,12 +880,26 @@ class AuditResult(Result):
     def to_dict(self) -> dict:
         return fleet_document(None, self.hosts)  # testinfra over SSH: no Ansible run
 
+    def junit_xml(self) -> str:
+        """JUnit XML: one testcase per host x check (drift a failure, unreachable an error, n/a a skip)."""
+        from hostkit.audit.runner import junit_xml
+
+        return junit_xml(self.hosts)
+
+
+def audit_steps() -> tuple[str, ...]:
+    """What the audit does on each host, in order (the progress display counts them)."""
+    from hostkit.audit.runner import STEPS
+
+    return STEPS
+
 
 def audit(req: AuditRequest, on_event: OnEvent = None) -> AuditResult:
     from hostkit.audit.runner import audit as audit_hosts
 
     return AuditResult(
-        audit_hosts(req.inventory, req.limit, profile=req.profile, force=req.force, on_event=on_event), req.strict
+        audit_hosts(req.inventory, req.limit, profile=req.profile, force=req.force, forks=req.forks, on_event=on_event),
+        req.strict,
     )
 
 

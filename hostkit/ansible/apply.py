@@ -79,11 +79,14 @@ def stale_note(holder: dict) -> str:
     return f"held by run {holder.get('run_id')} from {ctl or 'an unknown controller'}"
 
 
-def unlock(inventory: str, limit: str | None, *, run_id: str | None = None, force: bool = False) -> RunResult:
+def unlock(
+    inventory: str, limit: str | None, *, run_id: str | None = None, force: bool = False, forks: int | None = None
+) -> RunResult:
     return run_playbook(
         "unlock.yml",
         inventory,
         limit=limit,
+        forks=forks,
         extravars={"hostkit_run_id": run_id or "none", "hostkit_unlock_force": force},
     )
 

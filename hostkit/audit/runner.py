@@ -47,6 +47,7 @@ def audit(
     profile: str | None = None,
     force: bool = False,
     timeout: int = 10,
+    forks: int | None = None,
     on_event: OnEvent = None,
 ) -> dict[str, dict]:
     hosts = load_inventory(inventory, limit)
@@ -59,7 +60,7 @@ def audit(
     control_dir = tempfile.mkdtemp(prefix="hk-au-")  # this audit's SSH masters, closed at the end
     on_event, handlers = _verbose(on_event)
     try:
-        with ThreadPoolExecutor(max_workers=max(1, len(hosts))) as pool:
+        with ThreadPoolExecutor(max_workers=max(1, min(forks or len(hosts), len(hosts)))) as pool:  # --forks
             futures = {
                 h.name: pool.submit(
                     _audit_host, h, prepared[h.name], force, str(artifact), timeout, control_dir, operator, on_event

@@ -5,9 +5,10 @@ from __future__ import annotations
 import argparse
 
 from hostkit import api
-from hostkit.ansible.apply import ROLES
 from hostkit.cli import output
-from hostkit.cli.args import command, fleet_args, plan_args, reboot_args
+from hostkit.cli.args import command, fleet_args, json_arg, plan_args, reboot_args
+
+ROLES = api.APPLY_ROLES
 
 
 def add_parser(sub) -> argparse.ArgumentParser:
@@ -22,11 +23,11 @@ def add_parser(sub) -> argparse.ArgumentParser:
         f"roles (for --tags): {', '.join(ROLES[:5])},\n{', '.join(ROLES[5:])}. Run artifacts: .hostkit/runs/<run-id>/",
     )
     fleet_args(ap)
+    json_arg(ap)
     plan_args(ap)
     ap.add_argument("--check", action="store_true", help="report what would change; change nothing")
     ap.add_argument("--diff", action="store_true", help="show file and value diffs")
     ap.add_argument("--tags", metavar="ROLES", help="comma-separated roles to run")
-    ap.add_argument("--forks", type=int, default=None)
     ap.add_argument(
         "--verify-smoke",
         action="store_true",
@@ -103,6 +104,8 @@ def print_result(result: api.ApplyResult, diff: bool = False, title: str = "host
             print(f"{n}: REFUSED: {reason}")
         for reason in h.refused_parts:
             print(f"{n}: REFUSED (this part only, the rest applied): {reason}")
+        for r in h.irq_refused:
+            print(f"{n}: REFUSED by the kernel (tolerated, left as it was): {r['path']}: {r['error']}")
         if h.status in ("failed", "unreachable") and h.msg:
             print(f"{n}: {h.status.upper()}: {h.msg}")
     if diff:

@@ -9,7 +9,7 @@ from pathlib import Path
 
 from hostkit import api
 from hostkit.cli import output
-from hostkit.cli.args import command, fleet_args, plan_args
+from hostkit.cli.args import command, fleet_args, json_arg, plan_args
 
 
 def add_parser(sub) -> argparse.ArgumentParser:
@@ -23,6 +23,7 @@ def add_parser(sub) -> argparse.ArgumentParser:
         "unless --strict.",
     )
     fleet_args(au)
+    json_arg(au)
     plan_args(au, force_help="plan isolation on VMs as apply --force did")
     au.add_argument("--junit", metavar="FILE", help="JUnit XML: one testcase per host x check")
     au.add_argument("--strict", action="store_true", help="a pending reboot is a failure")
@@ -33,20 +34,35 @@ HEADER = ["host", "status", "pass", "drift", "pending reboot", "tolerated", "n/a
 
 
 def run(args) -> int:
-    from hostkit.audit.runner import STEPS, junit_xml
-
-    with output.task_progress(quiet=args.json, roles=list(STEPS), total_roles=len(STEPS), what="steps") as progress:
+    steps = api.audit_steps()
+    with output.task_progress(quiet=args.json, roles=list(steps), total_roles=len(steps), what="steps") as progress:
         result = api.audit(
             api.AuditRequest(
-                inventory=args.inventory, limit=args.limit, profile=args.profile, force=args.force, strict=args.strict
+                inventory=args.inventory,
+                limit=args.limit,
+                profile=args.profile,
+                force=args.force,
+                forks=args.forks,
+                strict=args.strict,
             ),
             on_event=progress,
         )
     if args.junit:
-        Path(args.junit).write_text(junit_xml(result.hosts))
+        Path(args.junit).write_text(result.junit_xml())
     if args.json:
         output.emit_json(result.to_dict())
-        return result.rc
+    else:
+        print_result(result, args.strict)
+    return result.rc
+
+
+# A finding's line in the text: what is off the plan, and what the audit tolerated (a warning).
+SHOWN = {"drift": "DRIFT", "pending_reboot": "PENDING_REBOOT", "tolerated": "TOLERATED"}
+
+
+def print_result(result: api.AuditResult, strict: bool) -> None:
+    """The table, then every line the JSON holds that a reader must see in full: a host's refusal or
+    error, each finding off the plan, each one tolerated."""
     rows = []
     for host, r in result.hosts.items():
         c = r.get("counts") or {}
@@ -60,16 +76,17 @@ def run(args) -> int:
         )
     output.print_table(HEADER, rows, title="hostkit audit")
     for host, r in result.hosts.items():
-        for f in r.get("findings", []):
-            if f["status"] in ("drift", "pending_reboot"):
+        if r.get("error"):
+            print(f"{host}: {r['status'].upper()}: {r['error']}")
+        for f in r.get("findings") or []:
+            if f["status"] in SHOWN:
                 print(
-                    f"{host}: {f['status'].upper()} {f['check']}: expected {f['expected']}, got {f['actual']} "
+                    f"{host}: {SHOWN[f['status']]} {f['check']}: expected {f['expected']}, got {f['actual']} "
                     f"({f['source']})" + (f" - {f['note']}" if f.get("note") else "")
                 )
     if result.pending_reboot:
         print(
             "WARNING: reboot pending on some hosts (planned kernel arguments not booted yet)"
-            + ("; --strict makes that a failure" if not args.strict else ""),
+            + ("; --strict makes that a failure" if not strict else ""),
             file=sys.stderr,
         )
-    return result.rc

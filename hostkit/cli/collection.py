@@ -6,7 +6,7 @@ import argparse
 
 from hostkit import api
 from hostkit.cli import output
-from hostkit.cli.args import command
+from hostkit.cli.args import command, json_arg
 
 
 def add_parser(sub) -> argparse.ArgumentParser:
@@ -19,9 +19,10 @@ def add_parser(sub) -> argparse.ArgumentParser:
         "and ansible-navigator run hostkit's whole job. Its action plugins run hostkit's own code, so "
         "the controller's Python (or the execution environment) needs the hostkit package too.\n\n"
         "examples:\n"
-        "  hostkit collection install                  into ~/.ansible/collections (found by default)\n"
-        "  hostkit collection install -p ./collections then ANSIBLE_COLLECTIONS_PATH=./collections\n"
-        "  ansible-doc -l hostkit.tuning               every module, once installed",
+        "  hostkit collection install                   into ~/.ansible/collections (found by default)\n"
+        "  ansible-doc -l hostkit.tuning                every module, once installed\n"
+        "  hostkit collection install -p collections    into ./collections: Ansible finds it with\n"
+        "                                               ANSIBLE_COLLECTIONS_PATH=./collections",
         raw=True,
     )
     act = co.add_subparsers(dest="action", required=True)
@@ -32,7 +33,7 @@ def add_parser(sub) -> argparse.ArgumentParser:
         metavar="PATH",
         help="collections root to install into (default ~/.ansible/collections)",
     )
-    ins.add_argument("--json", action="store_true", help="print JSON")
+    json_arg(ins)
     return co
 
 

@@ -6,7 +6,7 @@ import argparse
 
 from hostkit import api
 from hostkit.cli import output
-from hostkit.cli.args import ansible_output_args, command
+from hostkit.cli.args import command, fleet_args, json_arg
 
 
 def add_parser(sub) -> argparse.ArgumentParser:
@@ -28,16 +28,13 @@ def add_parser(sub) -> argparse.ArgumentParser:
         metavar="DIR",
         help="read /proc and /sys under DIR (a fixture tree or another root); default /",
     )
-    src.add_argument(
-        "-i",
-        "--inventory",
-        metavar="INVENTORY",
-        help="gather from every host of an Ansible inventory through ansible-runner",
+    fleet_args(
+        f,
+        local="facts come from one root on this machine (--sysroot, default /)",
+        where=src,
+        inventory_help="gather from every host of an Ansible inventory through ansible-runner",
     )
-    f.add_argument("--limit", metavar="PATTERN", help="with -i: only hosts matching this Ansible pattern")
-    f.add_argument("--forks", type=int, default=None, help="with -i: parallel hosts (default: all of them)")
-    f.add_argument("--json", action="store_true", help="print JSON on stdout instead of the summary")
-    ansible_output_args(f)  # with --json -i, -v also keeps the progress on stderr
+    json_arg(f)  # with --json -i, -v also keeps the progress on stderr
     return f
 
 

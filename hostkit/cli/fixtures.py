@@ -6,14 +6,14 @@ import argparse
 
 from hostkit import api
 from hostkit.cli import output
-from hostkit.cli.args import Parser
+from hostkit.cli.args import Parser, json_arg
 
 
 def add_parser(sub) -> argparse.ArgumentParser:
     fx = sub.add_parser("fixtures", help="sysroot fixtures standing in for other machines")
     fsub = fx.add_subparsers(dest="fx_cmd", required=True, parser_class=Parser)
     fl = fsub.add_parser("list", help="list the fixtures")
-    fl.add_argument("--json", action="store_true")
+    json_arg(fl)
     fm = fsub.add_parser("make", help="write a fixture's sysroot tree to DEST")
     fm.add_argument("name")
     fm.add_argument("dest")

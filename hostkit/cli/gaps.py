@@ -7,7 +7,7 @@ import argparse
 
 from hostkit import api
 from hostkit.cli import output
-from hostkit.cli.args import command
+from hostkit.cli.args import command, fleet_args, json_arg
 from hostkit.smoke.gaps import GapOptions, add_gap_arguments, text_summary
 
 DESCRIPTION = """\
@@ -21,24 +21,30 @@ default: they use only time no other task wants, and their CPU time is reported.
 
 EPILOG = """\
 examples:
-  hostkit gaps --duration 6                     every CPU of this machine, 6 s
-  hostkit gaps --cpus 2-3 --threshold-us 1000   two CPUs, gaps over 1 ms
-  hostkit gaps -i inventory.yml --json          every host (lab hosts one at a time)"""
+  hostkit gaps --duration 6                                every CPU of this machine, 6 s
+  hostkit gaps --cpus 0 --threshold-us 1000 --duration 3   CPU 0 alone, gaps over 1 ms
+  hostkit gaps -i inventory.yml --json                     every host (lab hosts one at a time)"""
 
 
 def add_parser(sub) -> argparse.ArgumentParser:
     gp = command(
         sub, "gaps", "vCPU-gap probe: stalls the guest kernel cannot see, co-stops across vCPUs", DESCRIPTION, EPILOG
     )
-    gp.add_argument("-i", "--inventory", metavar="INVENTORY", help="probe every inventory host (through the agent)")
-    gp.add_argument("--limit", metavar="PATTERN", help="with -i: only these hosts")
-    gp.add_argument("--json", action="store_true", help="print JSON on stdout")
+    fleet_args(
+        gp,
+        local="the probe runs on this machine",
+        inventory_help="probe every inventory host (through the agent)",
+        forks_default="every host at once; lab hosts, which share this machine, one at a time",
+    )
+    json_arg(gp)
     add_gap_arguments(gp)
     return gp
 
 
 def run(args) -> int:
-    req = api.GapsRequest(inventory=args.inventory, limit=args.limit, options=GapOptions.from_args(args))
+    req = api.GapsRequest(
+        inventory=args.inventory, limit=args.limit, forks=args.forks, options=GapOptions.from_args(args)
+    )
     if not args.inventory:
         req.options.probed_cpus()  # bad --cpus for this machine: exit 2 before anything starts
     if not args.json:

@@ -6,12 +6,13 @@ import argparse
 
 from hostkit import api
 from hostkit.cli import output
-from hostkit.cli.args import command, fleet_args
+from hostkit.cli.args import command, fleet_args, json_arg
 
 
 def add_parser(sub) -> argparse.ArgumentParser:
     hi = command(sub, "history", "list hostkit runs per host (from the hosts' journals)", raw=False)
     fleet_args(hi)
+    json_arg(hi)
     return hi
 
 
@@ -19,7 +20,7 @@ HEADER = ["host", "run", "changes", "roles", "last change", "rolled back"]
 
 
 def run(args) -> int:
-    result = api.history(api.HistoryRequest(inventory=args.inventory, limit=args.limit))
+    result = api.history(api.HistoryRequest(inventory=args.inventory, limit=args.limit, forks=args.forks))
     if args.json:
         output.emit_json(result.to_dict())
         return result.rc

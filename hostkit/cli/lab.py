@@ -6,7 +6,7 @@ import argparse
 
 from hostkit import api
 from hostkit.cli import output
-from hostkit.cli.args import Parser
+from hostkit.cli.args import Parser, json_arg
 from hostkit.errors import BadInput
 
 
@@ -76,7 +76,7 @@ def add_parser(sub) -> argparse.ArgumentParser:
         lsub.add_parser("status", help="show lab hosts and whether their sshd answers"),
     ):
         sp.add_argument("--dir", default=".hostkit/lab", help="lab directory (default .hostkit/lab)")
-        sp.add_argument("--json", action="store_true", help="print JSON")
+        json_arg(sp)
     return lab
 
 

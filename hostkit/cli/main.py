@@ -11,7 +11,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from hostkit.ansible.run import run_options as ansible_run_options
+from hostkit import api
 from hostkit.cli import (
     apply,
     audit,
@@ -29,7 +29,7 @@ from hostkit.cli import (
     smoke,
     unlock,
 )
-from hostkit.cli.args import Parser, run_options
+from hostkit.cli.args import Parser, check_fleet_options, output_options
 from hostkit.errors import EXIT_OK, HostkitError
 
 COMMANDS = [
@@ -53,10 +53,12 @@ EPILOG = """\
 exit codes: 0 ok, 1 a check/host/SLO failed, 2 bad input (nothing changed), 3 refused by a safety guard
 
 examples:
-  hostkit facts                                  this machine, human summary
-  hostkit facts --sysroot tests/sysroots/x --json  a fixture tree, as JSON
-  hostkit lab up --hosts 3                       three sshd lab hosts on 127.0.0.2-4
-  hostkit facts -i .hostkit/lab/inventory.yml    every lab host over SSH (Ansible)
+  hostkit facts                                     this machine, as a summary
+  hostkit fixtures make vmware-88vcpu vm            a fixture tree in ./vm: a VMware guest of 88 vCPUs
+  hostkit facts --sysroot vm --json                 its facts, as JSON
+  hostkit plan --sysroot vm --profile vmware-guest  its tuning plan (nothing is changed)
+  hostkit lab up --hosts 3                          three sshd lab hosts on 127.0.0.2-4
+  hostkit facts -i .hostkit/lab/inventory.yml       every lab host over SSH (Ansible)
   hostkit lab down
 """
 
@@ -80,9 +82,10 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
+        check_fleet_options(args)
         # -v/--log of the fleet commands: every Ansible run of the command shows and logs the same.
         quiet = getattr(args, "json", False) and not getattr(args, "verbose", 0)
-        with ansible_run_options(run_options(args, echo=None if quiet else output.echo)):
+        with api.output_options(**output_options(args), echo=None if quiet else output.echo):
             return args.run(args)
     except HostkitError as exc:
         print(f"hostkit: error: {exc}", file=sys.stderr)

@@ -7,7 +7,7 @@ from pathlib import Path
 
 from hostkit import api
 from hostkit.cli import output
-from hostkit.cli.args import Parser
+from hostkit.cli.args import Parser, json_arg
 from hostkit.errors import EXIT_FAILED, EXIT_OK
 
 
@@ -24,7 +24,7 @@ def add_parser(sub) -> argparse.ArgumentParser:
         help="before and after on one percentile axis per host (50%%..99.99%%, log latency), "
         "p99, p99.9 and max labelled (needs matplotlib)",
     )
-    mr.add_argument("--json", action="store_true")
+    json_arg(mr)
     return mg
 
 
@@ -37,7 +37,7 @@ def _side(r: dict) -> dict:
 
 
 def run(args) -> int:
-    from hostkit.smoke import migration
+    from hostkit.smoke.migration import markdown, plot, verdict
     from hostkit.smoke.output_files import check_output
     from hostkit.smoke.plots import require_matplotlib
 
@@ -47,17 +47,17 @@ def run(args) -> int:
     if args.plot:
         require_matplotlib("--plot")
     pairs = api.migration_pairs(args.before, args.after)
-    md = migration.markdown(pairs, args.before, args.after)
+    md = markdown(pairs, args.before, args.after)
     if args.md:
         Path(args.md).write_text(md)
     if args.plot:
-        migration.plot(pairs, args.plot)
+        plot(pairs, args.plot)
     if args.json:
         output.emit_json({host: {"before": _side(b), "after": _side(a)} for host, b, a in pairs})
     elif not args.md:
         print(md)
     else:
         for host, b, a in pairs:
-            print(f"{host}: before {migration.verdict(b)}; after {migration.verdict(a)}")
+            print(f"{host}: before {verdict(b)}; after {verdict(a)}")
         print(f"wrote {args.md}" + (f" and {args.plot}" if args.plot else ""))
     return EXIT_OK if all(a["slo"]["passed"] for _, _, a in pairs) else EXIT_FAILED

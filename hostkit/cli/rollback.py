@@ -6,9 +6,8 @@ from __future__ import annotations
 import argparse
 
 from hostkit import api
-from hostkit.agent.rollback import restored
 from hostkit.cli import output
-from hostkit.cli.args import command, fleet_args, plan_args, reboot_args
+from hostkit.cli.args import command, fleet_args, json_arg, plan_args, reboot_args
 from hostkit.errors import BadInput
 
 HEADER = ["host", "status", "runs", "restored", "unchanged", "re-check", "reboot required", "errors"]
@@ -23,6 +22,7 @@ nothing. The host is re-checked against the restored values afterwards."""
 def add_parser(sub) -> argparse.ArgumentParser:
     rb = command(sub, "rollback", SUMMARY, DESCRIPTION)
     fleet_args(rb)
+    json_arg(rb)
     which = rb.add_mutually_exclusive_group()
     which.add_argument("--run-id", metavar="ID", help="roll back this run (see hostkit history)")
     which.add_argument("--all", action="store_true", help="roll back every hostkit run, newest first")
@@ -55,6 +55,7 @@ def run(args) -> int:
                 diff=args.diff,
                 reboot=args.reboot,
                 reboot_timeout=args.reboot_timeout,
+                forks=args.forks,
             ),
             on_event=progress,
         )
@@ -70,7 +71,7 @@ def run(args) -> int:
                     print(f"--- {host}: {a['path']}: {a['from']} -> {a['to']}")
     output.print_table(
         HEADER,
-        output.host_rows(result.hosts, HEADER, _restored),
+        output.host_rows(result.hosts, HEADER, lambda host, doc: _restored(host, doc, result.restored(host))),
         title=f"hostkit rollback{' --check' if args.check else ''}",
     )
     for host, r in result.reboots.items():
@@ -78,12 +79,12 @@ def run(args) -> int:
     return result.rc
 
 
-def _restored(host: str, d: dict) -> list[list[str]]:
+def _restored(host: str, d: dict, restored: bool) -> list[list[str]]:
     return [
         [
             host,
             ("would change" if d["check"] and d["changed"] else "changed" if d["changed"] else "unchanged")
-            if restored(d)
+            if restored
             else "FAILED",
             ",".join(d["runs"]) or "-",
             str(len(d["actions"])),
@@ -104,6 +105,7 @@ def _adopt(args) -> int:
             limit=args.limit,
             profile=args.profile,
             force=args.force,
+            forks=args.forks,
             check=args.check,
             diff=args.diff,
         )

@@ -6,7 +6,7 @@ from __future__ import annotations
 import argparse
 
 from hostkit.cli import output
-from hostkit.cli.args import ansible_output_args, command, plan_args, reboot_args
+from hostkit.cli.args import ansible_output_args, command, json_arg, plan_args, reboot_args
 from hostkit.errors import BadInput
 
 SUMMARY = "roll the tuning out in batches, gated by audit and smoke SLO; resume or abort"
@@ -97,7 +97,7 @@ def add_parser(sub) -> argparse.ArgumentParser:
     which = ro.add_mutually_exclusive_group()
     which.add_argument("--resume", metavar="RUN", help="go on with this rollout: finished hosts are not redone")
     which.add_argument("--abort", metavar="RUN", help="roll back every apply this rollout made, newest batch first")
-    ro.add_argument("--json", action="store_true", help="print the rollout's state as JSON on stdout")
+    json_arg(ro)  # the rollout's state
     ansible_output_args(ro)
     return ro
 
@@ -124,7 +124,7 @@ def request(args):
 
 
 def run(args) -> int:
-    from hostkit.rollout import driver
+    from hostkit.rollout.driver import abort, resume, start
 
     existing = args.resume or args.abort
     if existing:
@@ -135,14 +135,14 @@ def run(args) -> int:
             )
     note = None if args.json else output.note
     if args.resume:
-        result = driver.resume(args.resume, on_step=note)
+        result = resume(args.resume, on_step=note)
     elif args.abort:
-        result = driver.abort(args.abort, on_step=note)
+        result = abort(args.abort, on_step=note)
     else:
         req = request(args)
         if note:
             note(f"rollout of {args.inventory}: planning batches...")
-        result = driver.start(req, on_step=note)
+        result = start(req, on_step=note)
     if args.json:
         output.emit_json(result.to_dict())
     else:

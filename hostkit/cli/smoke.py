@@ -8,7 +8,7 @@ from dataclasses import fields
 
 from hostkit import api
 from hostkit.cli import output
-from hostkit.cli.args import ansible_output_args, command
+from hostkit.cli.args import command, fleet_args, json_arg
 from hostkit.smoke.options import SmokeOptions, add_smoke_arguments
 
 
@@ -22,23 +22,20 @@ def add_parser(sub) -> argparse.ArgumentParser:
         "running). Exit 1 when p999 misses --target-p999-ms, the run faulted, or it has too\n"
         "few samples for a credible p999 (INCONCLUSIVE: see --duration).",
         "examples:\n"
-        "  hostkit smoke --duration 10                        shm transport, 2 ms model\n"
-        "  hostkit smoke --transport socket --requests 20000  TCP loopback + pickle\n"
-        "  hostkit smoke --inject-stall 20@0.5 --duration 5   calibration: stalls it must see\n"
-        "  hostkit smoke --with-cyclictest --plot tail.png --prom /var/lib/node_exporter/textfile/hk.prom",
+        "  hostkit smoke --duration 3 --json                 3 s: INCONCLUSIVE (too few samples), exit 1\n"
+        "  hostkit smoke --transport socket --duration 3     TCP loopback + pickle\n"
+        "  hostkit smoke --inject-stall 20@0.5 --duration 3  calibration: stalls it must see\n"
+        "  hostkit smoke --duration 3 --with-cyclictest --plot tail.png --prom hk.prom",
     )
-    sm.add_argument(
-        "-i",
-        "--inventory",
-        metavar="INVENTORY",
-        help="run on every inventory host through the smoke role (the host agent needs only python3)",
+    fleet_args(
+        sm,
+        local="the smoke test runs on this machine",
+        inventory_help="run on every inventory host through the smoke role (the host agent needs only python3)",
+        forks_default="every host at once; lab hosts, which share this machine, one at a time",
     )
-    sm.add_argument("--limit", metavar="PATTERN", help="with -i: only these hosts")
-    sm.add_argument("--forks", type=int, default=None, help="with -i: hosts at a time (lab: 1)")
-    ansible_output_args(sm)  # with -i: Ansible's verbosity and log
     sm.add_argument("--profile", metavar="NAME|FILE", help="take transport and target from a profile")
     add_smoke_arguments(sm)
-    sm.add_argument("--json", action="store_true")
+    json_arg(sm)
     sm.add_argument(
         "--plot",
         metavar="FILE.png",

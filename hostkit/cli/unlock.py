@@ -6,7 +6,7 @@ import argparse
 
 from hostkit import api
 from hostkit.cli import output
-from hostkit.cli.args import command, fleet_args
+from hostkit.cli.args import command, fleet_args, json_arg
 
 
 def add_parser(sub) -> argparse.ArgumentParser:
@@ -19,12 +19,15 @@ def add_parser(sub) -> argparse.ArgumentParser:
         raw=False,
     )
     fleet_args(ul)
+    json_arg(ul)
     ul.add_argument("--run-id", metavar="ID", help="only release the lock when this run holds it")
     return ul
 
 
 def run(args) -> int:
-    result = api.unlock(api.UnlockRequest(inventory=args.inventory, limit=args.limit, run_id=args.run_id))
+    result = api.unlock(
+        api.UnlockRequest(inventory=args.inventory, limit=args.limit, forks=args.forks, run_id=args.run_id)
+    )
     if args.json:
         output.emit_json(result.to_dict())
     else:

@@ -32,6 +32,15 @@ ISOLATION_ARGS = ("isolcpus", "nohz_full", "rcu_nocbs", "irqaffinity")
 # CPUs an earlier plan called housekeeping.
 SYSTEMD_AFFINITY_ARG = "systemd.cpu_affinity"
 
+# The shipped profile the guards advise for a guest that stays virtual: its hypervisor's own, else the
+# hypervisor-neutral one (hostkit/profiles/; tests/unit/test_plan.py loads every profile a message names).
+GUEST_PROFILE = "virtual-guest"
+GUEST_PROFILES = {"vmware": "vmware-guest"}
+
+
+def guest_profile(hypervisor: str | None) -> str:
+    return GUEST_PROFILES.get(hypervisor or "", GUEST_PROFILE)
+
 
 def make_plan(
     facts: dict, profile: dict, pinned: dict | None = None, *, force: bool = False, host: str | None = None
@@ -82,8 +91,11 @@ def build_plan(
         _partition_guards(isolated, housekeeping, topo.cores, topo.nodes, notes)
     nic_irq_cpus, irq_cpus = _irq_cpus(facts.get("nics", []), topo, housekeeping, pinned, isolation, notes)
     kubelet_static = _kubelet_static(profile)
+    cmdline_reasons = len(notes.reasons)  # the reasons _cmdline gives are about kernel arguments alone
     cmdline_set, cmdline_remove = _cmdline(isolation, isolated, housekeeping, profile, facts, kubelet_static, notes)
-    cmdline_set, cmdline_remove = _embedded_cmdline(facts["kernel"], cmdline_set, cmdline_remove, notes)
+    cmdline_set, cmdline_remove = _embedded_cmdline(
+        facts["kernel"], cmdline_set, cmdline_remove, notes, cmdline_reasons
+    )
     wanted = _partition_sysctls(isolation and bool(isolated), kubelet_static, profile, facts, notes)
     sysctl = _sysctls(wanted, facts["kernel"], notes)
     governor, governor_cpus = _governor(profile["governor"], facts["cpufreq"], topo.online, notes)
@@ -152,10 +164,13 @@ def _boot_guard(isolation: bool, profile: dict, kernel: dict, notes: Notes) -> N
         notes.refused.append(loader.get("reason") or "no supported boot configuration")
 
 
-def _embedded_cmdline(kernel: dict, cmdline_set: dict, cmdline_remove: list, notes: Notes) -> tuple[dict, list]:
+def _embedded_cmdline(
+    kernel: dict, cmdline_set: dict, cmdline_remove: list, notes: Notes, since: int
+) -> tuple[dict, list]:
     """Why: a unified kernel image carries its command line inside the (signed) image; hostkit cannot
     change it, so the kernel-argument part of the plan is refused in one line (the arguments the
-    booted line lacks or still has) and the rest of the plan applies."""
+    booted line lacks or still has) and the rest of the plan applies. The reasons given for those
+    arguments (``notes.reasons[since:]``) then say that they are not set."""
     loader = kernel.get("boot_loader") or {}
     if loader.get("backend") != "uki":
         return cmdline_set, cmdline_remove
@@ -169,6 +184,7 @@ def _embedded_cmdline(kernel: dict, cmdline_set: dict, cmdline_remove: list, not
             + (f"; not removed: {' '.join(stale)}" if stale else "")
             + "; the rest of the plan applies"
         )
+        notes.reasons[since:] = [f"not set (kernel arguments refused): {r}" for r in notes.reasons[since:]]
     return {}, []
 
 
@@ -176,16 +192,15 @@ def _guards(isolation: bool, virt: dict, profile: dict, force: bool, notes: Note
     """Why: isolation on a guest cannot stop hypervisor stalls, and a deceptive topology makes it a lie."""
     if not isolation or force:
         return
+    advice = f"(use the {guest_profile(virt['hypervisor'])} profile, or --force)"
     if virt["deceptive_topology"]:
         notes.refused.append(
-            "isolation asked on a host with deceptive topology: "
-            + "; ".join(virt["reasons"])
-            + " (use a virtual-guest profile, or --force)"
+            "isolation asked on a host with deceptive topology: " + "; ".join(virt["reasons"]) + f" {advice}"
         )
     elif virt["virtual"] and not profile["allow_virtual"]:
         notes.refused.append(
             f"isolation asked on a virtual machine ({virt['hypervisor']}): vCPUs are not physical "
-            "cores, isolation cannot stop hypervisor stalls (use vmware-guest, or --force)"
+            f"cores, isolation cannot stop hypervisor stalls {advice}"
         )
 
 

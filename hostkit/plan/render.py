@@ -1,4 +1,8 @@
-"""Human output of a plan: the per-NUMA-node partition and one line of reason per decision."""
+"""Human output of a plan: the per-NUMA-node partition and one line of reason per decision.
+
+The text tells the whole document: every refusal, refused part and warning of the plan's JSON is a
+line of its own, in full (tests/unit/test_plan_text.py holds the two together for every fixture and
+shipped profile)."""
 
 from __future__ import annotations
 
@@ -11,6 +15,13 @@ def plan_rows(plan: dict) -> list[list[str]]:
 
 
 PLAN_HEADER = ["node", "CPUs", "housekeeping", "isolated", "IRQ CPUs"]
+PART_REFUSED = "REFUSED (this part only, the rest applies)"
+
+
+def plan_title(host: str, plan: dict) -> str:
+    """The plan table's title: the host, its profile, and whether a guard refused it or a part of it."""
+    state = " (REFUSED)" if plan["refused"] else " (PART REFUSED)" if plan["refused_parts"] else ""
+    return f"{host}: profile {plan['profile']}{state}"
 
 
 def plan_text(plan: dict) -> str:
@@ -44,5 +55,6 @@ def plan_text(plan: dict) -> str:
         lines.append(f"bios {c['name']}: expected {c['expected']}, got {c['actual']} ({state}){detail}")
     lines += [f"why: {r}" for r in plan["reasons"]]
     lines += [f"WARNING: {w}" for w in plan["warnings"]]
+    lines += [f"{PART_REFUSED}: {r}" for r in plan["refused_parts"]]
     lines += [f"REFUSED: {r}" for r in plan["refused"]]
     return "\n".join(lines)

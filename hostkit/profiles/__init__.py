@@ -1,5 +1,6 @@
-"""Declarative tuning profiles: shipped YAML (``bare-metal-inference``, ``vmware-guest``,
-``baseline``) or a path to a YAML file; ``extends`` chains; validated on load."""
+"""Declarative tuning profiles: shipped YAML (``bare-metal-inference``, ``virtual-guest`` and its
+VMware specialization ``vmware-guest``, ``baseline``) or a path to a YAML file; ``extends`` chains;
+validated on load."""
 
 from __future__ import annotations
 

@@ -61,14 +61,18 @@ class SmokeOptions:
     # transport and queue
     transport: str = _opt(
         "shm",
-        "shm (the shared-memory queue) or socket (TCP loopback + pickle, the seed's socket actor)",
+        "shm (the shared-memory queue) or socket (TCP loopback + pickle, as the original inference actor's socket transport)",
         choices=("shm", "socket"),
     )
     allocator: str = _opt(
-        "partition", "slot allocation: lock-free partition, or the seed's flock", choices=("partition", "flock")
+        "partition",
+        "slot allocation: lock-free partition, or flock as the original inference actor's queue",
+        choices=("partition", "flock"),
     )
     state_stride: int = _opt(
-        64, "bytes per slot state: 64 (own cache line) or 4 (packed as in the seed: false sharing)", choices=(4, 64)
+        64,
+        "bytes per slot state: 64 (own cache line) or 4 (packed as the original inference actor's: false sharing)",
+        choices=(4, 64),
     )
     slots: int = _opt(256, "queue slots", lo=1, hi=65536, metavar="N")
     req_size: int = _opt(16384, flag=None, lo=64, hi=1 << 24)
@@ -109,10 +113,10 @@ class SmokeOptions:
     idle: str = _opt(
         "adaptive",
         "how the worker and clients wait: adaptive (spin briefly, then block on an "
-        "eventfd until woken), sleep (the seed's loop: the worker sleeps --idle-sleep-ms "
+        "eventfd until woken), sleep (the original inference actor's loop: the worker sleeps --idle-sleep-ms "
         "when idle and waits the whole --min-batch-wait-ms, clients poll every "
-        "--poll-sleep-us), spin (as sleep, but the worker never sleeps: the seed's "
-        "busy polling)",
+        "--poll-sleep-us), spin (as sleep, but the worker never sleeps: the original "
+        "inference actor's busy polling)",
         choices=IDLE_MODES,
     )
     spin_us: float = _opt(
@@ -131,7 +135,7 @@ class SmokeOptions:
         "when the worker runs inference in SCHED_FIFO (if permitted): budget (in "
         "SCHED_FIFO as long as its SCHED_FIFO time in any one RT period stays under the "
         "host's sched_rt_runtime_us less 5%%, else in SCHED_OTHER at nice -20, so RT "
-        "throttling never parks it), always (the seed's worker: every inference, parked "
+        "throttling never parks it), always (the original inference actor's worker: every inference, parked "
         "by the throttle once a busy worker overruns the budget), off (never; also "
         "--no-fifo)",
         choices=FIFO_POLICIES,

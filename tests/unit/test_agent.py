@@ -188,6 +188,88 @@ def test_a_cycle_hidden_in_a_function_is_found(tmp_path):
     assert import_cycles(module_imports(pkg)) == []
 
 
+# hostkit/cli/ runs every operation through hostkit.api. Beside it, it imports hostkit.errors, its own
+# modules, and only what presents a result or parses options: module -> (the names it may import from
+# it, None for any; why it is presentation).
+CLI_PRESENTATION = {
+    "hostkit.facts.render": (None, "a host's facts as a summary and as a row of the fleet table"),
+    "hostkit.plan.render": (None, "a plan as a table of its partition and lines of reasons"),
+    "hostkit.smoke.options": (None, "the smoke test's options: their dataclass and argparse arguments"),
+    "hostkit.smoke.text": (None, "smoke results as text and tables"),
+    "hostkit.smoke.prometheus": (None, "smoke results as Prometheus textfiles"),
+    "hostkit.smoke.plots": (None, "smoke results as plots (matplotlib)"),
+    "hostkit.smoke.fleet": ({"fleet_summary"}, "a fleet's smoke results summarized"),
+    "hostkit.smoke.gate": ({"verdict", "VERDICTS"}, "the verdict of a result against its gate, as a word"),
+    "hostkit.smoke.output_files": (None, "where the presented results are written, atomically"),
+    "hostkit.smoke.migration": (
+        {"markdown", "plot", "verdict"},
+        "migration evidence as Markdown, a plot and a verdict (reading the results is api.migration_pairs)",
+    ),
+    "hostkit.smoke.gaps": (
+        {"GapOptions", "add_gap_arguments", "text_summary"},
+        "the gap probe's options, their arguments and its text summary (the probe runs in api.gaps)",
+    ),
+}
+# The one operation the CLI reaches beside hostkit.api, not through it: the rollout is built on api
+# (hostkit/rollout/driver.py calls api.apply, audit, rollback, unlock), so api importing it back would
+# be the cycle test_no_package_imports_one_that_imports_it_back forbids.
+CLI_BESIDE_API = {"hostkit.rollout.driver": "the rollout: batches of api operations, gated"}
+
+
+def _module_file(name: str) -> bool:
+    rel = Path(*name.split("."))
+    return (REPO / rel.with_suffix(".py")).is_file() or (REPO / rel / "__init__.py").is_file()
+
+
+def cli_imports(path: Path) -> list[tuple[str, str | None]]:
+    """(module, name) of every hostkit import in a file: ``name`` None for a whole module."""
+    out: list[tuple[str, str | None]] = []
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.Import):
+            out += [(a.name, None) for a in node.names if a.name.startswith("hostkit")]
+        elif isinstance(node, ast.ImportFrom) and not node.level and (node.module or "").startswith("hostkit"):
+            module = node.module or ""
+            out += [
+                (f"{module}.{a.name}", None) if _module_file(f"{module}.{a.name}") else (module, a.name)
+                for a in node.names
+            ]
+    return out
+
+
+def cli_import_allowed(module: str, name: str | None) -> bool:
+    if module in ("hostkit.api", "hostkit.errors", "hostkit.cli") or module.startswith("hostkit.cli."):
+        return True
+    if module in CLI_BESIDE_API:
+        return True
+    names, _ = CLI_PRESENTATION.get(module, (set(), ""))
+    return names is None or (name is not None and name in names)
+
+
+def test_the_cli_imports_only_the_api_and_presentation():
+    """A command runs its operation through hostkit.api, and imports beside it only renderers and
+    option parsers (CLI_PRESENTATION, each with its reason)."""
+    past_api = {}
+    for path in sorted((REPO / "hostkit" / "cli").glob("*.py")):
+        bad = sorted(f"{m}{'.' + n if n else ''}" for m, n in cli_imports(path) if not cli_import_allowed(m, n))
+        if bad:
+            past_api[path.name] = bad
+    assert not past_api, f"the CLI reaches past hostkit.api: {past_api}"
+    for module in list(CLI_PRESENTATION) + list(CLI_BESIDE_API):
+        assert _module_file(module), f"{module} is allowed to the CLI but does not exist"
+
+
+def test_the_cli_import_rule_catches_a_reach_past_the_api():
+    """The rule above can fail: the imports it rejects, and how names are told from modules."""
+    assert ("hostkit.smoke.text", "fmt") in cli_imports(REPO / "hostkit" / "cli" / "smoke.py")
+    assert ("hostkit.smoke.gaps", "GapOptions") in cli_imports(REPO / "hostkit" / "cli" / "gaps.py")
+    assert not cli_import_allowed("hostkit.smoke.gaps", "run_probe")
+    assert not cli_import_allowed("hostkit.smoke.gaps", None)
+    assert not cli_import_allowed("hostkit.smoke.gate", "gate_record")
+    assert not cli_import_allowed("hostkit.ansible.run", "RunOptions")
+    assert not cli_import_allowed("hostkit.facts", "gather")
+    assert cli_import_allowed("hostkit.api", None) and cli_import_allowed("hostkit.plan.render", "plan_text")
+
+
 def test_module_utils_are_links_into_the_agent_or_core():
     """What the agent and the modules share is one file, linked. The kinds of change and their set
     (``hostkit_change_*``: hostkit.agent.changes) import each other and the other module_utils as

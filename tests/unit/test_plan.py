@@ -105,10 +105,47 @@ def assert_invariants(plan, f):
 
 
 def test_shipped_profiles():
-    assert {"bare-metal-inference", "vmware-guest", "baseline"} <= set(shipped())
-    vm = load_profile("vmware-guest")
-    assert vm["extends"] == "bare-metal-inference" and vm["isolation"] is False
-    assert vm["sysctl"]["kernel.sched_rt_runtime_us"] == 950000 and vm["smoke"]["transport"] == "socket"
+    assert {"bare-metal-inference", "virtual-guest", "vmware-guest", "baseline"} <= set(shipped())
+    guest = load_profile("virtual-guest")
+    assert guest["extends"] == "bare-metal-inference" and guest["isolation"] is False
+    assert guest["sysctl"]["kernel.sched_rt_runtime_us"] == 950000 and guest["smoke"]["transport"] == "socket"
+    vmware = load_profile("vmware-guest")  # the VMware specialization: virtual-guest's values, its own name
+    assert vmware["extends"] == "virtual-guest" and vmware["name"] == "vmware-guest"
+    assert {k: v for k, v in vmware.items() if k not in ("name", "extends", "description")} == {
+        k: v for k, v in guest.items() if k not in ("name", "extends", "description")
+    }
+
+
+# A shipped profile named in a message: "the <name> profile" (the guards' advice), "profile <name>:" (a reason).
+PROFILE_NAMED = re.compile(r"\bthe ([a-z0-9][a-z0-9-]*) profile\b|^profile ([a-z0-9][a-z0-9-]*):")
+
+
+def test_every_profile_the_planner_names_exists(facts):
+    """Refusals, warnings and reasons advise only profiles that load: every message of every fixture's
+    plan under every shipped profile, forced or not, and the guards' advice for each hypervisor."""
+    from hostkit.plan.planner import GUEST_PROFILE, GUEST_PROFILES, guest_profile
+
+    named: set[str] = set()
+    for name in facts:
+        for profile in shipped():
+            for force in (False, True):
+                try:
+                    p = plan_for(facts, name, profile, force=force)
+                except BadInput:
+                    continue
+                for text in p["refused"] + p["refused_parts"] + p["warnings"] + p["reasons"]:
+                    named |= {a or b for a, b in PROFILE_NAMED.findall(text)}
+    assert {"virtual-guest", "vmware-guest", "baseline"} <= named  # the messages were read
+    for profile in named | {GUEST_PROFILE, *GUEST_PROFILES.values()}:
+        assert load_profile(profile)["name"] == profile
+    assert guest_profile("vmware") == "vmware-guest" and guest_profile("kvm") == guest_profile(None) == "virtual-guest"
+
+
+@pytest.mark.parametrize("name,advice", [("vmware-88vcpu", "vmware-guest"), ("kvm-small", "virtual-guest")])
+def test_the_guards_advise_the_guest_s_own_profile(facts, name, advice):
+    p = plan_for(facts, name)
+    assert p["refused"] and p["refused"][0].endswith(f"(use the {advice} profile, or --force)"), p["refused"]
+    assert plan_for(facts, name, advice)["refused"] == []
 
 
 def test_seed_host_partition(facts):
@@ -284,7 +321,7 @@ def test_pinned_isolated_property(facts, data):
         assert 0 in isolated or any(not parse_cpulist(n["cpus"]) - isolated for n in f["topology"]["numa_nodes"])
 
 
-@pytest.mark.parametrize("profile", ["bare-metal-inference", "vmware-guest", "baseline"])
+@pytest.mark.parametrize("profile", shipped())
 def test_make_plan_is_the_typed_plan_s_document_on_every_fixture(facts, profile):
     for name in facts:
         prof = load_profile(profile)
