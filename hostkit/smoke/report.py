@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from hostkit.errors import BadInput
+from hostkit.jsonfile import check_name
 from hostkit.smoke.metrics import histogram_percentile, merge_histograms
 
 METRICS = ("deschedule_ms", "infer_wall_ms", "queue_wait_ms", "rpc_ms", "client_ms")
@@ -167,7 +168,7 @@ def text_summary(r: dict) -> str:
 
 def check_output(path: str, option: str) -> None:
     """Bad input before anything runs: ``option``'s file must go into an existing, writable directory."""
-    target = Path(path)
+    target = Path(check_name(path, option))
     parent = target.parent if str(target.parent) else Path(".")
     if target.is_dir():
         raise BadInput(f"{option} {path}: is a directory; give a file name")
