@@ -81,7 +81,7 @@ HOST_FIELDS = tuple(f.name for f in fields(LabHost))
 # What the lab reads of each host in its state file (lab.json), and the type of each.
 HOST_SHAPE = {
     "name": str,
-    "address": str,
+    "address": lambda v: None if _is_ipv4(v) else "must be an IPv4 address",
     "port": lambda v: None if _int_in(v, 1, 65535) else "must be a port number (1-65535)",
     "sysroot": str,
     "source": str,
@@ -90,6 +90,15 @@ HOST_SHAPE = {
     "vm?": (str, type(None)),
     "started?": (str, type(None)),
 }
+
+
+def _is_ipv4(value) -> bool:
+    import ipaddress
+
+    try:
+        return isinstance(value, str) and isinstance(ipaddress.ip_address(value), ipaddress.IPv4Address)
+    except ValueError:
+        return False
 
 
 def _int_in(value, low: int, high: int) -> bool:

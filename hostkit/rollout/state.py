@@ -9,7 +9,7 @@ import json
 import time
 from pathlib import Path
 
-from hostkit.core.sysroot import atomic_write
+from hostkit.core.sysroot import atomic_write, excerpt
 from hostkit.errors import BadInput
 from hostkit.jsonfile import COUNT, INTEGER, NUMBER, OPT_NUMBER, Nullable, check_name, check_shape, read_json
 from hostkit.paths import runs_dir
@@ -86,7 +86,7 @@ def now() -> str:
 
 def run_dir(rollout_id: str) -> Path:
     if not rollout_id or not all(c.isalnum() or c in "-_T" for c in rollout_id):
-        raise BadInput(f"{rollout_id!r} is not a hostkit rollout id")
+        raise BadInput(f"{excerpt(rollout_id)} is not a hostkit rollout id")
     check_name(rollout_id, "rollout id")
     return runs_dir() / rollout_id
 
@@ -109,7 +109,7 @@ def load(rollout_id: str) -> dict:
         raise BadInput(f"{path} is not a version-{VERSION} rollout state file")
     check_shape(state, SHAPE, str(path))
     if state["rollout_id"] != rollout_id:
-        raise BadInput(f"{path} is the state of rollout {state['rollout_id']!r}, not {rollout_id!r}")
+        raise BadInput(f"{path} is the state of rollout {excerpt(state['rollout_id'])}, not {rollout_id!r}")
     for i, b in enumerate(state["batches"]):
         if b["index"] != i or any(h not in state["hosts"] or state["hosts"][h]["batch"] != i for h in b["hosts"]):
             raise BadInput(f"{path}: batch {i} does not match the hosts' records (index, hosts, batch)")
