@@ -6,9 +6,9 @@ import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import yaml
-
+from hostkit.core.sysroot import excerpt
 from hostkit.errors import BadInput
+from hostkit.jsonfile import check_name, check_numbers, check_shape, name_problem, parse_yaml, read_text
 from hostkit.tunables import PATH_VARS
 
 
@@ -22,25 +22,60 @@ class InventoryHost:
         return self.vars.get("hostkit_sysroot") or "/"
 
 
+def _port(value) -> str | None:
+    """None for a port Ansible and hostkit's own connections can use (or a template Ansible resolves)."""
+    if isinstance(value, str) and "{{" in value:
+        return None
+    if isinstance(value, str) and value.strip().isdigit() and value.strip().isascii():
+        value = int(value)
+    if isinstance(value, int) and not isinstance(value, bool) and 1 <= value <= 65535:
+        return None
+    return "must be a port number (1-65535)"
+
+
+def _sysroot(value) -> str | None:
+    if value is None:
+        return None
+    if not isinstance(value, str):
+        return f"must be a path, got {type(value).__name__}"
+    problem = name_problem(value)
+    return f"{excerpt(value)}: {problem}" if problem else None
+
+
+_OPT_STR = (str, type(None))
+# The variables hostkit reads of an inventory host on the controller, and the type of each (every
+# one optional); hostkit_overrides' content is the profile schema's (hostkit.profiles.schema), the
+# hooks' the rollout's (hostkit.rollout.hooks). Every number of every variable kept is bounded
+# (hostkit.jsonfile.check_numbers).
+HOST_VARS = {
+    "hostkit_sysroot": _sysroot,
+    "hostkit_profile": _OPT_STR,
+    "ansible_host": _OPT_STR,
+    "ansible_ssh_host": _OPT_STR,
+    "ansible_user": _OPT_STR,
+    "ansible_port": lambda v: None if v is None else _port(v),
+    "ansible_ssh_port": lambda v: None if v is None else _port(v),
+    **dict.fromkeys(PATH_VARS, _OPT_STR),
+}
+
+
 def load_inventory(path: str | os.PathLike, limit: str | None = None) -> list[InventoryHost]:
     """Hosts (with their merged variables) of an inventory, after ``--limit``.
 
     Raises :class:`BadInput` for a missing file, a YAML file that does not
-    parse, an inventory Ansible cannot read, or a limit that matches nothing.
+    parse, an inventory Ansible cannot read, variables of the wrong type or
+    out of range, or a limit that matches nothing.
     """
-    p = Path(path)
+    p = Path(check_name(path, "inventory"))
     if not p.exists():
         raise BadInput(f"inventory {path} does not exist")
     if p.is_file() and p.suffix in (".yml", ".yaml"):
-        try:
-            data = yaml.safe_load(p.read_text())
-        except yaml.YAMLError as exc:
-            mark = getattr(exc, "problem_mark", None)
-            where = f" (line {mark.line + 1})" if mark else ""
-            raise BadInput(f"inventory {path} is not valid YAML{where}: {getattr(exc, 'problem', exc)}") from None
+        # hostkit's bounded reader first: size, encoding, nesting, aliases and numbers, in one line.
+        data = parse_yaml(read_text(p), f"inventory {path}")
         if not isinstance(data, dict):
             raise BadInput(f"inventory {path} must be a YAML mapping of groups, got {type(data).__name__}")
 
+    from ansible.errors import AnsibleError
     from ansible.inventory.manager import InventoryManager
     from ansible.parsing.dataloader import DataLoader
     from ansible.vars.manager import VariableManager
@@ -49,7 +84,7 @@ def load_inventory(path: str | os.PathLike, limit: str | None = None) -> list[In
     try:
         inv = InventoryManager(loader=loader, sources=[str(p)], parse=True)
     except Exception as exc:  # ansible raises AnsibleError subclasses and plain ones
-        raise BadInput(f"inventory {path} could not be read: {exc}") from None
+        raise BadInput(f"inventory {path} could not be read: {_line(exc)}") from None
     if not inv.list_hosts("all"):
         raise BadInput(f"inventory {path} has no hosts (or Ansible could not parse it)")
     if limit:
@@ -60,15 +95,33 @@ def load_inventory(path: str | os.PathLike, limit: str | None = None) -> list[In
     vm = VariableManager(loader=loader, inventory=inv)
     out = []
     for h in hosts:
-        hv = vm.get_vars(host=h, include_hostvars=False)
+        try:
+            hv = vm.get_vars(host=h, include_hostvars=False)
+        except (AnsibleError, ValueError, OverflowError) as exc:  # group_vars/host_vars Ansible could not load
+            raise BadInput(
+                f"inventory {path}: the variables of host {h.name} could not be read: {_line(exc)}"
+            ) from None
         # hostkit's and Ansible's variables, and the role paths an inventory may move (the audit reads there).
-        keep = {
-            k: v
-            for k, v in hv.items()
-            if k.startswith(("hostkit_", "ansible_")) or k in ("group_names",) or k in PATH_VARS
-        }
-        out.append(InventoryHost(name=h.name, vars=_plain(keep)))
+        keep = _plain(
+            {
+                k: v
+                for k, v in hv.items()
+                if k.startswith(("hostkit_", "ansible_")) or k in ("group_names",) or k in PATH_VARS
+            }
+        )
+        for var, value in keep.items():
+            where = f"inventory {path}: host {h.name}: {var}"
+            check_numbers(value, where)
+            if var in HOST_VARS:
+                check_shape(value, HOST_VARS[var], where)
+        out.append(InventoryHost(name=h.name, vars=keep))
     return out
+
+
+def _line(exc: BaseException) -> str:
+    """An exception's message as one line of an error (Ansible's span several, with a file excerpt)."""
+    lines = [line.strip() for line in str(exc).splitlines() if line.strip()]
+    return (lines[0] if lines else type(exc).__name__)[:300]
 
 
 def _plain(value):

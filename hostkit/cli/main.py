@@ -9,6 +9,8 @@ request, call :mod:`hostkit.api`, print the result through :mod:`hostkit.cli.out
 from __future__ import annotations
 
 import argparse
+import errno
+import os
 import sys
 
 from hostkit import api
@@ -30,7 +32,7 @@ from hostkit.cli import (
     unlock,
 )
 from hostkit.cli.args import Parser, check_fleet_options, output_options
-from hostkit.errors import EXIT_OK, HostkitError
+from hostkit.errors import EXIT_BAD_INPUT, EXIT_OK, HostkitError
 
 COMMANDS = [
     facts,
@@ -90,6 +92,16 @@ def main(argv: list[str] | None = None) -> int:
     except HostkitError as exc:
         print(f"hostkit: error: {exc}", file=sys.stderr)
         return exc.exit_code
+    except OSError as exc:
+        # A name no file system holds (over 255 bytes in one component, 4095 in all), given for a
+        # file hostkit writes or a directory it makes (--log, --junit, -p ...): bad input, one line.
+        # The files hostkit reads are checked before anything runs (hostkit.jsonfile.check_name).
+        if exc.errno != errno.ENAMETOOLONG:
+            raise
+        name = repr(os.fsdecode(exc.filename or ""))
+        shown = name if len(name) <= 80 else f"{name[:60]}... ({len(name)} characters)"
+        print(f"hostkit: error: {shown}: {exc.strerror}: longer than the file system allows", file=sys.stderr)
+        return EXIT_BAD_INPUT
     except KeyboardInterrupt:
         print("hostkit: interrupted", file=sys.stderr)
         return 130

@@ -21,10 +21,24 @@ _DMI_VENDORS = [
     ("bochs", "bochs"),
 ]
 
-# PCI vendor IDs of emulated or paravirtual devices (sys/bus/pci/devices/*/vendor) -> hypervisor, for
-# guests whose firmware exposes no DMI: VMware 0x15ad, VirtualBox (InnoTek) 0x80ee, Hyper-V
-# (Microsoft) 0x1414, virtio (Red Hat / Qumranet, QEMU-KVM) 0x1af4.
-_PCI_VENDORS = {"0x15ad": "vmware", "0x80ee": "oracle", "0x1414": "microsoft", "0x1af4": "kvm"}
+# PCI vendor IDs of devices only a hypervisor emulates -> hypervisor (named as above), for guests whose
+# firmware shows no DMI: VMware 0x15ad, VirtualBox 0x80ee (InnoTek Systemberatung GmbH), Xen 0x5853
+# (XenSource), Hyper-V 0x1414 (Microsoft), QEMU 0x1af4 (virtio, Red Hat / Qumranet) and 0x1b36 (QEMU's own
+# devices, Red Hat), as pci.ids names them. Each device's vendor and subsystem vendor are read: QEMU gives
+# the Intel chipset it emulates the subsystem 1af4:1100 ("Qemu virtual machine"). util-linux's lscpu does
+# the same where CPUID and DMI are silent (has_pci_device() in sys-utils/lscpu-virt.c, from
+# /proc/bus/pci/devices: Xen 5853:0001, VMware 15ad:0710, VirtualBox 80ee:beef). Real hardware of these
+# vendors (Microsoft's long-gone MN-120 NICs) has DMI, so the table is never read there.
+_PCI_VENDORS = {
+    "0x15ad": "vmware",
+    "0x80ee": "oracle",
+    "0x5853": "xen",
+    "0x1414": "microsoft",
+    "0x1af4": "kvm",
+    "0x1b36": "kvm",
+}
+_PCI_VENDOR_FILES = ("vendor", "subsystem_vendor")
+_PCI_EVIDENCE = "no DMI; PCI device"
 
 # A guest this large spans physical NUMA nodes on any host sold today; if it
 # still shows a single NUMA node, the hypervisor has flattened NUMA away.
@@ -53,8 +67,8 @@ def detect_hypervisor(sr: Sysroot, cpuinfo: dict) -> tuple[str | None, list[str]
     if not vendor and not product:
         pci = _pci_hypervisor(sr)
         if pci:
-            name, device, vid = pci
-            evidence.append(f"no DMI; PCI device {device} vendor {vid}")
+            name, device, field, vid = pci
+            evidence.append(f"{_PCI_EVIDENCE} {device} {field} {vid}")
     if name is None:
         platform = _platform_hypervisor(sr)
         if platform:
@@ -101,13 +115,32 @@ def _platform_hypervisor(sr: Sysroot) -> tuple[str, str] | None:
     return None
 
 
-def _pci_hypervisor(sr: Sysroot) -> tuple[str, str, str] | None:
-    """(hypervisor, PCI device, vendor id) of the first device whose vendor only hypervisors use."""
+def _pci_hypervisor(sr: Sysroot) -> tuple[str, str, str, str] | None:
+    """(hypervisor, PCI device, vendor file, vendor id) of the first device that only a hypervisor
+    emulates (:data:`_PCI_VENDORS`), by its vendor or subsystem vendor."""
     for dev in sr.listdir("sys/bus/pci/devices"):
-        vid = (sr.read(f"sys/bus/pci/devices/{dev}/vendor", "") or "").strip().lower()
-        if vid in _PCI_VENDORS:
-            return _PCI_VENDORS[vid], dev, vid
+        for field in _PCI_VENDOR_FILES:
+            vid = (sr.read(f"sys/bus/pci/devices/{dev}/{field}", "") or "").strip().lower()
+            if vid in _PCI_VENDORS:
+                return _PCI_VENDORS[vid], dev, field, vid
     return None
+
+
+def hides_itself(hypervisor: str | None, evidence: list[str], cpuinfo: dict) -> str | None:
+    """Why the topology of a guest that hides its hypervisor cannot be trusted (None: it does not
+    hide): no 'hypervisor' CPU flag and no DMI, found only by the devices it emulates. Its kernel
+    runs as on bare metal (no paravirtual clock, no steal time), so the vCPUs, sockets and NUMA
+    nodes it shows are whatever the hypervisor chose, and nothing in the guest says what it took."""
+    if hypervisor is None or "hypervisor" in cpuinfo["flags"]:
+        return None
+    pci = [e for e in evidence if e.startswith(_PCI_EVIDENCE)]
+    if not pci or len(pci) != len(evidence):
+        return None
+    return (
+        f"the hypervisor ({hypervisor}) hides itself: no 'hypervisor' CPU flag, no DMI, found only by "
+        f"an emulated PCI device ({pci[0].removeprefix(_PCI_EVIDENCE).strip()}); the guest kernel runs "
+        "as on bare metal, so its topology and steal time cannot be trusted"
+    )
 
 
 def read_virtualization(sr: Sysroot, cpuinfo: dict, topo: dict, steal: dict) -> dict:
@@ -118,6 +151,9 @@ def read_virtualization(sr: Sysroot, cpuinfo: dict, topo: dict, steal: dict) -> 
     hypervisor takes."""
     hypervisor, evidence = detect_hypervisor(sr, cpuinfo)
     reasons: list[str] = []
+    hidden = hides_itself(hypervisor, evidence, cpuinfo)
+    if hidden:
+        reasons.append(hidden)
     if hypervisor:
         cpus = len(topo["per_cpu"])
         nodes = len([n for n in topo["numa_nodes"] if n["cpus"]])

@@ -162,6 +162,7 @@ def build_tree(spec: dict, name: str) -> Tree:
     _put_kernel(t, spec, name, len(lay.nodes))
     _put_proc_stat(t, spec, lay)
     _build_irqs_and_nics(t, spec, lay.ncpus, lay.nodes, lay.node_of)
+    _put_pci(t, spec)
     _put_etc(t, spec, name)
     return t
 
@@ -264,6 +265,51 @@ def _put_virtualization(t: Tree, spec: dict) -> None:
         "sys/devices/system/clocksource/clocksource0/available_clocksource",
         "kvm-clock tsc acpi_pm" if spec.get("hypervisor") == "kvm" else "tsc hpet acpi_pm",
     )
+
+
+# A BAR's kind -> the flag bits /proc/bus/pci/devices ORs into its start (PCI_BASE_ADDRESS_SPACE_IO,
+# PCI_BASE_ADDRESS_MEM_PREFETCH).
+_BAR_FLAGS = {"io": 0x1, "mem": 0x0, "pmem": 0x8}
+
+
+def _put_pci(t: Tree, spec: dict) -> None:
+    """A spec's ``pci:`` devices as the kernel shows them: /sys/devices/pci0000:00/<slot> with its ID
+    files, linked from /sys/bus/pci/devices, and /proc/bus/pci/devices (drivers/pci/proc.c
+    show_device(): bus and devfn, vendor and device, irq, 7 region starts with their flag bits and
+    7 sizes, the driver's name)."""
+    lines = []
+    for dev in spec.get("pci") or []:
+        slot = dev["slot"]
+        _, bus, devfn = slot.split(":")
+        number, function = devfn.split(".")
+        vendor, device = dev["id"].split(":")
+        sub_vendor, sub_device = dev.get("subsystem", "0000:0000").split(":")
+        base = f"sys/devices/pci0000:{bus}/{slot}"
+        for leaf, value in (
+            ("vendor", f"0x{vendor}"),
+            ("device", f"0x{device}"),
+            ("subsystem_vendor", f"0x{sub_vendor}"),
+            ("subsystem_device", f"0x{sub_device}"),
+            ("class", dev["class"]),
+            ("revision", f"0x{dev.get('revision', 0):02x}"),
+            ("irq", dev.get("irq", 0)),
+            ("numa_node", -1),
+        ):
+            t.put(f"{base}/{leaf}", value)
+        t.symlinks[f"sys/bus/pci/devices/{slot}"] = f"../../../devices/pci0000:{bus}/{slot}"
+        if dev.get("driver"):
+            t.dirs.add(f"sys/bus/pci/drivers/{dev['driver']}")
+            t.symlinks[f"{base}/driver"] = f"../../../bus/pci/drivers/{dev['driver']}"
+        regions = [(_BAR_FLAGS[kind] | start, size) for kind, start, size in dev.get("regions", [])]
+        regions += [(0, 0)] * (7 - len(regions))
+        lines.append(
+            f"{bus}{int(number, 16) << 3 | int(function):02x}\t{vendor}{device}\t{dev.get('irq', 0):x}"
+            + "".join(f"\t{start:16x}" for start, _ in regions)
+            + "".join(f"\t{size:16x}" for _, size in regions)
+            + f"\t{dev.get('driver', '')}"
+        )
+    if lines:
+        t.put("proc/bus/pci/devices", "\n".join(lines))
 
 
 CPUINFO_FLAGS = (

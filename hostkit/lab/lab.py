@@ -20,14 +20,14 @@ import signal
 import socket
 import subprocess
 import time
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, fields
 from pathlib import Path
 
 import yaml
 
 from hostkit.core.sysroot import excerpt
 from hostkit.errors import BadInput, LabError
-from hostkit.jsonfile import read_json
+from hostkit.jsonfile import check_name, check_shape, read_json
 from hostkit.lab import fixtures, qemu, vm_setup
 from hostkit.lab import vm as vmlab
 from hostkit.lab.ssh_keys import keygen, write_private
@@ -80,6 +80,34 @@ class LabHost:
     started: str | None = None  # a guest's start: "resumed" (from its preset's saved state) or "booted"
 
 
+HOST_FIELDS = tuple(f.name for f in fields(LabHost))
+# What the lab reads of each host in its state file (lab.json), and the type of each.
+HOST_SHAPE = {
+    "name": str,
+    "address": lambda v: None if _is_ipv4(v) else "must be an IPv4 address",
+    "port": lambda v: None if _int_in(v, 1, 65535) else "must be a port number (1-65535)",
+    "sysroot": str,
+    "source": str,
+    "pid?": lambda v: None if v is None or _int_in(v, 1, 2**22) else "must be null or a process id (1-4194304)",
+    "kind?": lambda v: None if v in ("sshd", "vm") else "must be sshd or vm",
+    "vm?": (str, type(None)),
+    "started?": (str, type(None)),
+}
+
+
+def _is_ipv4(value) -> bool:
+    import ipaddress
+
+    try:
+        return isinstance(value, str) and isinstance(ipaddress.ip_address(value), ipaddress.IPv4Address)
+    except ValueError:
+        return False
+
+
+def _int_in(value, low: int, high: int) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and low <= value <= high
+
+
 def _check_free(address: str, port: int) -> None:
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
         s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
@@ -126,7 +154,7 @@ def _pid_is_ours(pid: int, config: str) -> bool:
 
 class Lab:
     def __init__(self, directory: str | os.PathLike = DEFAULT_DIR) -> None:
-        self.dir = Path(directory).absolute()
+        self.dir = Path(check_name(Path(directory).absolute(), "lab directory"))
 
     # ------------------------------------------------------------------ paths
     @property
@@ -159,28 +187,16 @@ class Lab:
         if not self.state_file.exists():
             return []
         try:
-            data = read_json(self.state_file)
-            hosts = data["hosts"]
-            out = [LabHost(**h) for h in hosts]
-        except (BadInput, KeyError, TypeError) as exc:
+            data = check_shape(read_json(self.state_file), {"hosts": [HOST_SHAPE]}, "lab.json")
+            out = [LabHost(**{k: v for k, v in h.items() if k in HOST_FIELDS}) for h in data["hosts"]]
+            for h in out:
+                if h.kind == "vm" and not isinstance(h.vm, str):
+                    raise BadInput(f"host {excerpt(h.name)}: a vm host without its spec")
+        except BadInput as exc:
             raise LabError(
-                f"the lab's state file {self.state_file} is damaged ({excerpt(str(exc))}); "
-                f"remove {self.dir} "
-                "after stopping its sshd and QEMU processes by hand"
+                f"the lab's state file {self.state_file} is damaged ({excerpt(str(exc), 300)}); "
+                f"remove {self.dir} after stopping its sshd and QEMU processes by hand"
             ) from None
-        for h in out:
-            if not (
-                isinstance(h.name, str)
-                and isinstance(h.address, str)
-                and isinstance(h.port, int)
-                and (h.pid is None or isinstance(h.pid, int))
-                and h.kind in ("sshd", "vm")
-                and (h.kind == "sshd" or isinstance(h.vm, str))
-            ):
-                raise LabError(
-                    f"the lab's state file {self.state_file} is damaged (host {excerpt(h.name)}); "
-                    f"remove {self.dir} after stopping its processes by hand"
-                )
         return out
 
     def _save(self, hosts: list[LabHost], port: int) -> None:

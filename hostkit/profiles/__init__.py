@@ -9,7 +9,7 @@ from pathlib import Path
 
 from hostkit.core.sysroot import excerpt
 from hostkit.errors import BadInput
-from hostkit.jsonfile import parse_yaml, read_text
+from hostkit.jsonfile import check_name, parse_yaml, read_text
 from hostkit.profiles.schema import PLAN_OVERRIDES, SCHEMA, defaults, merge, validate
 
 DEFAULT_PROFILE = "bare-metal-inference"
@@ -28,7 +28,7 @@ def _read(ref: str) -> tuple[dict, str]:
         text = resources.files("hostkit.profiles").joinpath(f"{ref}.yml").read_text()
         source = f"profile {ref}"
     else:
-        p = Path(ref)
+        p = Path(check_name(ref, "profile"))
         if not p.exists():
             raise BadInput(
                 f"unknown profile {excerpt(ref)}: not a shipped profile ({', '.join(shipped())}) nor a YAML file"

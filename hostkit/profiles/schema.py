@@ -10,6 +10,7 @@ from __future__ import annotations
 from hostkit.core.cpulist import parse_cpulist
 from hostkit.core.sysroot import excerpt
 from hostkit.errors import BadInput, CpulistError
+from hostkit.jsonfile import check_number
 from hostkit.tunables import (
     TUNED_MODES,
     KernelArg,
@@ -203,16 +204,17 @@ def check_value(value, f: Field, where: str, source: str):
     elif kind == "int":
         if isinstance(value, bool) or not isinstance(value, int):
             raise BadInput(f"{source}: {where} must be an integer, got {excerpt(value)}")
+        check_number(value, f"{source}: {where}")
     elif kind == "float":
         if isinstance(value, bool) or not isinstance(value, (int, float)):
             raise BadInput(f"{source}: {where} must be a number, got {excerpt(value)}")
-        value = float(value)
+        value = float(check_number(value, f"{source}: {where}"))
     elif kind == "str":
         if not isinstance(value, str):
             raise BadInput(f"{source}: {where} must be a string, got {excerpt(value)}")
     elif kind == "cpulist":
         if isinstance(value, int) and not isinstance(value, bool):
-            value = str(value)
+            value = str(check_number(value, f"{source}: {where}"))
         if not isinstance(value, str):
             raise BadInput(f'{source}: {where} must be a cpulist string like "8-63", got {excerpt(value)}')
         try:

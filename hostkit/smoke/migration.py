@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from hostkit.core.sysroot import excerpt
 from hostkit.errors import BadInput
-from hostkit.jsonfile import read_json
+from hostkit.jsonfile import COUNT, NUMBER, OPT_NUMBER, check_shape, read_json
 from hostkit.smoke.gate import verdict as slo_word
 from hostkit.smoke.text import fifo_state
 
@@ -27,63 +27,50 @@ ROWS = [
     ("SCHED_FIFO", lambda r: fifo_state(r["sched_fifo"])),
     ("transport", lambda r: r["transport"]),
     # With --probe-gaps: what the hypervisor took, invisible to the guest kernel ("-": not probed).
-    ("vCPU co-stops (% of the run)", lambda r: _gaps(r, lambda g: round(100 * g["costops"]["share_of_run"], 2))),
-    ("slowest 1% during a co-stop (%)", lambda r: _gaps(r, lambda g: round(100 * g["tail_attribution"]["share"], 1))),
+    ("vCPU co-stops (% of the run)", lambda r: _gaps(r, "costops", "share_of_run", 2)),
+    ("slowest 1% during a co-stop (%)", lambda r: _gaps(r, "tail_attribution", "share", 1)),
 ]
+# The probed gaps' shares the report shows, where a result has them (``gaps.<part>.<share>``).
+GAP_SHARES = (("costops", "share_of_run"), ("tail_attribution", "share"))
 
 
-def _gaps(r: dict, get):
-    g = r.get("gaps") or {}
-    try:
-        return get(g)
-    except KeyError:
-        return "-"
+def _gaps(r: dict, part: str, share: str, digits: int):
+    value = ((r.get("gaps") or {}).get(part) or {}).get(share)
+    return "-" if value is None else round(100 * value, digits)
 
 
-NUM = (int, float)
-OPT_NUM = (int, float, type(None))
 # What the report reads of a result, and the type of each: a document of another shape is bad input,
 # named with the first field that is wrong, before anything is written.
 SHAPE = {
-    "deschedule_ms": {"p50": OPT_NUM, "p99": OPT_NUM, "p999": OPT_NUM, "max": OPT_NUM},
-    "queue_wait_ms": {"p99": OPT_NUM},
-    "rpc_ms": {"p50": OPT_NUM, "p99": OPT_NUM},
-    "throughput_rps": OPT_NUM,
-    "samples": int,
-    "slow_infer": {"count": int},
+    "deschedule_ms": {"p50": OPT_NUMBER, "p99": OPT_NUMBER, "p999": OPT_NUMBER, "max": OPT_NUMBER},
+    "queue_wait_ms": {"p99": OPT_NUMBER},
+    "rpc_ms": {"p50": OPT_NUMBER, "p99": OPT_NUMBER},
+    "throughput_rps": OPT_NUMBER,
+    "samples": COUNT,
+    "slow_infer": {"count": COUNT},
     "sched_fifo": {"used": bool, "available": bool},
     "transport": str,
-    "slo": {"p999_ms": OPT_NUM, "target_p999_ms": NUM},
-    "diagnosis": list,
+    "slo": {"p999_ms": OPT_NUMBER, "target_p999_ms": NUMBER, "passed": bool, "verdict?": (str, type(None))},
+    "diagnosis": [{"cause": str, "confidence": str, "evidence": str}],
+    # Read where present: the probed gaps (with --probe-gaps), the CDF the plot draws.
+    "gaps?": (dict, type(None)),
+    "deschedule_cdf_ms?": lambda v: None if v is None else _cdf_problem(v),
 }
-DIAGNOSIS = {"cause": str, "confidence": str, "evidence": str}
 
 
-def _check(value, shape, where: str) -> None:
-    if isinstance(shape, dict):
-        if not isinstance(value, dict):
-            raise BadInput(f"{where} must be an object, got {type(value).__name__}")
-        for key, sub in shape.items():
-            if key not in value:
-                raise BadInput(f"{where}.{key} is missing")
-            _check(value[key], sub, f"{where}.{key}")
-    elif not isinstance(value, shape) or (shape is int and isinstance(value, bool)):
-        raise BadInput(f"{where} has the wrong type: {type(value).__name__} {excerpt(value)}")
+def _cdf_problem(cdf) -> str | None:
+    if not isinstance(cdf, list) or not all(isinstance(x, (int, float)) and not isinstance(x, bool) for x in cdf):
+        return "must be null or a list of numbers"
+    return None
 
 
 def check_result(r, where: str) -> dict:
     """A smoke result document of the shape the report reads (``where`` names it in an error)."""
-    _check(r, SHAPE, where)
-    for n, d in enumerate(r["diagnosis"]):
-        _check(d, DIAGNOSIS, f"{where}.diagnosis[{n}]")
-    if (
-        not isinstance(r.get("gaps") or {}, dict)
-        or not isinstance(r.get("deschedule_cdf_ms") or [], list)
-        or not all(isinstance(x, NUM) for x in r.get("deschedule_cdf_ms") or [])
-    ):
-        raise BadInput(f"{where}: gaps or deschedule_cdf_ms of the wrong shape")
-    if r["slo"].get("verdict") is not None and not isinstance(r["slo"]["verdict"], str):
-        raise BadInput(f"{where}.slo.verdict has the wrong type")
+    check_shape(r, SHAPE, where)
+    for part, share in GAP_SHARES:
+        found = (r.get("gaps") or {}).get(part)
+        check_shape(found, (dict, type(None)), f"{where}.gaps.{part}")
+        check_shape((found or {}).get(share), OPT_NUMBER, f"{where}.gaps.{part}.{share}")
     return r
 
 

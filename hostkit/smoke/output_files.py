@@ -14,11 +14,12 @@ from pathlib import Path
 
 from hostkit.core.sysroot import atomic_write
 from hostkit.errors import BadInput
+from hostkit.jsonfile import check_name
 
 
 def check_output(path: str, option: str) -> None:
     """Bad input before anything runs: ``option``'s file must go into an existing, writable directory."""
-    target = Path(path)
+    target = Path(check_name(path, option))
     parent = target.parent if str(target.parent) else Path(".")
     if target.is_dir():
         raise BadInput(f"{option} {path}: is a directory; give a file name")

@@ -200,3 +200,89 @@ def test_the_installed_entry_point_prints_the_same_one_line_error(offline):
     assert_one_line_error(proc.returncode, proc.stderr, ["'3-1'"])
     assert no_host_contacted()
     assert offline.tree() == before
+
+
+# ----------------------------------------------------------------------------- numbers, types, names
+
+SMOKE_RESULT = (
+    '{"deschedule_ms": {"p50": 0.01, "p99": 0.1, "p999": 1.0, "max": 2.0}, "queue_wait_ms": {"p99": 0.2}, '
+    '"rpc_ms": {"p50": 0.01, "p99": 0.05}, "throughput_rps": 1000.0, "samples": 20000, "slow_infer": {"count": 0}, '
+    '"sched_fifo": {"used": true, "available": true}, "transport": "shm", '
+    '"slo": {"p999_ms": 1.0, "target_p999_ms": 1.0, "passed": true}, "diagnosis": []}'
+)
+# (id, the "after" smoke result, needles of the one error line)
+MIGRATE_CASES = [
+    ("int-5000-digits", SMOKE_RESULT.replace('"samples": 20000', '"samples": 1' + "0" * 5000), ["out of range"]),
+    ("beyond-float", SMOKE_RESULT.replace('"throughput_rps": 1000.0', '"throughput_rps": 1' + "0" * 400), ["range"]),
+    ("1e999", SMOKE_RESULT.replace('"p99": 0.1', '"p99": 1e999'), ["not a finite number"]),
+    ("nan", SMOKE_RESULT.replace('"p99": 0.1', '"p99": NaN'), ["NaN is not a finite number"]),
+    ("passed-missing", SMOKE_RESULT.replace('"passed": true', '"verdict": "PASSED"'), ["slo.passed is missing"]),
+    ("passed-wrong-type", SMOKE_RESULT.replace('"passed": true', '"passed": "yes"'), ["slo.passed must be"]),
+    ("samples-negative", SMOKE_RESULT.replace('"samples": 20000', '"samples": -5'), ["samples must be a count"]),
+]
+
+
+@pytest.mark.parametrize("case", MIGRATE_CASES, ids=[c[0] for c in MIGRATE_CASES])
+def test_migrate_report_of_numbers_and_types_it_cannot_use_is_bad_input(tmp_path, capsys, case):
+    name, after, needles = case
+    (tmp_path / "vm.json").write_text(SMOKE_RESULT)
+    (tmp_path / "bm.json").write_text(after)
+    rc, _, err = hostkit(
+        capsys, "migrate", "report", tmp_path / "vm.json", tmp_path / "bm.json", "--md", tmp_path / "m.md"
+    )
+    assert_one_line_error(rc, err, ["bm.json", *needles])
+    assert not (tmp_path / "m.md").exists()
+
+
+LONG = "a" * 300  # NAME_MAX is 255 bytes
+
+
+@pytest.mark.parametrize(
+    "args, needles",
+    [
+        (["plan", "--sysroot", "/", "--profile", LONG], ["profile", "a name of 300 bytes"]),
+        (["plan", "--sysroot", "/", "--profile", "/".join(["b" * 200] * 25)], ["a path of 5024 bytes"]),
+        (["plan", "-i", LONG + ".yml"], ["inventory", "a name of 304 bytes"]),
+        (["migrate", "report", LONG + ".json", "x.json"], ["a name of 305 bytes"]),
+        (["lab", "status", "--dir", LONG], ["lab directory"]),
+        (["rollout", "--resume", LONG], ["rollout id"]),
+    ],
+    ids=["profile", "profile-path", "inventory", "smoke-result", "lab-dir", "rollout-id"],
+)
+def test_names_no_file_system_holds_are_bad_input(tmp_path, capsys, monkeypatch, args, needles):
+    monkeypatch.chdir(tmp_path)
+    rc, _, err = hostkit(capsys, *args)
+    assert_one_line_error(rc, err, [*needles, "longer than the file system allows"])
+
+
+def test_an_output_file_name_no_file_system_holds_is_bad_input_before_anything_is_written(tmp_path, capsys):
+    (tmp_path / "r.json").write_text(SMOKE_RESULT)
+    r = tmp_path / "r.json"
+    rc, _, err = hostkit(
+        capsys, "migrate", "report", r, r, "--md", tmp_path / "m.md", "--plot", tmp_path / (LONG + ".png")
+    )
+    assert_one_line_error(rc, err, ["--plot", "longer than the file system allows"])
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["r.json"]
+
+
+@pytest.mark.parametrize(
+    "group_vars, needles",
+    [
+        ("ansible_port: 1" + "0" * 5000 + "\n", ["could not be read", "4300 digits"]),
+        ("ansible_ssh_port: 99999999999\n", ["ansible_ssh_port must be a port number"]),
+        ("hostkit_overrides: {smoke: {target_p999_ms: .inf}}\n", ["target_p999_ms: inf is not a finite number"]),
+        ("hostkit_profile: 42\n", ["hostkit_profile must be a string"]),
+    ],
+    ids=["int-5000-digits", "port-out-of-range", "inf", "profile-wrong-type"],
+)
+def test_inventory_variables_of_numbers_and_types_hostkit_cannot_use_are_bad_input(
+    offline, capsys, group_vars, needles
+):
+    inv = offline()
+    (inv.parent / "group_vars").mkdir()
+    (inv.parent / "group_vars/all.yml").write_text(group_vars)
+    before = offline.tree()
+    rc, _, err = hostkit(capsys, "apply", "-i", inv, "--limit", "p")
+    assert_one_line_error(rc, err, needles)
+    assert no_host_contacted()
+    assert offline.tree() == before

@@ -3,6 +3,8 @@ changed the way such firmware shows itself in sysfs."""
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from hostkit.core.cpulist import format_cpulist, format_mask, parse_cpulist
@@ -52,20 +54,123 @@ def test_package_id_minus_one_with_no_package_information_at_all_is_one_package_
     )
 
 
-@pytest.mark.parametrize(
-    "vendor,hypervisor", [("0x15ad", "vmware"), ("0x80ee", "oracle"), ("0x1414", "microsoft"), ("0x1af4", "kvm")]
-)
-def test_hypervisor_from_pci_vendor_when_dmi_is_missing(sysroot_copy, vendor, hypervisor):
+def _pci_device(root, slot: str, vendor: str, device: str, subsystem: str = "0000:0000", irq: int = 0):
+    """One PCI device the way the kernel shows it: /sys/devices/pci0000:00/<slot> with its ID files,
+    linked from /sys/bus/pci/devices, and its line in /proc/bus/pci/devices (drivers/pci/proc.c:
+    bus and devfn, vendor and device, irq, 7 region starts and 7 sizes, the driver)."""
+    bus, number = slot.split(":")[1], slot.split(":")[2]
+    real = root / f"sys/devices/pci0000:{bus}/{slot}"
+    real.mkdir(parents=True)
+    sub_vendor, sub_device = subsystem.split(":")
+    for leaf, value in (
+        ("vendor", vendor),
+        ("device", device),
+        ("subsystem_vendor", sub_vendor),
+        ("subsystem_device", sub_device),
+        ("irq", irq),
+    ):
+        (real / leaf).write_text(f"{value if leaf == 'irq' else '0x' + value}\n")
+    link = root / "sys/bus/pci/devices" / slot
+    link.parent.mkdir(parents=True, exist_ok=True)
+    link.symlink_to(f"../../../devices/pci0000:{bus}/{slot}")
+    dev, fn = number.split(".")
+    line = f"{bus}{int(dev, 16) << 3 | int(fn):02x}\t{vendor}{device}\t{irq:x}" + "\t" + "\t".join(["0".rjust(16)] * 14)
+    proc = root / "proc/bus/pci/devices"
+    proc.parent.mkdir(parents=True, exist_ok=True)
+    with proc.open("a") as f:
+        f.write(line + "\t\n")
+
+
+def _bare_metal_without_dmi(sysroot_copy):
     root = sysroot_copy("epyc-9634-nps1")  # bare metal: no hypervisor flag, no kvm-clock
     for leaf in ("sys_vendor", "product_name"):
         (root / "sys/class/dmi/id" / leaf).unlink()
     assert gather(str(root))["virtualization"]["virtual"] is False
-    for dev, vid in (("0000:00:00.0", "0x1022"), ("0000:00:07.0", vendor)):
-        (root / "sys/bus/pci/devices" / dev).mkdir(parents=True)
-        (root / "sys/bus/pci/devices" / dev / "vendor").write_text(vid + "\n")
+    _pci_device(root, "0000:00:00.0", "1022", "14d8")  # the EPYC host bridge the fixture stands for
+    assert gather(str(root))["virtualization"]["virtual"] is False
+    return root
+
+
+# pci.ids: 15ad VMware, 80ee InnoTek (VirtualBox), 5853 XenSource, 1414 Microsoft (Hyper-V), 1af4 and 1b36
+# Red Hat (virtio; QEMU's own devices). Devices: VMware SVGA II, VirtualBox Guest Service, Xen Platform
+# Device, Hyper-V virtual VGA, virtio 1.0 network device, QEMU PCIe Host bridge.
+@pytest.mark.parametrize(
+    "vendor,device,hypervisor",
+    [
+        ("15ad", "0405", "vmware"),
+        ("80ee", "cafe", "oracle"),
+        ("5853", "0001", "xen"),
+        ("1414", "5353", "microsoft"),
+        ("1af4", "1041", "kvm"),
+        ("1b36", "0008", "kvm"),
+    ],
+)
+def test_hypervisor_from_pci_vendor_when_dmi_is_missing(sysroot_copy, vendor, device, hypervisor):
+    root = _bare_metal_without_dmi(sysroot_copy)
+    _pci_device(root, "0000:00:07.0", vendor, device)
     v = gather(str(root))["virtualization"]
     assert (v["hypervisor"], v["virtual"]) == (hypervisor, True)
-    assert v["evidence"] == [f"no DMI; PCI device 0000:00:07.0 vendor {vendor}"]
+    assert v["evidence"] == [f"no DMI; PCI device 0000:00:07.0 vendor 0x{vendor}"]
+    # no hypervisor flag either: the guest hides, and its topology cannot be trusted
+    assert v["deceptive_topology"] and "hides itself" in v["reasons"][0] and "0x" + vendor in v["reasons"][0]
+
+
+def test_a_qemu_chipset_is_known_by_its_subsystem_vendor(sysroot_copy):
+    """QEMU's i440FX host bridge is Intel's 8086:1237 with subsystem 1af4:1100 ("Qemu virtual machine")."""
+    root = _bare_metal_without_dmi(sysroot_copy)
+    _pci_device(root, "0000:00:01.0", "8086", "1237", subsystem="1af4:1100")
+    v = gather(str(root))["virtualization"]
+    assert v["hypervisor"] == "kvm"
+    assert v["evidence"] == ["no DMI; PCI device 0000:00:01.0 subsystem_vendor 0x1af4"]
+
+
+# lscpu (sys-utils/lscpu-virt.c, has_pci_device()) names a guest from /proc/bus/pci/devices by these
+# vendor:device pairs where CPUID and DMI are silent; its vendor names (lscpu.c hv_vendors[]).
+LSCPU_PCI = [("5853", "0001", "Xen", "xen"), ("15ad", "0710", "VMware", "vmware"), ("80ee", "beef", "Oracle", "oracle")]
+
+
+@pytest.mark.parametrize("vendor,device,lscpu_vendor,hypervisor", LSCPU_PCI, ids=[c[3] for c in LSCPU_PCI])
+def test_pci_hypervisors_agree_with_lscpu(sysroot_copy, vendor, device, lscpu_vendor, hypervisor):
+    root = _bare_metal_without_dmi(sysroot_copy)
+    assert _lscpu_vendor(root) is None
+    _pci_device(root, "0000:00:02.0", vendor, device, irq=11)
+    assert gather(str(root))["virtualization"]["hypervisor"] == hypervisor
+    assert _lscpu_vendor(root) == lscpu_vendor
+
+
+def test_a_virtualbox_guest_that_hides_is_named_by_its_pci_devices(sysroots):
+    """The fixture virtualbox-hidden: no hypervisor flag, no DMI, VirtualBox's PCI devices. lscpu
+    --sysroot names it from /proc/bus/pci/devices; hostkit from /sys/bus/pci/devices."""
+    root = sysroots["virtualbox-hidden"]
+    assert not (root / "sys/class/dmi/id").exists()
+    assert " hypervisor" not in (root / "proc/cpuinfo").read_text()
+    service = root / "sys/bus/pci/devices/0000:00:04.0"
+    assert service.is_symlink() and service.resolve() == (root / "sys/devices/pci0000:00/0000:00:04.0").resolve()
+    assert [(service / f).read_text() for f in ("vendor", "device")] == ["0x80ee\n", "0xcafe\n"]
+    v = gather(str(root))["virtualization"]
+    assert (v["hypervisor"], v["virtual"], v["deceptive_topology"]) == ("oracle", True, True)
+    assert v["evidence"] == ["no DMI; PCI device 0000:00:02.0 vendor 0x80ee"]
+    assert "hides itself" in v["reasons"][0]
+    assert _lscpu_vendor(root) == "Oracle"
+
+
+def test_a_guest_that_shows_its_hypervisor_flag_does_not_hide(sysroot_copy):
+    root = sysroot_copy("virtualbox-hidden")
+    cpuinfo = root / "proc/cpuinfo"
+    cpuinfo.write_text(cpuinfo.read_text().replace("bmi1 bmi2", "bmi1 bmi2 hypervisor"))
+    v = gather(str(root))["virtualization"]
+    assert v["hypervisor"] == "oracle"
+    assert not any("hides itself" in r for r in v["reasons"])
+
+
+def test_the_bare_metal_plan_on_the_hidden_guest_is_refused(sysroots, capsys):
+    """Refused as on every guest: exit 3, the reason named."""
+    from hostkit.cli import main
+
+    rc = main(["plan", "--sysroot", str(sysroots["virtualbox-hidden"]), "--profile", "bare-metal-inference", "--json"])
+    refused = json.loads(capsys.readouterr().out)["refused"]
+    assert rc == 3
+    assert any("hides itself" in r for r in refused), refused
 
 
 def test_pci_vendor_is_not_read_when_dmi_names_the_machine(sysroot_copy):

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import shlex
 import shutil
 import signal
 import subprocess
@@ -445,14 +446,20 @@ def test_without_tracefs_the_run_says_so():
 
 
 def test_tracefs_this_user_may_not_read_is_named_as_such():
-    probe = (
-        "from hostkit.smoke.sched_trace import SchedTrace, TraceUnavailable\n"
-        "try:\n    SchedTrace(0)\nexcept TraceUnavailable as exc:\n    print(exc)"
-    )
-    proc = _in_private_mounts(
-        f"umount {TRACEFS_ROOTS[0]} 2>/dev/null; mount -t tracefs nodev {TRACEFS_ROOTS[0]} && exec setpriv --reuid=65534 "
-        f"--regid=65534 --clear-groups {sys.executable} -c '{probe}'"
-    )
+    """As uid 65534, with hostkit and Python copied where that user can read them (tests/unprivileged.py):
+    a clone in a directory only root may enter hides the checkout from it."""
+    from tests.unprivileged import unprivileged_python
+
+    with unprivileged_python() as (python, top):
+        probe = (
+            f"import sys\nsys.path.insert(0, {top!r})\n"
+            "from hostkit.smoke.sched_trace import SchedTrace, TraceUnavailable\n"
+            "try:\n    SchedTrace(0)\nexcept TraceUnavailable as exc:\n    print(exc)"
+        )
+        proc = _in_private_mounts(
+            f"cd / && umount {TRACEFS_ROOTS[0]} 2>/dev/null; mount -t tracefs nodev {TRACEFS_ROOTS[0]} && exec "
+            f"setpriv --reuid=65534 --regid=65534 --clear-groups {shlex.quote(python)} -I -c {shlex.quote(probe)}"
+        )
     assert proc.stdout.strip() == (
         f"tracefs at {TRACEFS_ROOTS[0]} is not accessible to this user (uid 65534): per-event attribution needs root"
     ), proc.stderr

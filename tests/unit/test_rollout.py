@@ -154,8 +154,23 @@ def test_hook_timeout_bounds(seconds):
 # ----------------------------------------------------------------------------- state file
 
 
+def saved_state(rid: str, status: str) -> dict:
+    """The state file of a rollout with no host, as :func:`hostkit.rollout.state.load` accepts it."""
+    doc = {
+        "version": state.VERSION,
+        "rollout_id": rid,
+        "status": status,
+        "created": state.now(),
+        "request": {"inventory": "inventory.yml", "batch": "1"},
+        "batches": [],
+        "hosts": {},
+    }
+    state.save(doc)
+    return doc
+
+
 def test_state_is_replaced_atomically_and_read_back():
-    doc = {"version": state.VERSION, "rollout_id": "20261130T000000Z-abcdef", "status": "running", "hosts": {}}
+    doc = saved_state("20261130T000000Z-abcdef", "running")
     path = state.save(doc)
     assert json.loads(path.read_text())["status"] == "running"
     doc["status"] = "completed"
@@ -254,7 +269,7 @@ def test_resume_and_abort_bad_input(capsys, args, needles):
 )
 def test_resume_of_a_finished_or_aborted_rollout_is_bad_input(capsys, status, needle):
     rid = "20261130T000000Z-bbbbbb"
-    state.save({"version": state.VERSION, "rollout_id": rid, "status": status, "hosts": {}})
+    saved_state(rid, status)
     before = state.load(rid)
     rc, out, err = hostkit(capsys, "rollout", "--resume", rid)
     assert_one_line_error(rc, err, [needle])
@@ -263,7 +278,7 @@ def test_resume_of_a_finished_or_aborted_rollout_is_bad_input(capsys, status, ne
 
 def test_abort_of_an_aborted_rollout_is_bad_input(capsys):
     rid = "20261130T000000Z-cccccc"
-    state.save({"version": state.VERSION, "rollout_id": rid, "status": "aborted", "hosts": {}})
+    saved_state(rid, "aborted")
     rc, out, err = hostkit(capsys, "rollout", "--abort", rid)
     assert_one_line_error(rc, err, ["already aborted"])
 
