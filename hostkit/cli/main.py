@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 import sys
 
+from hostkit import __version__
 from hostkit.ansible.run import run_options as ansible_run_options
 from hostkit.cli import (
     apply,
@@ -70,7 +71,7 @@ def build_parser() -> argparse.ArgumentParser:
         epilog=EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    p.add_argument("--version", action="version", version="hostkit 0.1.0")
+    p.add_argument("--version", action="version", version=f"hostkit {__version__}")
     sub = p.add_subparsers(dest="cmd", required=True, parser_class=Parser)
     for command in COMMANDS:
         command.add_parser(sub).set_defaults(run=command.run)
