@@ -142,7 +142,7 @@ def parse_spec(text: str) -> VmSpec:
 
 # ---------------------------------------------------------------------------- acceleration
 def _qemu_version() -> str:
-    out = subprocess.run([QEMU, "--version"], capture_output=True, text=True).stdout
+    out = subprocess.run([QEMU, "--version"], stdin=subprocess.DEVNULL, capture_output=True, text=True).stdout
     return out.splitlines()[0] if out else "unknown"
 
 
@@ -168,7 +168,9 @@ def kvm_runs_guests(kernel: Path, timeout: float = 20.0) -> bool:
         "console=ttyS0 panic=-1",
     ]
     try:
-        proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True)
+        proc = subprocess.Popen(
+            cmd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True
+        )
     except OSError:
         return False
     seen = b""
@@ -276,6 +278,7 @@ class Guest:
             stale.unlink(missing_ok=True)
         proc = subprocess.run(
             ["qemu-img", "create", "-q", "-f", "qcow2", "-F", "qcow2", "-b", str(backing), str(self.overlay)],
+            stdin=subprocess.DEVNULL,
             capture_output=True,
             text=True,
         )
