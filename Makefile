@@ -10,7 +10,7 @@ DEB_PACKAGES := openssh-server openssh-client rt-tests numactl containerd iprout
 STAMP := $(VENV)/.hostkit-installed
 PYTEST_ARGS ?=
 
-.PHONY: setup deb venv demo test test-fast test-lab test-vm bench fuzz clean lint
+.PHONY: setup deb venv demo test test-fast test-lab test-vm bench fuzz clean lint dist
 
 setup: deb venv
 
@@ -31,7 +31,9 @@ venv: $(STAMP)
 $(STAMP): pyproject.toml
 	@test -x $(PY) || python3 -m venv $(VENV)
 	@$(PIP) install -q --upgrade pip
-	@$(PIP) install -q -e '.[test,lint]' --config-settings editable_mode=compat
+	@# this distribution's name before 0.2.0 (now hostkit-tuning), and its editable install's metadata
+	@$(PIP) uninstall -q -y hostkit 2>/dev/null || true; rm -rf hostkit.egg-info
+	@$(PIP) install -q -e '.[test,lint,dist]' --config-settings editable_mode=compat
 	@$(PY) scripts/build_collection.py --view >/dev/null  # build/collections: ansible.cfg's collection view of the checkout
 	@touch $(STAMP)
 
@@ -65,6 +67,11 @@ test-lab: setup
 
 test-vm: setup
 	$(PY) -m pytest -m vm $(PYTEST_ARGS)
+
+# The release files in dist/: the sdist and the wheel of hostkit-tuning (the wheel built from the sdist),
+# the collection tarball hostkit-tuning-<version>.tar.gz and SHA256SUMS (scripts/dist.py).
+dist: setup
+	$(PY) scripts/dist.py dist
 
 # The Ansible collection hostkit.tuning (also inside the wheel): build/collection/hostkit-tuning-<version>.tar.gz,
 # and ansible-test sanity on it (tests/unit/test_collection.py runs the same).

@@ -30,7 +30,7 @@ class ActionModule(ActionBase):
             result.update(
                 failed=True,
                 msg="hostkit.tuning.%s needs the hostkit Python package on the controller "
-                "(pip install hostkit): %s" % (MODULE, IMPORT_ERROR),
+                "(pip install hostkit-tuning): %s" % (MODULE, IMPORT_ERROR),
             )
             return result
         dummy, args = self.validate_argument_spec(argument_spec=actions.ARG_SPECS[MODULE])

@@ -15,8 +15,8 @@ runs give Ansible the same collection as symlinks by it (``checkout_collection_v
 =================================  ==========================================================
 collection                         repository
 =================================  ==========================================================
-``galaxy.yml``, ``meta/``,         ``collection/`` (``galaxy.yml``'s version is the one of
-``README.md``, ``tests/sanity/``   ``pyproject.toml``, written here)
+``galaxy.yml``, ``meta/``,         ``collection/`` (``galaxy.yml``'s version is hostkit's,
+``README.md``, ``tests/sanity/``   ``hostkit.__version__``, written here)
 ``plugins/modules/*.py``           ``library/*.py``
 ``plugins/module_utils/*.py``      ``module_utils/*.py``: symlinks to ``hostkit/agent/``, copied
                                    as the files they point to
@@ -36,13 +36,13 @@ Standard library only: it runs inside the wheel's isolated build environment.
 
 from __future__ import annotations
 
+import ast
 import importlib.util
 import os
 import re
 import shutil
 import subprocess
 import sys
-import tomllib
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -87,7 +87,13 @@ def rewrite_imports(source: str) -> str:
 
 
 def version(root: Path = ROOT) -> str:
-    return tomllib.loads((root / "pyproject.toml").read_text())["project"]["version"]
+    """hostkit's version: ``__version__`` of ``hostkit/__init__.py``, its one place (pyproject.toml
+    reads it too, ``[tool.setuptools.dynamic]``)."""
+    tree = ast.parse((root / "hostkit" / "__init__.py").read_text())
+    for node in tree.body:
+        if isinstance(node, ast.Assign) and [getattr(t, "id", None) for t in node.targets] == ["__version__"]:
+            return ast.literal_eval(node.value)
+    raise SystemExit(f"{root / 'hostkit' / '__init__.py'}: no __version__")
 
 
 def _copy_py(src: Path, dest: Path) -> None:
@@ -171,6 +177,7 @@ def sanity(coll: Path, home: Path = SANITY_HOME) -> subprocess.CompletedProcess:
         [str(test), "sanity", "--local", "--python", version, "--color", "no"],
         cwd=coll,
         env=env,
+        stdin=subprocess.DEVNULL,
         capture_output=True,
         text=True,
     )

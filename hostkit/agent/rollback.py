@@ -191,7 +191,7 @@ def _run_follow_ups(p: _Pass, follow_ups: list[list[str]]) -> tuple[list[dict], 
             ran.append({"argv": argv, "skipped": "systemd is not running on this host"})
         elif live:
             try:
-                proc = subprocess.run(argv, capture_output=True, text=True)
+                proc = subprocess.run(argv, stdin=subprocess.DEVNULL, capture_output=True, text=True)
                 ran.append({"argv": argv, "rc": proc.returncode, "stderr": proc.stderr.strip()[-300:]})
             except FileNotFoundError:
                 ran.append({"argv": argv, "skipped": f"{argv[0]} is not installed"})

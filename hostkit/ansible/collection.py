@@ -64,7 +64,7 @@ def _source(tmp: Path) -> Path:
 
 
 def _run(args: list[str], what: str) -> str:
-    proc = subprocess.run(args, capture_output=True, text=True)
+    proc = subprocess.run(args, stdin=subprocess.DEVNULL, capture_output=True, text=True)
     if proc.returncode != 0:
         raise HostkitError(f"{what} failed: {(proc.stderr or proc.stdout).strip()[-400:]}")
     return proc.stdout

@@ -131,6 +131,7 @@ def close_masters(control_dir: str) -> None:
     procs = [
         subprocess.Popen(
             ["ssh", "-O", "exit", "-o", f"ControlPath={sock}", "hostkit-run"],
+            stdin=subprocess.DEVNULL,
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,
         )

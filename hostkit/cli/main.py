@@ -13,7 +13,7 @@ import errno
 import os
 import sys
 
-from hostkit import api
+from hostkit import __version__, api
 from hostkit.cli import (
     apply,
     audit,
@@ -74,7 +74,7 @@ def build_parser() -> argparse.ArgumentParser:
         epilog=EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    p.add_argument("--version", action="version", version="hostkit 0.1.0")
+    p.add_argument("--version", action="version", version=f"hostkit {__version__}")
     sub = p.add_subparsers(dest="cmd", required=True, parser_class=Parser)
     for command in COMMANDS:
         command.add_parser(sub).set_defaults(run=command.run)

@@ -427,11 +427,13 @@ class Lab:
                 ]
             )
         )
-        test = subprocess.run([SSHD, "-t", "-f", str(config)], capture_output=True, text=True)
+        test = subprocess.run([SSHD, "-t", "-f", str(config)], stdin=subprocess.DEVNULL, capture_output=True, text=True)
         if test.returncode != 0:
             raise LabError(f"sshd rejected the config of {host.name}: {test.stderr.strip()}")
         log = hd / "sshd.log"
-        proc = subprocess.run([SSHD, "-f", str(config), "-E", str(log)], capture_output=True, text=True)
+        proc = subprocess.run(
+            [SSHD, "-f", str(config), "-E", str(log)], stdin=subprocess.DEVNULL, capture_output=True, text=True
+        )
         if proc.returncode != 0:
             raise LabError(f"sshd for {host.name} did not start: {proc.stderr.strip() or _tail(log)}")
         if not _wait_port(host.address, host.port, 10):
@@ -606,7 +608,7 @@ class Lab:
             if h.name == name:
                 config = self.host_dir(name) / "sshd_config"
                 log = self.host_dir(name) / "sshd.log"
-                subprocess.run([SSHD, "-f", str(config), "-E", str(log)], check=True)
+                subprocess.run([SSHD, "-f", str(config), "-E", str(log)], stdin=subprocess.DEVNULL, check=True)
                 if not _wait_port(h.address, h.port, 10):
                     raise LabError(f"sshd for {name} did not come back")
                 h.pid = int((self.host_dir(name) / "sshd.pid").read_text().strip())

@@ -35,7 +35,7 @@ def cache_dir() -> Path:
 
 def version() -> str:
     """QEMU's version line (a saved state loads only into the build that wrote it)."""
-    out = subprocess.run([QEMU, "--version"], capture_output=True, text=True).stdout
+    out = subprocess.run([QEMU, "--version"], stdin=subprocess.DEVNULL, capture_output=True, text=True).stdout
     return out.splitlines()[0] if out else "unknown"
 
 

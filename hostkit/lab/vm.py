@@ -190,6 +190,7 @@ class Guest:
             stale.unlink(missing_ok=True)
         proc = subprocess.run(
             ["qemu-img", "create", "-q", "-f", "qcow2", "-F", "qcow2", "-b", str(backing), str(self.overlay)],
+            stdin=subprocess.DEVNULL,
             capture_output=True,
             text=True,
         )

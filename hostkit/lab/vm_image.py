@@ -225,7 +225,7 @@ def file_sha256(path: Path) -> str:
 
 def _run(cmd: list[str], what: str, timeout: float | None = None, **kw) -> subprocess.CompletedProcess:
     try:
-        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, **kw)
+        proc = subprocess.run(cmd, stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=timeout, **kw)
     except subprocess.TimeoutExpired:
         raise LabError(f"{what}: timed out after {timeout:.0f} s ({' '.join(cmd[:3])} ...)") from None
     if proc.returncode != 0:
@@ -425,9 +425,17 @@ class Image:
             "virtio-net-pci,netdev=n0",
         ]
         _run(cmd, "the image's first boot (update-grub)", timeout=FIRSTBOOT_TIMEOUT)
-        cfg = subprocess.run(["debugfs", "-R", "cat /boot/grub/grub.cfg", str(raw)], capture_output=True, text=True)
+        cfg = subprocess.run(
+            ["debugfs", "-R", "cat /boot/grub/grub.cfg", str(raw)],
+            stdin=subprocess.DEVNULL,
+            capture_output=True,
+            text=True,
+        )
         marker = subprocess.run(
-            ["debugfs", "-R", "stat /etc/hostkit-image-firstboot", str(raw)], capture_output=True, text=True
+            ["debugfs", "-R", "stat /etc/hostkit-image-firstboot", str(raw)],
+            stdin=subprocess.DEVNULL,
+            capture_output=True,
+            text=True,
         )
         if "### BEGIN /etc/grub.d/10_linux ###" not in cfg.stdout or "not found" not in marker.stderr:
             tail = " | ".join(log.read_text(errors="replace").strip().splitlines()[-5:]) if log.exists() else ""

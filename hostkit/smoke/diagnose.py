@@ -77,7 +77,7 @@ def kernel_log_rt_throttling_count() -> int | None:
     after a run: only a new line confirms throttling during this run.
     """
     try:
-        proc = subprocess.run(["dmesg"], capture_output=True, text=True, timeout=5)
+        proc = subprocess.run(["dmesg"], stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=5)
     except (OSError, subprocess.TimeoutExpired):
         return None
     if proc.returncode != 0:

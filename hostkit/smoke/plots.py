@@ -22,7 +22,7 @@ def require_matplotlib(option: str = "--plot") -> None:
         import matplotlib  # noqa: F401
     except ImportError:
         raise BadInput(
-            f"{option} needs matplotlib, which is not installed: pip install 'hostkit[plots]' "
+            f"{option} needs matplotlib, which is not installed: pip install 'hostkit-tuning[plots]' "
             f"(the plots extra), or leave out {option}"
         ) from None
 

@@ -96,7 +96,7 @@ def _cyclictest(cpu: int, seconds: float) -> subprocess.Popen | None:
         "-D",
         f"{max(1, int(round(seconds)))}s",
     ]
-    return subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    return subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 
 
 def parse_cyclictest(text: str) -> dict:

@@ -44,7 +44,7 @@ def floors() -> dict[str, str]:
         if m:
             out[m.group(1).lower()] = m.group(2)
         else:
-            assert req == "hostkit[plots]", f"{req}: a requirement without a tested floor"
+            assert req == "hostkit-tuning[plots]", f"{req}: a requirement without a tested floor"
     return out
 
 

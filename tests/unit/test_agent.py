@@ -192,6 +192,7 @@ def test_a_cycle_hidden_in_a_function_is_found(tmp_path):
 # modules, and only what presents a result or parses options: module -> (the names it may import from
 # it, None for any; why it is presentation).
 CLI_PRESENTATION = {
+    "hostkit": ({"__version__"}, "the distribution's version, which --version prints"),
     "hostkit.facts.render": (None, "a host's facts as a summary and as a row of the fleet table"),
     "hostkit.plan.render": (None, "a plan as a table of its partition and lines of reasons"),
     "hostkit.smoke.options": (None, "the smoke test's options: their dataclass and argparse arguments"),

@@ -16,7 +16,9 @@ from pathlib import Path
 
 import pytest
 import yaml
+from packaging.requirements import Requirement
 
+import hostkit
 from hostkit import paths
 from hostkit.actions import ARG_SPECS
 from hostkit.ansible import settings as st
@@ -132,6 +134,59 @@ def test_playbooks_and_roles_call_hostkits_modules_by_fqcn():
     assert "hostkit.tuning.hostkit_changes" in fqcn and "hostkit.tuning.hostkit_lock" in fqcn  # the walk finds tasks
 
 
+# An FQCN: a task's module or action, a role's name, a filter, test or lookup plugin.
+FQCN = re.compile(r"^[a-z_][a-z0-9_]*\.[a-z_][a-z0-9_]*\.[a-z_][a-z0-9_.]*$")
+INLINE_FQCN = re.compile(
+    r"(?:\|\s*|\bis\s+(?:not\s+)?|(?:lookup|query|q)\(\s*['\"])([a-z_][a-z0-9_]*\.[a-z_][a-z0-9_]*\.[a-z_][a-z0-9_]*)"
+)
+ROLE_INCLUDES = {"include_role", "import_role", "ansible.builtin.include_role", "ansible.builtin.import_role"}
+
+
+def _fqcns(node, parent=None):
+    """Every FQCN a playbook, task file or scenario names (not under ``vars:``, where dotted keys
+    are sysctls)."""
+    if isinstance(node, dict):
+        for key, value in node.items():
+            if isinstance(key, str) and FQCN.match(key) and parent != "vars":
+                yield key
+            if key == "name" and parent in ROLE_INCLUDES and isinstance(value, str) and FQCN.match(value):
+                yield value
+            yield from _fqcns(value, key)
+    elif isinstance(node, list):
+        for item in node:
+            if parent == "roles" and isinstance(item, str) and FQCN.match(item):
+                yield item
+            yield from _fqcns(item, parent)
+    elif isinstance(node, str):
+        yield from INLINE_FQCN.findall(node)
+
+
+def test_galaxy_dependencies_name_every_collection_the_roles_and_playbooks_use():
+    """galaxy.yml's ``dependencies`` hold every collection the roles, playbooks and molecule
+    scenarios call, but ansible.builtin (ansible-core) and hostkit.tuning itself."""
+    galaxy = yaml.safe_load((REPO / paths.COLLECTION_META / "galaxy.yml").read_text())
+    files = [p for d in ("roles", "playbooks", "extensions") for p in sorted((REPO / d).rglob("*.yml"))]
+    used = {
+        ".".join(name.split(".")[:2])
+        for f in files
+        for doc in yaml.safe_load_all(f.read_text())
+        for name in _fqcns(doc)
+    }
+    assert {"ansible.builtin", "hostkit.tuning"} <= used  # the scan finds what is there
+    assert used - {"ansible.builtin", "hostkit.tuning"} <= set(galaxy["dependencies"] or {}), used
+    assert isinstance(galaxy["dependencies"], dict) and galaxy["license"] == ["Apache-2.0"]
+
+
+def test_the_sdist_carries_every_source_of_the_collection():
+    """MANIFEST.in names every checkout path the wheel's collection is assembled from (make dist
+    builds the wheel from the sdist: a path missing here fails there)."""
+    manifest = (REPO / "MANIFEST.in").read_text()
+    named = set(re.findall(r"^(?:recursive-include|include)\s+(.*)$", manifest, re.M))
+    words = {w for line in named for w in line.split()}
+    for source in [*paths.COLLECTION_SOURCES.values(), paths.COLLECTION_META]:
+        assert source in words, f"MANIFEST.in: {source} (a source of the collection) is missing"
+
+
 def test_the_import_rewrite_keeps_names_and_changes_only_hostkit_module_utils():
     src = (
         "from ansible.module_utils.basic import AnsibleModule\n"
@@ -147,10 +202,27 @@ def test_the_import_rewrite_keeps_names_and_changes_only_hostkit_module_utils():
     )
 
 
-def test_galaxy_version_and_requires_ansible_follow_pyproject(collection):
+def test_the_version_has_one_place_and_everything_follows_it(collection):
+    """``hostkit.__version__``: the distribution's (pyproject reads it), ``hostkit --version``'s, the
+    assembled collection's and the checkout's galaxy.yml (the collection view links it)."""
+    pyproject = tomllib.loads((REPO / "pyproject.toml").read_text())
+    project = pyproject["project"]
+    assert project["name"] == "hostkit-tuning" and "version" not in project and "version" in project["dynamic"]
+    assert pyproject["tool"]["setuptools"]["dynamic"]["version"] == {"attr": "hostkit.__version__"}
+    assert re.fullmatch(r"\d+\.\d+\.\d+", hostkit.__version__)
+    assert build.version() == hostkit.__version__
+    proc = subprocess.run(
+        [sys.executable, "-m", "hostkit.cli", "--version"], stdin=subprocess.DEVNULL, capture_output=True, text=True
+    )
+    assert (proc.returncode, proc.stdout) == (0, f"hostkit {hostkit.__version__}\n"), proc.stderr
+    for galaxy_yml in (collection / "galaxy.yml", REPO / paths.COLLECTION_META / "galaxy.yml"):
+        galaxy = yaml.safe_load(galaxy_yml.read_text())
+        assert (galaxy["namespace"], galaxy["name"], galaxy["version"]) == ("hostkit", "tuning", hostkit.__version__)
+
+
+def test_galaxy_license_and_requires_ansible_follow_pyproject(collection):
     project = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]
     galaxy = yaml.safe_load((collection / "galaxy.yml").read_text())
-    assert (galaxy["namespace"], galaxy["name"], galaxy["version"]) == ("hostkit", "tuning", project["version"])
     assert galaxy["license"] == [project["license"]]
     (floor,) = [
         re.fullmatch(r"ansible-core>=([0-9.]+)", d).group(1)
@@ -366,14 +438,23 @@ def test_a_users_playbook_runs_a_role_of_the_collection_by_its_fqcn(collection, 
 
 
 def test_hostkit_collection_install_makes_ansible_doc_list_every_module_and_role(tmp_path):
-    """`hostkit collection install -p PATH` (what a user runs after `pip install hostkit`): then
-    ansible-doc lists every module of library/ and the tune role's entry points, by FQCN."""
-    proc = subprocess.run(
-        [sys.executable, "-m", "hostkit.cli", "collection", "install", "-p", str(tmp_path), "--json"],
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
+    """`hostkit collection install -p PATH` (what a user runs after `pip install hostkit-tuning`),
+    called as a CI job may call it, with a non-blocking stdin (ansible-galaxy refuses one: hostkit
+    gives it /dev/null): then ansible-doc lists every module of library/ and the tune role's entry
+    points, by FQCN. (tests/lab/test_wheel.py runs it from the wheel with stdin closed too.)"""
+    read, write = os.pipe()
+    os.set_blocking(read, False)
+    try:
+        proc = subprocess.run(
+            [sys.executable, "-m", "hostkit.cli", "collection", "install", "-p", str(tmp_path), "--json"],
+            stdin=read,
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
+    finally:
+        os.close(read)
+        os.close(write)
     assert proc.returncode == 0, proc.stderr
     doc = json.loads(proc.stdout)
     assert doc["collection"] == "hostkit.tuning" and doc["path"] == str(paths.collection_dir(tmp_path))
@@ -410,35 +491,57 @@ def test_hostkit_collection_install_refuses_a_file_as_the_path(tmp_path):
     assert proc.returncode == 2 and proc.stderr.strip().endswith("not a directory"), proc.stderr
 
 
-def test_the_execution_environment_build_context_names_hostkit_and_the_collection(tmp_path):
-    """`ansible-builder create` on execution-environment.yml (no container engine needed): the
-    context's Python requirements name hostkit, its Galaxy requirements the playbooks' collections,
-    and its last step installs hostkit.tuning from the hostkit package and lists its modules."""
-    builder = BIN / "ansible-builder"
-    proc = subprocess.run(
-        [
-            str(builder),
-            "create",
-            "-f",
-            str(REPO / "execution-environment.yml"),
-            "--context",
-            str(tmp_path / "ctx"),
-            "--output-filename",
-            "Containerfile",
-        ],
-        cwd=REPO,
+def requirement_names(path: Path) -> list[str]:
+    """The distributions a pip requirements file names."""
+    lines = [line.split("#")[0].strip() for line in path.read_text().splitlines()]
+    return [Requirement(line).name for line in lines if line]
+
+
+def ee_context(definition: Path, context: Path) -> subprocess.CompletedProcess:
+    """`ansible-builder create` of an execution environment definition (no container engine needed)."""
+    return subprocess.run(
+        [str(BIN / "ansible-builder"), "create", "-f", str(definition), "--context", str(context)]
+        + ["--output-filename", "Containerfile"],
+        cwd=definition.parent,
+        stdin=subprocess.DEVNULL,
         capture_output=True,
         text=True,
         timeout=300,
     )
+
+
+def test_the_execution_environment_names_hostkit_tuning_and_takes_the_checkouts_wheel(tmp_path):
+    """ee/requirements.txt and execution-environment.yml name the distribution hostkit-tuning (the
+    index's `hostkit` is another project); the build context takes dist/'s wheel, pip finds it there
+    and the final stage installs it; its Galaxy requirements are the playbooks' collections, and its
+    last step installs hostkit.tuning from the package and lists its modules.
+    (tests/lab/test_wheel.py makes the context with a wheel `make dist` built and resolves it.)"""
+    assert requirement_names(REPO / "ee" / "requirements.txt") == ["hostkit-tuning"]
+    ee = yaml.safe_load((REPO / "execution-environment.yml").read_text())
+    assert ee["dependencies"]["python"] == "ee/requirements.txt"
+    assert ee["additional_build_files"] == [{"src": "dist/hostkit_tuning-*.whl", "dest": "wheels"}]
+    steps = ee["additional_build_steps"]
+    assert "COPY _build/wheels/ /output/hostkit-wheels/" in steps["prepend_builder"]
+    for stage in ("prepend_builder", "prepend_final"):
+        assert "ARG PIP_FIND_LINKS=/output/hostkit-wheels" in steps[stage], stage
+
+    proc = ee_context(REPO / "execution-environment.yml", tmp_path / "ctx")
     assert proc.returncode == 0, proc.stdout + proc.stderr
     build = tmp_path / "ctx" / "_build"
-    assert re.search(r"^hostkit>=", (build / "requirements.txt").read_text(), re.M)
+    assert requirement_names(build / "requirements.txt") == ["hostkit-tuning"]
     assert [c["name"] for c in yaml.safe_load((build / "requirements.yml").read_text())["collections"]] == [
         "kubernetes.core"
     ]
-    containerfile = (tmp_path / "ctx" / "Containerfile").read_text()
-    assert (
-        "RUN hostkit collection install -p /usr/share/ansible/collections && ansible-doc -l hostkit.tuning"
-        in containerfile
+    # dist/'s wheels, if `make dist` ran in this checkout (none: the COPY fails, no image is built)
+    assert sorted(p.name for p in (build / "wheels").glob("*")) == sorted(
+        p.name for p in (REPO / "dist").glob("hostkit_tuning-*.whl")
     )
+    containerfile = (tmp_path / "ctx" / "Containerfile").read_text()
+    final = containerfile[containerfile.index("FROM base AS final") :]
+    assert "ARG PIP_FIND_LINKS=/output/hostkit-wheels" in final
+    assert final.index("COPY --from=builder /output/ /output/") < final.index("install-from-bindep")
+    install = final.index("--no-deps --force-reinstall /output/hostkit-wheels/hostkit_tuning-*.whl")
+    last = final.index(
+        "RUN hostkit collection install -p /usr/share/ansible/collections && ansible-doc -l hostkit.tuning"
+    )
+    assert final.index("install-from-bindep") < install < last < final.index("RUN rm -rf /output")

@@ -79,7 +79,9 @@ def source_text(params):
     the text an edit starts from instead of the file's content; a command that fails fails the change."""
     argv = params["source_argv"]
     try:
-        proc = subprocess.run(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, check=False)
+        proc = subprocess.run(
+            argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE, check=False
+        )
     except OSError as exc:
         raise ModuleFailure("cannot run %s for %s: %s; nothing changed" % (argv[0], params["path"], exc))
     if proc.returncode != 0:
@@ -153,7 +155,9 @@ def validate(params, data):
             f.write(data)
         argv = [a.replace("%s", tmp) for a in params["validate"]]
         try:
-            proc = subprocess.run(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, check=False)
+            proc = subprocess.run(
+                argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE, check=False
+            )
         except OSError as exc:
             raise ModuleFailure(
                 "cannot run the validate command %s; %s was not installed: %s"

@@ -60,7 +60,9 @@ def decide(params, live, systemd_running, check_mode):
 def run(argv):
     """(rc, stdout, stderr) of ``argv`` run without a shell; rc 127 when it cannot start."""
     try:
-        proc = subprocess.run(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, check=False)
+        proc = subprocess.run(
+            argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE, check=False
+        )
     except OSError as exc:
         return 127, "", str(exc)
     return proc.returncode, proc.stdout.decode("utf-8", "replace"), proc.stderr.decode("utf-8", "replace")
