@@ -43,7 +43,7 @@ demo: setup
 # The fast suite alone first (its tests that measure on this machine one at a time, the rest with
 # pytest-xdist on both cores), then the lab suite beside the
 # real-kernel (VM) suite in two lanes and the dependency floors; each suite's
-# time, the ten slowest tests and the guest boots at the end (scripts/run_tests.py, docs/testing.md).
+# time, the ten slowest tests and the guest boots at the end (scripts/run_tests.py, docs/dev/testing.md).
 test: setup
 	$(PY) scripts/run_tests.py $(PYTEST_ARGS)
 

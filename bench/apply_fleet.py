@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Benchmark: full `hostkit apply` on 1 and 8 lab hosts (real sshd on loopback), wall time and ratio.
 
-Every size gets its own lab of identical hosts (the seed's EPYC 9634 fixture), all up at once; the
+Every size gets its own lab of identical hosts (the epyc-9634-nps1 fixture), all up at once; the
 sizes alternate run by run so that both see the same load, and each run is the whole command a
 user runs (facts, plan, apply). Between runs `hostkit rollback` restores the hosts (not timed), so
 every apply does the same work. One untimed `hostkit facts` per lab first: the hosts already

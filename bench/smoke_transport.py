@@ -14,7 +14,7 @@ One run prints, all measured in it (null model, --infer-ms 0, unless said otherw
   exported from git and run the same way), alternating, median of --repeat runs each;
 * the idle modes side by side, and slot allocation / state layout.
 
-Targets (docs/benchmarks.md): shm rpc p50 with 1 client <= 10x the floor (judged at the default
+Targets (docs/dev/benchmarks.md): shm rpc p50 with 1 client <= 10x the floor (judged at the default
 --client-batch 4, where each request also waits behind the client's other three, and at
 --client-batch 1, one request in flight as in the floor); shm >= 10x faster than socket at p50
 with 1 and with 4 clients; worker CPU <= 5% of wall at --rate 100; 16-client throughput not below

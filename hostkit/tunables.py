@@ -19,7 +19,7 @@ Everything else reads this table instead of keeping its own list:
   restored file.
 
 Adding a tunable is one entry here plus, when no role writes its kind yet, that role's task: see
-``docs/architecture.md`` ("Adding a tunable"). This module ships to hosts (adopt, facts and
+``docs/dev/architecture.md`` ("Adding a tunable"). This module ships to hosts (adopt, facts and
 rollback run there): standard library only.
 """
 

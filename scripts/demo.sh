@@ -23,10 +23,10 @@ INV="$LAB/inventory.yml"
 step "facts of every lab host, over SSH through ansible-runner"
 $HOSTKIT facts -i "$INV"
 
-step "the seed's VMware guest, in detail"
+step "the production incident's VMware guest, in detail"
 $HOSTKIT facts --sysroot "$LAB/hosts/vmware-guest/root"
 
-step "plan for the seed's bare-metal host"
+step "plan for the production incident's bare-metal host"
 $HOSTKIT plan -i "$INV" --limit epyc-nps1
 
 step "apply the bare-metal hosts (the guests are refused the bare-metal profile: exit 3 for them)"

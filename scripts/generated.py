@@ -21,6 +21,7 @@ GENERATORS = {
     "role_tunables.py": "roles/<role>/vars/main.yml: each role's sysctls (hostkit/tunables.py)",
     "role_readmes.py": "roles/<role>/README.md (meta/argument_specs.yml, defaults/main.yml, hostkit/tunables.py)",
     "contracts.py": "docs/contracts.md: exit codes, the facts and plan documents, JSON envelopes, every --help",
+    "profile_keys.py": "docs/inventory-and-profiles.md: the table of profile keys (hostkit/profiles/schema)",
 }
 
 

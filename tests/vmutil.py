@@ -314,7 +314,7 @@ def reset_hung_guest(lab: Lab, host: str) -> str:
     four vCPUs spinning in the guest kernel's smp_call_function_many_cond (the wait for other CPUs to run
     a cross-CPU call) with interrupts enabled, for minutes. A QEMU pause and resume did not revive it; a
     reset does. Whether TCG (QEMU 7.2 here) or the guest kernel is at fault is not settled: the hang
-    has not been seen outside TCG on a saturated host (docs/testing.md)."""
+    has not been seen outside TCG on a saturated host (docs/dev/testing.md)."""
     seen = vcpu_places(lab, host)
     h = next(h for h in lab.hosts() if h.name == host)
     with lab._guest(h).qmp(timeout=30) as qmp:

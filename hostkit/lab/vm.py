@@ -44,7 +44,7 @@ PRESETS = {
     "numa2": "sockets=2,cores=2,threads=1,nodes=2,mem=2048,vendor=kvm,disk_queues=4",
     # 1 socket x 2 cores x 2 threads: SMT siblings
     "smt": "sockets=1,cores=2,threads=2,nodes=1,mem=1024,vendor=kvm",
-    # the seed's deceptive VMware guest, shrunk: every vCPU its own socket, one NUMA node
+    # the production incident's deceptive VMware guest, shrunk: every vCPU its own socket, one NUMA node
     # (4 vCPUs: each its own socket shows the deception as 88 did; more only slows a TCG boot down)
     "vmware-like": "sockets=4,cores=1,threads=1,nodes=1,mem=1024,vendor=vmware",
     # 2 vCPUs: no overcommit on a 2-CPU machine, for quiet latency baselines

@@ -504,7 +504,7 @@ def _partition_sysctls(isolating: bool, kubelet_static: bool, profile: dict, fac
             wanted["kernel.sched_rt_runtime_us"] = -1
             reasons.append(
                 "sched_rt_runtime_us=-1: inference CPUs are isolated and dedicated, and stalld runs to "
-                "boost any kernel thread a FIFO worker starves there; measured on a 2-CPU VM (docs/operator-guide.md, "
+                "boost any kernel thread a FIFO worker starves there; measured on a 2-CPU VM (docs/dev/measurements.md, "
                 "The RT budget): deschedule p999/max 0.80/3.8 ms at -1 against 1.53/9.1 ms at 950000"
             )
         else:

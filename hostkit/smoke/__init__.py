@@ -1,1 +1,1 @@
-"""The on-host shared-memory inference smoke test (docs/operator-guide.md, "The smoke test")."""
+"""The on-host shared-memory inference smoke test (docs/smoke.md)."""

@@ -6,9 +6,9 @@ requests are due on a fixed schedule and latency is measured from when each was 
 
 Waiting for answers: with ``idle`` adaptive (see worker.py and wake.py) a client spins briefly,
 then blocks on its eventfd until the worker rings; otherwise it polls with ``poll_sleep_us``
-sleeps in between, as the seed's clients did (0: polls without sleeping). Each client announces how many
-requests it will submit from when (``coming``, ``next_submit_ns``): the worker's min-batch wait
-goes by that.
+sleeps in between, as the original inference actor's clients did (0: polls without sleeping). Each
+client announces how many requests it will submit from when (``coming``, ``next_submit_ns``): the
+worker's min-batch wait goes by that.
 """
 
 from __future__ import annotations
@@ -240,7 +240,7 @@ def _run_shm(cfg, client_id, raw, errors, stats) -> None:
         """Until a pending request is answered (or ``until_ns``, or the oldest request's timeout);
         returns when the spin saw the oldest one answered (monotonic ns), else 0."""
         nonlocal caught, learn
-        if not adaptive:  # the seed's clients: poll, sleep a little, poll again
+        if not adaptive:  # the original actor's clients: poll, sleep a little, poll again
             if poll_sleep:
                 time.sleep(poll_sleep)
             expire()

@@ -1,4 +1,4 @@
-"""Naming the cause of a deschedule tail: the seeds' layered reasoning, as data.
+"""Naming the cause of a deschedule tail: the production incident's layered reasoning, as data.
 
 Causes, each with its evidence: RT throttling (FIFO in use and sched_rt_runtime_us below the
 period; the kernel's "RT throttling activated" line when readable), hypervisor stall (steal

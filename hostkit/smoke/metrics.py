@@ -8,7 +8,7 @@ import math
 
 CREDIBLE_P999 = 10_000  # below this, p999 is one of the ten largest samples or fewer: report max with n
 STABLE_P999 = 100_000
-SLOW_INFER_CPU_MS = 100.0  # the seeds' slow_infer thresholds
+SLOW_INFER_CPU_MS = 100.0  # the original inference actor's slow_infer thresholds
 SLOW_INFER_WALL_MS = 200.0
 
 

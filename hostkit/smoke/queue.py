@@ -1,10 +1,10 @@
-"""SharedInferenceQueue: the seeds' POSIX shared-memory inference queue.
+"""SharedInferenceQueue: the original inference actor's POSIX shared-memory inference queue.
 
 One segment (``/dev/shm/<name>``, mode 0600) holds, for ``nslots`` slots:
 
 * the **state array** (FREE 0 -> WRITING 1 -> READY 2 -> PROCESSING 3 -> DONE 4 / ERROR 5 -> FREE),
   one 32-bit state per slot, every state on its own 64-byte cache line by default
-  (``state_stride=64``); ``state_stride=4`` packs them as the seed did (16 states per
+  (``state_stride=64``); ``state_stride=4`` packs them as the original actor did (16 states per
   cache line: false sharing between clients and the worker);
 * per-slot **metadata** (64 bytes: sequence, owner pid, timestamps, inference wall/CPU);
 * the **request** region (16 KiB per slot) and the **response** region (32 KiB per slot);
@@ -13,7 +13,7 @@ One segment (``/dev/shm/<name>``, mode 0600) holds, for ``nslots`` slots:
 
 Slot allocation, two designs (``allocator``):
 
-* ``flock`` (the seed's): a client takes ``fcntl.flock`` on a lock file, finds a FREE slot,
+* ``flock`` (the original actor's): a client takes ``fcntl.flock`` on a lock file, finds a FREE slot,
   marks it WRITING, unlocks;
 * ``partition`` (lock-free, one writer per transition): slot ``i`` belongs to client
   ``i % nclients``, which takes its lowest FREE one (the same few slots stay in cache); only its
@@ -464,7 +464,7 @@ class SharedInferenceQueue:
 
 def announcements_matter(cfg: dict) -> bool:
     """Whether the worker's min-batch wait can ever go by the clients' announcements (``cfg``: the
-    run's SmokeOptions as a dict). The seed's fixed wait never reads them. In a closed loop a
+    run's SmokeOptions as a dict). The original actor's fixed wait never reads them. In a closed loop a
     client's requests out plus those it announces are at most its batch plus the one it is
     submitting; when all clients' together cannot reach min_batch, no announcement can make a
     batch wait (and the clients need not write them). In an open loop a late client submits
@@ -514,7 +514,7 @@ class _Allocator:
 
 
 class FlockAllocator(_Allocator):
-    """The seed's allocation: a file lock around "find a FREE slot, mark it WRITING"."""
+    """The original actor's allocation: a file lock around "find a FREE slot, mark it WRITING"."""
 
     def __init__(self, queue: SharedInferenceQueue, lockfile: str) -> None:
         self.q = queue

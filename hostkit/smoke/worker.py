@@ -1,11 +1,11 @@
 """The inference worker: a spawned subprocess pinned to one CPU, claiming READY slots in batches.
 
-As in the seeds: ``sched_setaffinity`` to one CPU, ``nice(-20)``, SCHED_FIFO during inference
+As in the original inference actor: ``sched_setaffinity`` to one CPU, ``nice(-20)``, SCHED_FIFO during inference
 when permitted (SCHED_OTHER while idle; with ``fifo`` budget, the default, also for as long as more
 SCHED_FIFO would overrun the host's RT budget, see ``_Fifo``), one BLAS thread, first touch of the shared memory from
 its own CPU, batches of up to ``max_batch`` with a short wait for at least ``min_batch``. Idle, it
 spins briefly and then blocks until a client rings (``idle`` adaptive, the default), or keeps the
-seed's 0.5 ms idle sleep (``sleep``) or busy polling (``spin``); see ``_serve_shm``.
+original actor's 0.5 ms idle sleep (``sleep``) or busy polling (``spin``); see ``_serve_shm``.
 
 Per inference it records wall and thread-CPU time, the CPU-time reads *inside* the wall-clock
 reads: ``deschedule = max(0, wall - cpu)`` is time the thread was runnable but not running.
@@ -239,7 +239,7 @@ SCAN_ALL = 16  # batches between two scans of the whole queue while the slots be
 def _serve_shm(q: SharedInferenceQueue, model, cfg: dict, info: dict, stats: dict) -> None:
     """Claim READY slots in batches and answer them.
 
-    Idle modes: ``sleep`` is the seed's loop (0.5 ms idle sleep; wait the whole min-batch wait for
+    Idle modes: ``sleep`` is the original actor's loop (0.5 ms idle sleep; wait the whole min-batch wait for
     ``min_batch``; SCHED_FIFO on for each batch, off after it); ``spin`` is the same without the
     idle sleep (busy polling; FIFO still off between batches, or a spinning FIFO task would starve
     its CPU); ``adaptive`` spins for a bounded, adaptive time on the doorbell word (queue.PARTY)
@@ -260,7 +260,7 @@ def _serve_shm(q: SharedInferenceQueue, model, cfg: dict, info: dict, stats: dic
     adaptive = idle == "adaptive"
     idle_sleep = cfg["idle_sleep_ms"] / 1000.0
     fifo = _Fifo(info["fifo_available"], info["fifo_limit"])
-    fifo_per_batch = fixed_wait = not adaptive  # the seed's loop: FIFO per batch, fixed min-batch wait
+    fifo_per_batch = fixed_wait = not adaptive  # the original actor's loop: FIFO per batch, fixed min-batch wait
     may_fill = announcements_matter(cfg)  # else no announcement can ever make min_batch: never wait
     tensor_count = q.tensor_size // 4
     tensors = [q.tensor(i, count=tensor_count) for i in range(nslots)]  # views made once, no copies
@@ -385,7 +385,7 @@ def _more(
     q: SharedInferenceQueue, have: int, cursor: int, max_batch: int, min_batch: int, deadline: int, fixed: bool
 ) -> list[int]:
     """More READY slots for a batch of ``have`` (< ``min_batch``), until ``deadline``. ``fixed`` (the
-    seed's): wait the whole time; otherwise only while the requests the clients have announced
+    original actor's): wait the whole time; otherwise only while the requests the clients have announced
     before the deadline can still make ``min_batch``: a request is never held back for a batch
     that cannot fill."""
     more: list[int] = []
@@ -413,7 +413,7 @@ def _recv_exact(sock, n: int) -> bytes | None:
 
 
 def _serve_socket(server, model, cfg: dict, info: dict, stats: dict, conn) -> None:
-    """The seeds' socket actor: length-prefixed pickles over TCP loopback."""
+    """The original inference actor's socket transport: length-prefixed pickles over TCP loopback."""
     try:
         import numpy as np
     except ImportError:

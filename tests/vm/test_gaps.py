@@ -4,7 +4,7 @@ hypervisor would run it. The guest kernel has no steal-time accounting under TCG
 vCPU shows up in the guest as time charged to whatever ran: gaps "invisible to the kernel", and
 co-stops when both vCPUs are stopped at once.
 
-Figures: docs/operator-guide.md ("The vCPU-gap probe"). On a loaded machine the spread guest
+Figures: docs/dev/measurements.md ("The vCPU-gap probe"). On a loaded machine the spread guest
 co-stops too (the host's other work stops its vCPUs): the assertion is the ratio between the two
 placements of the same guest. The same guest also shows the seed's other layer, RT throttling,
 event by event through the sched_switch trace of the worker's CPU.
