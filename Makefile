@@ -6,7 +6,7 @@ PIP := $(VENV)/bin/pip
 HOSTKIT := $(VENV)/bin/hostkit
 DEB_PACKAGES := openssh-server openssh-client rt-tests numactl containerd iproute2 util-linux procps python3 dmidecode \
 		qemu-system-x86 qemu-utils mmdebstrap grub-pc-bin grub-common xorriso mtools e2fsprogs \
-		prometheus
+		prometheus openssl
 STAMP := $(VENV)/.hostkit-installed
 PYTEST_ARGS ?=
 

@@ -1138,3 +1138,51 @@ def fixture_capture(req: FixtureCaptureRequest) -> FixtureCaptureResult:
     doc = capture(req.sysroot)
     out.write_text(json.dumps(doc, indent=0, sort_keys=True) + "\n")
     return FixtureCaptureResult(str(out), req.sysroot, len(doc["files"]))
+
+
+# ----------------------------------------------------------------------------- bios (the BMC)
+
+
+@dataclass(frozen=True, kw_only=True)
+class BiosRequest:
+    action: str  # facts, plan, apply, rollback (hostkit.bmc.fleet.ACTIONS)
+    inventory: str
+    limit: str | None = None
+    profile: str | None = None
+    reboot: bool = False  # apply/rollback: power-cycle through the BMC and check the result
+    shutdown_timeout: int = 120  # seconds of GracefulShutdown before ForceOff
+    forks: int | None = None  # BMCs at a time; None: all
+
+
+@dataclass
+class BiosResult(Result):
+    hosts: dict[str, dict]  # doc: per host {"status", "bios" | "plan" | "restore", "cycles", "steps", "requests"}
+    action: str = "facts"
+
+    @property
+    def rc(self) -> int:
+        from hostkit.bmc.fleet import exit_code
+
+        return exit_code(self.hosts)
+
+    def to_dict(self) -> dict:
+        return fleet_document(None, self.hosts, action=self.action)
+
+
+def bios(req: BiosRequest, progress: Callable[[str], None] | None = None) -> BiosResult:
+    """BIOS facts, plan, apply or rollback through each host's BMC (``hostkit_bmc``)."""
+    from hostkit.bmc.fleet import run
+
+    if not 10 <= req.shutdown_timeout <= 3600:
+        raise BadInput(f"--shutdown-timeout must be 10-3600 seconds, got {req.shutdown_timeout}")
+    hosts = run(
+        req.action,
+        req.inventory,
+        req.limit,
+        req.profile,
+        reboot=req.reboot,
+        shutdown_timeout=req.shutdown_timeout,
+        progress=progress,
+        forks=req.forks,
+    )
+    return BiosResult(hosts, req.action)

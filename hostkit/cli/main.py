@@ -17,6 +17,7 @@ from hostkit import __version__, api
 from hostkit.cli import (
     apply,
     audit,
+    bios,
     collection,
     facts,
     fixtures,
@@ -45,6 +46,7 @@ COMMANDS = [
     gaps,
     unlock,
     audit,
+    bios,
     migrate,
     lab,
     fixtures,

@@ -138,6 +138,14 @@ SCHEMA: dict = {
     "bios": {
         "numa_per_socket": Field("int", None, min=0, max=16, nullable=True, doc="expected NPS/SNC nodes per socket"),
         "smt": Field("bool", None, nullable=True, doc="expected SMT state; null: no expectation"),
+        "c_states": Field(
+            "str",
+            None,
+            choices=("off", "shallow", "on"),
+            nullable=True,
+            doc="processor C-states set through the BMC (hostkit bios): off, shallow (C1/C1E only) or on",
+        ),
+        "turbo": Field("bool", None, nullable=True, doc="turbo/boost set through the BMC (hostkit bios)"),
         "min_memory_channels_per_socket": Field(
             "int", None, min=1, max=24, nullable=True, doc="populated memory channels every socket must have"
         ),

@@ -56,6 +56,11 @@ COVERED = [
     (r"^hostkit lab (up|down|status)\b", "tests/lab/test_lab.py::test_lab_cli_up_status_down", "sshd lab hosts"),
     (r"^hostkit facts -i ", "tests/lab/test_lab.py::test_cli_facts_inventory_json", "lab hosts"),
     (
+        r"^hostkit bios ",
+        "tests/unit/test_bmc.py::test_apply_is_pending_until_the_cycle_then_in_effect_and_rollback_restores_it",
+        "a BMC: the lab's Redfish emulator",
+    ),
+    (
         r"^hostkit gaps -i ",
         "tests/vm/test_gaps.py::test_confined_qemu_co_stops_the_guest_far_more_than_spread",
         "a guest",

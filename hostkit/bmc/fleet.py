@@ -1,0 +1,137 @@
+"""``hostkit bios``'s work on every inventory host with a ``hostkit_bmc``: facts, plan, apply (with an
+optional power cycle) and rollback, host by host.
+
+Every input is checked before any BMC is contacted (the inventory, each ``hostkit_bmc``, each host's
+profile and overrides): bad input changes nothing anywhere. A host's BMC failing is that host's
+failure (exit 1); a plan the BMC cannot carry out is refused (exit 2) before any PATCH.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+
+from hostkit.bmc import apply as bmc_apply
+from hostkit.bmc import facts as bmc_facts
+from hostkit.bmc.client import BmcError, bmc_settings, connect
+from hostkit.bmc.plan import plan_bios
+from hostkit.errors import EXIT_BAD_INPUT, EXIT_FAILED, EXIT_OK, BadInput
+
+ACTIONS = ("facts", "plan", "apply", "rollback")
+
+
+def _targets(inventory: str, limit: str | None, profile: str | None):
+    from hostkit.ansible.inventory import load_inventory
+    from hostkit.profiles import for_host
+
+    hosts = load_inventory(inventory, limit)
+    out, without = [], []
+    for h in hosts:
+        if h.vars.get("hostkit_bmc") is None:
+            without.append(h.name)
+            continue
+        settings = bmc_settings(h.name, h.vars["hostkit_bmc"])
+        prof, _pinned = for_host(h.name, h.vars, profile)
+        out.append((h.name, settings, prof, settings.vendor_map))
+    if not out:
+        raise BadInput(f"no host of inventory {inventory} has a hostkit_bmc (hosts: {', '.join(without)})")
+    return out, without
+
+
+def run(
+    action: str,
+    inventory: str,
+    limit: str | None = None,
+    profile: str | None = None,
+    reboot: bool = False,
+    shutdown_timeout: float = bmc_apply.SHUTDOWN_TIMEOUT,
+    progress: Callable[[str], None] | None = None,
+    forks: int | None = None,
+) -> dict[str, dict]:
+    """Each host's document, its BMCs ``forks`` at a time (default: all at once; a BMC is slow, the
+    controller is not)."""
+    if action not in ACTIONS:
+        raise BadInput(f"unknown action {action!r} (known: {', '.join(ACTIONS)})")
+    targets, without = _targets(inventory, limit, profile)
+    say = progress or (lambda _line: None)
+    out: dict[str, dict] = {h: {"status": "skipped", "reason": "no hostkit_bmc in the inventory"} for h in without}
+
+    def one(target) -> tuple[str, dict]:
+        host, settings, prof, vendor_map = target
+        t0 = time.monotonic()
+        try:
+            doc = _one(action, host, settings, prof, vendor_map, reboot, shutdown_timeout, say)
+        except BmcError as exc:
+            doc = {"status": "failed", "error": str(exc)}
+        except BadInput as exc:
+            doc = {"status": "refused", "error": str(exc)}
+        doc["seconds"] = round(time.monotonic() - t0, 2)
+        say(f"{host}: {doc['status']} ({doc['seconds']} s)")
+        return host, doc
+
+    with ThreadPoolExecutor(max_workers=max(1, min(forks or len(targets), len(targets)))) as pool:
+        out.update(pool.map(one, targets))
+    return out
+
+
+def exit_code(hosts: dict[str, dict]) -> int:
+    statuses = {h["status"] for h in hosts.values()}
+    if "refused" in statuses:
+        return EXIT_BAD_INPUT
+    return EXIT_FAILED if "failed" in statuses else EXIT_OK
+
+
+def _one(action, host, settings, prof, vendor_map, reboot, shutdown_timeout, say) -> dict:
+    bmc = connect(settings)
+    facts = bmc_facts.gather(bmc)
+    if action == "facts":
+        return {"status": "ok", "bios": facts, "requests": dict(bmc.requests)}
+    if action == "rollback":
+        return _rollback(bmc, host, facts, reboot, shutdown_timeout, say)
+    plan = plan_bios(prof["bios"], facts, vendor_map, source=f"profile {prof['name']}")
+    if action == "plan" or plan["refused"]:
+        status = "refused" if plan["refused"] else "ok"
+        return {"status": status, "plan": plan, "requests": dict(bmc.requests)}
+    doc: dict = {"status": "ok", "plan": plan, "cycles": 0, "steps": []}
+    if plan["patch"]:
+        journal = bmc_apply.write_journal(host, settings.url, {k: facts["attributes"].get(k) for k in plan["patch"]})
+        say(f"{host}: journaled {', '.join(plan['patch'])} in {journal}")
+        t0 = time.monotonic()
+        bmc_apply.patch(bmc, plan["patch"], facts["apply_times"])
+        doc["steps"].append({"step": "PATCH Bios/Settings", "seconds": round(time.monotonic() - t0, 2), "ok": True})
+        say(f"{host}: PATCHed {plan['patch']}: pending until the next reset")
+    pending = {s["attribute"]: s["value"] for s in plan["steps"] if s["state"] in ("change", "pending")}
+    if reboot and pending:
+        doc["steps"] += _cycle(bmc, host, pending, shutdown_timeout, say)
+        doc["cycles"] = 1
+    doc["requests"] = dict(bmc.requests)
+    return doc
+
+
+def _cycle(bmc, host, wanted: dict, shutdown_timeout, say) -> list[dict]:
+    say(f"{host}: power cycle through the BMC")
+    steps = bmc_apply.power_cycle(bmc, shutdown_timeout, on_step=lambda s: say(f"{host}: {s['step']} {s['seconds']} s"))
+    missing = bmc_apply.still_pending(bmc, wanted)
+    if missing:
+        named = ", ".join(f"{k} is {cur!r}, wanted {want!r}" for k, (cur, want) in sorted(missing.items()))
+        raise BmcError(
+            f"{host}: the BMC accepted the settings but did not apply them at the power cycle: {named} "
+            f"(journal {bmc_apply.journal_path(host)} kept: rollback restores it)"
+        )
+    return steps
+
+
+def _rollback(bmc, host, facts, reboot, shutdown_timeout, say) -> dict:
+    restore = bmc_apply.rollback_patch(host, facts["attributes"], facts["pending"])
+    doc: dict = {"status": "ok", "restore": restore, "cycles": 0, "steps": []}
+    if restore:
+        bmc_apply.patch(bmc, restore, facts["apply_times"])
+        say(f"{host}: PATCHed back {restore}")
+    journal = bmc_apply.read_journal(host) or {"attributes": {}}
+    if reboot:
+        doc["steps"] = _cycle(bmc, host, journal["attributes"], shutdown_timeout, say)
+        doc["cycles"] = 1
+        bmc_apply.forget(host)
+    doc["requests"] = dict(bmc.requests)
+    return doc

@@ -1,0 +1,121 @@
+"""The BIOS plan of one host: each intent of the profile's ``bios`` section, current -> wanted in the
+vendor's words, with its reason and its state, and the topology the OS will have after the power
+cycle.
+
+A step's state: ``ok`` (the BIOS has it now and nothing else is pending), ``pending`` (already set,
+applied at the next reset: not changed again), ``change`` (to be PATCHed). What cannot be set is
+*refused*, one line each, and nothing is PATCHed: an intent the vendor map lacks for this platform,
+an attribute the BMC does not have, a read-only one, a value its registry does not allow.
+"""
+
+from __future__ import annotations
+
+from hostkit.bmc.vendors import INTENTS, entry_for, intent_of, same, value_for, vendor_for
+
+REASONS = {
+    "numa_per_socket": "NUMA nodes per socket (AMD NPS, Intel SNC): the unit kubelet's single-numa-node "
+    "pods and the smoke test's shared memory are placed in",
+    "smt": "SMT siblings share a core's pipeline: an isolated CPU's sibling adds its load to the tail",
+    "c_states": "a deep C-state's exit latency lands on the first inference after an idle gap",
+    "turbo": "turbo's frequency varies with the other cores' load: steady clocks give a steady tail",
+}
+
+
+def _registry_problem(registry: dict | None, attributes: dict, name: str, value) -> str | None:
+    if registry is None:
+        return None if name in attributes else f"the BMC has no attribute {name} (and offers no registry)"
+    entry = registry.get(name)
+    if entry is None:
+        return f"the BMC's attribute registry has no attribute {name}"
+    if entry["read_only"]:
+        return f"{name} is read-only in the BMC's attribute registry"
+    if entry["values"] is not None and value not in entry["values"]:
+        return f"{name}={value} is not allowed by the BMC's registry (allowed: {', '.join(map(str, entry['values']))})"
+    return None
+
+
+def plan_bios(bios_profile: dict, facts: dict, vendor_map: str | None = None, source: str = "the profile") -> dict:
+    """The plan of one host from its profile's ``bios`` section and its BMC facts."""
+    vmap = vendor_for(facts.get("vendor"), vendor_map)
+    procs = facts.get("processors") or {}
+    cpu = procs.get("cpu_vendor")
+    attrs, pending, registry = facts.get("attributes") or {}, facts.get("pending") or {}, facts.get("registry")
+    steps, refused, patch = [], [], {}
+    for intent in INTENTS:
+        wanted = bios_profile.get(intent)
+        if wanted is None:
+            continue
+        entry = entry_for(vmap, intent, cpu)
+        if entry is None:
+            refused.append(f"bios.{intent}={wanted}: {vmap['title']} has no attribute for it on {cpu or 'this'} CPUs")
+            continue
+        value = value_for(entry, wanted)
+        name = entry["attribute"]
+        if value is None:
+            known = ", ".join(map(str, entry["values"]))
+            refused.append(f"bios.{intent}={wanted}: {vmap['title']} ({name}) takes {known}")
+            continue
+        problem = _registry_problem(registry, attrs, name, value)
+        if problem:
+            refused.append(f"bios.{intent}={wanted}: {problem}")
+            continue
+        current, now_pending = attrs.get(name), pending.get(name, attrs.get(name))
+        if same(entry, value, current) and same(entry, value, now_pending):
+            state = "ok"
+        elif same(entry, value, now_pending):
+            state = "pending"
+        else:
+            state = "change"
+            patch[name] = value
+        steps.append(
+            {
+                "intent": intent,
+                "wanted": wanted,
+                "attribute": name,
+                "value": value,
+                "current": current,
+                "pending": pending.get(name),
+                "state": state,
+                "reset_required": ((registry or {}).get(name) or {}).get("reset_required", True) is not False,
+                "reason": f"{source}: bios.{intent}={wanted}: {REASONS[intent]}",
+            }
+        )
+    return {
+        "vendor_map": vmap["name"],
+        "vendor": vmap["title"],
+        "cpu_vendor": cpu,
+        "steps": steps,
+        "refused": refused,
+        "patch": patch,
+        "after_cycle": after_cycle(steps, facts, vmap),
+    }
+
+
+def after_cycle(steps: list[dict], facts: dict, vmap: dict) -> dict:
+    """The topology the OS will see once every step is in effect: NUMA nodes per socket and in all,
+    threads per core (None where neither the plan nor the BIOS says)."""
+    procs = facts.get("processors") or {}
+    cpu = procs.get("cpu_vendor")
+    by_intent = {s["intent"]: s["wanted"] for s in steps}
+
+    def effective(intent):
+        if intent in by_intent:
+            return by_intent[intent]
+        entry = entry_for(vmap, intent, cpu)
+        if entry is None:
+            return None
+        name = entry["attribute"]
+        value = (facts.get("pending") or {}).get(name, (facts.get("attributes") or {}).get(name))
+        return intent_of(entry, value)
+
+    nps, smt = effective("numa_per_socket"), effective("smt")
+    sockets = procs.get("sockets") or None
+    threads = None if smt is None else (2 if smt else 1)
+    nodes = None
+    if nps is not None and sockets:
+        nodes = 1 if nps == 0 else sockets * int(nps)
+    return {"sockets": sockets, "numa_per_socket": nps, "numa_nodes": nodes, "threads_per_core": threads}
+
+
+def changes(plan: dict) -> int:
+    return sum(s["state"] == "change" for s in plan["steps"])
