@@ -1,7 +1,8 @@
 # -*- coding: utf-8 -*-
-"""The action plugin of the collection's modules facts, plan, smoke, audit and rollback: this file,
-and plan.py, smoke.py, audit.py, rollback.py are links to it. Each runs as the module it is named
-after: hostkit's own code for it (hostkit.actions) on the controller, over the task's connection.
+"""The action plugin of the collection's modules facts, plan, smoke, audit, rollback, bios_facts and
+bios: this file, and plan.py, smoke.py, audit.py, rollback.py, bios_facts.py, bios.py are links to
+it. Each runs as the module it is named after: hostkit's own code for it (hostkit.actions) on the
+controller, over the task's connection (bios_facts and bios talk to the host's BMC instead).
 plugins/modules/<name>.py holds each module's documentation."""
 
 from __future__ import absolute_import, division, print_function

@@ -1,5 +1,5 @@
 """The work of the collection's action plugins (``hostkit.tuning.facts``, ``plan``, ``smoke``,
-``audit``, ``rollback``): the same code the CLI runs, over the connection Ansible already holds.
+``audit``, ``rollback``, ``bios_facts``, ``bios``): the same code the CLI runs, over the connection Ansible already holds.
 
 An action plugin (``action_plugins/<name>.py``, ``plugins/action/`` in the collection) is a thin
 shell: it wraps its connection as a :class:`Remote` (:class:`ActionRemote`), calls one function
@@ -368,6 +368,67 @@ def rollback(
     return out
 
 
+# ----------------------------------------------------------------------------- the BMC
+
+
+def _bmc(host: str, hostvars: dict):
+    from hostkit.bmc.client import bmc_settings, connect
+
+    if hostvars.get("hostkit_bmc") is None:
+        raise BadInput(f"{host}: no hostkit_bmc: this host has no BMC in the inventory")
+    settings = bmc_settings(host, hostvars["hostkit_bmc"])
+    return settings, connect(settings)
+
+
+def bios_facts(*, host: str, hostvars: dict) -> dict:
+    """``hostkit.tuning.bios_facts``: what the host's BMC says (``hostkit bios facts``), as the fact
+    ``hostkit_bios``. Runs on the controller against the BMC; the host is not contacted."""
+    from hostkit.bmc.facts import gather
+
+    _settings, bmc = _bmc(host, hostvars)
+    doc = gather(bmc)
+    return {"changed": False, "bios": doc, "ansible_facts": {"hostkit_bios": doc}}
+
+
+def bios(*, host: str, hostvars: dict, profile: str | None, overrides: dict | None, reboot: bool, check: bool) -> dict:
+    """``hostkit.tuning.bios``: the host's profile's bios intents through its BMC, as ``hostkit bios
+    apply`` sets them: refused (nothing PATCHed) where the map or the registry does not allow them,
+    journaled on the controller, PATCHed (pending until the next reset), and with ``reboot`` one
+    power cycle, after which a setting still pending fails the host. In check mode: the plan and its
+    diff, nothing PATCHed."""
+    from hostkit.bmc import apply as bmc_apply
+    from hostkit.bmc.facts import gather
+    from hostkit.bmc.fleet import cycle
+    from hostkit.bmc.plan import plan_bios
+    from hostkit.profiles import for_host
+
+    given = {**hostvars, **({"hostkit_overrides": overrides} if overrides is not None else {})}
+    prof, _pinned = for_host(host, given, profile)
+    settings, bmc = _bmc(host, hostvars)
+    facts = gather(bmc)
+    plan = plan_bios(prof["bios"], facts, settings.vendor_map, source=f"profile {prof['name']}")
+    if plan["refused"]:
+        raise BadInput(f"{host}: " + "; ".join(plan["refused"]))
+    patch = plan["patch"]
+    pending = {s["attribute"]: s["value"] for s in plan["steps"] if s["state"] in ("change", "pending")}
+    out = {
+        "changed": bool(patch) or (reboot and bool(pending)),
+        "plan": plan,
+        "pending": pending,
+        "cycles": 0,
+        "diff": {"before": {k: facts["attributes"].get(k) for k in pending}, "after": pending},
+    }
+    if check:
+        return out
+    if patch:
+        bmc_apply.write_journal(host, settings.url, {k: facts["attributes"].get(k) for k in patch})
+        bmc_apply.patch(bmc, patch, facts["apply_times"])
+    if reboot and pending:
+        out["steps"] = cycle(bmc, host, pending, bmc_apply.SHUTDOWN_TIMEOUT, lambda _line: None)
+        out["cycles"] = 1
+    return out
+
+
 # ----------------------------------------------------------------------------- the plugins' shell
 
 _HOST = {"sysroot": {"type": "str", "default": ""}}
@@ -396,6 +457,12 @@ ARG_SPECS: dict[str, dict] = {
         "strict": {"type": "bool", "default": False},
     },
     "rollback": {**_HOST, "run_id": {"type": "str"}, "check": {"type": "bool", "default": False}},
+    "bios_facts": {},
+    "bios": {
+        "profile": {"type": "str"},
+        "overrides": {"type": "dict"},
+        "reboot": {"type": "bool", "default": False},
+    },
 }
 
 
@@ -458,6 +525,17 @@ def dispatch(name: str, action, args: dict, task_vars: dict) -> dict:
                 force=args["force"],
                 strict=args["strict"],
                 **where,
+            )
+        if name == "bios_facts":
+            return bios_facts(host=host, hostvars=hostvars)
+        if name == "bios":
+            return bios(
+                host=host,
+                hostvars=hostvars,
+                profile=args["profile"],
+                overrides=args["overrides"],
+                reboot=args["reboot"],
+                check=_check_mode(action),
             )
         if name == "rollback":  # Ansible's --check is the rollback's own check
             return rollback(remote, run_id=args["run_id"], check=args["check"] or _check_mode(action), **where)

@@ -948,6 +948,7 @@ class LabUpRequest(LabRequest):
     port: int | None = None  # sshd's port on every loopback address (None: the lab's, 2222)
     boot_timeout: float | None = None  # seconds per guest boot (None: the lab's default)
     resume: bool = True  # a preset's guest resumes from its saved state; False: every guest boots
+    bmc: bool = False  # a lab BMC (Redfish) in front of every host, hostkit_bmc in the inventory
 
 
 @dataclass
@@ -1029,6 +1030,7 @@ def lab_up(
         vm_specs=list(req.vm_specs),
         boot_timeout=req.boot_timeout,
         resume=req.resume,
+        bmc=req.bmc,
         say=say,
         progress=None if progress is None else (lambda h: progress(asdict(h))),
     )
@@ -1152,6 +1154,8 @@ class BiosRequest:
     reboot: bool = False  # apply/rollback: power-cycle through the BMC and check the result
     shutdown_timeout: int = 120  # seconds of GracefulShutdown before ForceOff
     forks: int | None = None  # BMCs at a time; None: all
+    os_check: bool = True  # after a cycle: the booted OS's topology (facts over SSH) against the BIOS's
+    boot_timeout: int = REBOOT_TIMEOUT  # seconds for the OS to answer after the power-on
 
 
 @dataclass
@@ -1175,6 +1179,7 @@ def bios(req: BiosRequest, progress: Callable[[str], None] | None = None) -> Bio
 
     if not 10 <= req.shutdown_timeout <= 3600:
         raise BadInput(f"--shutdown-timeout must be 10-3600 seconds, got {req.shutdown_timeout}")
+    check_reboot_timeout(req.boot_timeout)
     hosts = run(
         req.action,
         req.inventory,
@@ -1184,5 +1189,7 @@ def bios(req: BiosRequest, progress: Callable[[str], None] | None = None) -> Bio
         shutdown_timeout=req.shutdown_timeout,
         progress=progress,
         forks=req.forks,
+        os_check=req.os_check,
+        boot_timeout=req.boot_timeout,
     )
     return BiosResult(hosts, req.action)

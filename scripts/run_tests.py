@@ -32,7 +32,7 @@ ROOT = Path(__file__).resolve().parent.parent
 OUT = ROOT / ".hostkit"
 FAST = "unit"
 # The VM modules split in two lanes of about the same length (lane B on ports of its own).
-VM_LANE_B = ["tests/vm/test_rollout.py", "tests/vm/test_tuned.py", "tests/vm/test_vmware.py"]
+VM_LANE_B = ["tests/vm/test_rollout.py", "tests/vm/test_tuned.py", "tests/vm/test_vmware.py", "tests/vm/test_bmc.py"]
 
 
 def suite(name: str, marker: str, extra: list[str], args: list[str], env: dict | None = None) -> dict:

@@ -46,6 +46,7 @@ def start_vm_lab(
     port: int = VM_PORT,
     hosts: list[tuple[str, str]] | None = None,
     resume: bool = True,
+    bmc: bool = False,
 ) -> Lab:
     require_vm_tools()
     lab = Lab(directory)
@@ -56,6 +57,7 @@ def start_vm_lab(
         say=lambda m: print("vm lab:", m, flush=True),
         boot_timeout=BOOT_TIMEOUT,
         resume=resume,
+        bmc=bmc,
     )
     return lab
 
@@ -87,13 +89,15 @@ def guest_summary(records: list[dict]) -> str:
     )
 
 
-def vm_lab_fixture(name: str, vms: list[tuple[str, str]], hosts: list[tuple[str, str]] | None = None):
+def vm_lab_fixture(
+    name: str, vms: list[tuple[str, str]], hosts: list[tuple[str, str]] | None = None, bmc: bool = False
+):
     """A module-scoped ``lab`` fixture: the module's guests (and sysroot hosts), started once and
     stopped after its last test. In a test module: ``lab = vm_lab_fixture("vm-gaps", [(VM, "small")])``."""
 
     @pytest.fixture(scope="module")
     def lab(tmp_path_factory):
-        started = start_vm_lab(tmp_path_factory.mktemp(name) / "lab", vms, hosts=hosts)
+        started = start_vm_lab(tmp_path_factory.mktemp(name) / "lab", vms, hosts=hosts, bmc=bmc)
         try:
             yield started
         finally:

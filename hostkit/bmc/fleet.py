@@ -15,7 +15,7 @@ from concurrent.futures import ThreadPoolExecutor
 from hostkit.bmc import apply as bmc_apply
 from hostkit.bmc import facts as bmc_facts
 from hostkit.bmc.client import BmcError, bmc_settings, connect
-from hostkit.bmc.plan import plan_bios
+from hostkit.bmc.plan import cross_layer, plan_bios
 from hostkit.errors import EXIT_BAD_INPUT, EXIT_FAILED, EXIT_OK, BadInput
 
 ACTIONS = ("facts", "plan", "apply", "rollback")
@@ -48,6 +48,8 @@ def run(
     shutdown_timeout: float = bmc_apply.SHUTDOWN_TIMEOUT,
     progress: Callable[[str], None] | None = None,
     forks: int | None = None,
+    os_check: bool = True,
+    boot_timeout: float = 900,
 ) -> dict[str, dict]:
     """Each host's document, its BMCs ``forks`` at a time (default: all at once; a BMC is slow, the
     controller is not)."""
@@ -57,11 +59,13 @@ def run(
     say = progress or (lambda _line: None)
     out: dict[str, dict] = {h: {"status": "skipped", "reason": "no hostkit_bmc in the inventory"} for h in without}
 
+    os_view = (lambda host: _os_topology(inventory, host, boot_timeout, say)) if os_check else None
+
     def one(target) -> tuple[str, dict]:
         host, settings, prof, vendor_map = target
         t0 = time.monotonic()
         try:
-            doc = _one(action, host, settings, prof, vendor_map, reboot, shutdown_timeout, say)
+            doc = _one(action, host, settings, prof, vendor_map, reboot, shutdown_timeout, say, os_view)
         except BmcError as exc:
             doc = {"status": "failed", "error": str(exc)}
         except BadInput as exc:
@@ -75,6 +79,11 @@ def run(
     return out
 
 
+def plan_after(facts: dict) -> dict:
+    """The topology the BIOS now says (an empty plan over the facts: no intent, the BIOS as it is)."""
+    return plan_bios({}, facts)["after_cycle"]
+
+
 def exit_code(hosts: dict[str, dict]) -> int:
     statuses = {h["status"] for h in hosts.values()}
     if "refused" in statuses:
@@ -82,13 +91,32 @@ def exit_code(hosts: dict[str, dict]) -> int:
     return EXIT_FAILED if "failed" in statuses else EXIT_OK
 
 
-def _one(action, host, settings, prof, vendor_map, reboot, shutdown_timeout, say) -> dict:
+def _os_topology(inventory: str, host: str, boot_timeout: float, say) -> dict:
+    """The booted OS's NUMA nodes per socket and threads per core, from hostkit's facts over SSH,
+    asked until the host answers (bounded by ``boot_timeout``)."""
+    from hostkit.ansible.agent_call import call_agent
+
+    deadline = time.monotonic() + boot_timeout
+    while True:
+        replies, _run = call_agent(inventory, ["facts"], host)
+        reply = replies.get(host)
+        if reply is not None and reply.ok:
+            topo = reply.doc["topology"]
+            return {"numa_per_socket": topo["numa_per_socket"], "threads_per_core": topo["threads_per_core"]}
+        if time.monotonic() >= deadline:
+            why = reply.error if reply is not None else "no answer"
+            raise BmcError(f"{host}: the OS did not answer within {boot_timeout:.0f} s of the power-on: {why}")
+        say(f"{host}: waiting for the OS ({reply.status if reply else 'no answer'})")
+        time.sleep(10)
+
+
+def _one(action, host, settings, prof, vendor_map, reboot, shutdown_timeout, say, os_view=None) -> dict:
     bmc = connect(settings)
     facts = bmc_facts.gather(bmc)
     if action == "facts":
         return {"status": "ok", "bios": facts, "requests": dict(bmc.requests)}
     if action == "rollback":
-        return _rollback(bmc, host, facts, reboot, shutdown_timeout, say)
+        return _rollback(bmc, host, facts, reboot, shutdown_timeout, say, os_view)
     plan = plan_bios(prof["bios"], facts, vendor_map, source=f"profile {prof['name']}")
     if action == "plan" or plan["refused"]:
         status = "refused" if plan["refused"] else "ok"
@@ -103,13 +131,32 @@ def _one(action, host, settings, prof, vendor_map, reboot, shutdown_timeout, say
         say(f"{host}: PATCHed {plan['patch']}: pending until the next reset")
     pending = {s["attribute"]: s["value"] for s in plan["steps"] if s["state"] in ("change", "pending")}
     if reboot and pending:
-        doc["steps"] += _cycle(bmc, host, pending, shutdown_timeout, say)
+        doc["steps"] += cycle(bmc, host, pending, shutdown_timeout, say)
         doc["cycles"] = 1
+        _check_os(doc, host, plan["after_cycle"], os_view, say)
     doc["requests"] = dict(bmc.requests)
     return doc
 
 
-def _cycle(bmc, host, wanted: dict, shutdown_timeout, say) -> list[dict]:
+def _check_os(doc: dict, host: str, after: dict, os_view, say) -> None:
+    """After a cycle: the booted OS's topology against the BIOS's; a mismatch fails the host."""
+    if os_view is None:
+        doc["os"] = {"checked": False, "why": "--no-os-check"}
+        return
+    t0 = time.monotonic()
+    seen = os_view(host)
+    doc["steps"].append({"step": "the OS answers, facts", "seconds": round(time.monotonic() - t0, 2), "ok": True})
+    doc["os"] = {"checked": True, **seen}
+    say(
+        f"{host}: the booted OS shows {seen['numa_per_socket']} NUMA node(s) per socket, {seen['threads_per_core']} thread(s) per core"
+    )
+    problems = cross_layer(after, seen)
+    if problems:
+        raise BmcError(f"{host}: " + "; ".join(problems))
+
+
+def cycle(bmc, host, wanted: dict, shutdown_timeout, say) -> list[dict]:
+    """Power-cycle through the BMC; a wanted value not in effect afterwards is a named failure."""
     say(f"{host}: power cycle through the BMC")
     steps = bmc_apply.power_cycle(bmc, shutdown_timeout, on_step=lambda s: say(f"{host}: {s['step']} {s['seconds']} s"))
     missing = bmc_apply.still_pending(bmc, wanted)
@@ -122,7 +169,7 @@ def _cycle(bmc, host, wanted: dict, shutdown_timeout, say) -> list[dict]:
     return steps
 
 
-def _rollback(bmc, host, facts, reboot, shutdown_timeout, say) -> dict:
+def _rollback(bmc, host, facts, reboot, shutdown_timeout, say, os_view=None) -> dict:
     restore = bmc_apply.rollback_patch(host, facts["attributes"], facts["pending"])
     doc: dict = {"status": "ok", "restore": restore, "cycles": 0, "steps": []}
     if restore:
@@ -130,8 +177,10 @@ def _rollback(bmc, host, facts, reboot, shutdown_timeout, say) -> dict:
         say(f"{host}: PATCHed back {restore}")
     journal = bmc_apply.read_journal(host) or {"attributes": {}}
     if reboot:
-        doc["steps"] = _cycle(bmc, host, journal["attributes"], shutdown_timeout, say)
+        doc["steps"] = cycle(bmc, host, journal["attributes"], shutdown_timeout, say)
         doc["cycles"] = 1
+        after = bmc_facts.gather(bmc)
+        _check_os(doc, host, plan_after(after), os_view, say)
         bmc_apply.forget(host)
     doc["requests"] = dict(bmc.requests)
     return doc

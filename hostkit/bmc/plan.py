@@ -119,3 +119,16 @@ def after_cycle(steps: list[dict], facts: dict, vmap: dict) -> dict:
 
 def changes(plan: dict) -> int:
     return sum(s["state"] == "change" for s in plan["steps"])
+
+
+def cross_layer(after: dict, os_topology: dict) -> list[str]:
+    """What the booted OS shows against what the BIOS says (:func:`after_cycle`): one line per
+    mismatch, each named a cross-layer mismatch (a BMC that says NPS2 over an OS with one node per
+    socket has not applied it, or the OS is not the one the BMC powers)."""
+    out = []
+    pairs = (("numa_per_socket", "NUMA node(s) per socket"), ("threads_per_core", "thread(s) per core"))
+    for key, words in pairs:
+        want, got = after.get(key), os_topology.get(key)
+        if want is not None and got is not None and int(want) != int(got):
+            out.append(f"cross-layer mismatch: the BIOS says {want} {words}, the booted OS shows {got}")
+    return out

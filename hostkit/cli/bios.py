@@ -64,6 +64,19 @@ def add_parser(sub) -> argparse.ArgumentParser:
         metavar="S",
         help="seconds of GracefulShutdown before ForceOff (default: 120)",
     )
+    p.add_argument(
+        "--reboot-timeout",
+        type=int,
+        default=api.REBOOT_TIMEOUT,
+        metavar="S",
+        help=f"seconds for the OS to answer after the power-on (default: {api.REBOOT_TIMEOUT})",
+    )
+    p.add_argument(
+        "--no-os-check",
+        action="store_true",
+        help="after the cycle, do not compare the booted OS's NUMA nodes and threads with the BIOS "
+        "(for a host hostkit cannot reach over SSH yet)",
+    )
     json_arg(p)
     return p
 
@@ -106,6 +119,11 @@ def _text(result: api.BiosResult) -> None:
             )
         if "restore" in doc:
             print(f"{host}: restore {doc['restore'] or 'nothing (the journaled values are set)'}")
+        if doc.get("os", {}).get("checked"):
+            o = doc["os"]
+            print(
+                f"  the booted OS: {o['numa_per_socket']} NUMA node(s) per socket, {o['threads_per_core']} thread(s) per core"
+            )
         for step in doc.get("steps", []):
             print(f"  {step['step']}: {step['seconds']} s")
         if "cycles" in doc:
@@ -137,6 +155,8 @@ def run(args) -> int:
             reboot=args.reboot,
             shutdown_timeout=args.shutdown_timeout,
             forks=args.forks,
+            os_check=not args.no_os_check,
+            boot_timeout=args.reboot_timeout,
         ),
         progress=None if args.json else output.note,
     )

@@ -35,6 +35,7 @@ def add_parser(sub) -> argparse.ArgumentParser:
         "  hostkit lab up --vm g1=numa2                   one real-kernel guest (resumed in seconds from\n"
         "                                                 its preset's saved state; --boot: a boot)\n"
         "  hostkit lab up --host bm=epyc-9634-nps1 --vm vm=vmware-like\n"
+        "  hostkit lab up --vm g1=nps --bmc               a guest behind a BMC (hostkit bios)\n"
         "  hostkit lab status; hostkit lab down",
     )
     up.add_argument(
@@ -70,6 +71,13 @@ def add_parser(sub) -> argparse.ArgumentParser:
         "(the state is saved once per image, at the first --vm of each preset)",
     )
     up.add_argument("--port", type=int, default=2222, help="sshd port on every loopback address (default 2222)")
+    up.add_argument(
+        "--bmc",
+        action="store_true",
+        help="a lab BMC (Redfish over TLS, sushy-tools' emulator) in front of every host, its hostkit_bmc "
+        "in the inventory (for hostkit bios); a guest's BMC powers it and gives it the NUMA nodes and "
+        "threads its BIOS says at each power-on",
+    )
     for sp in (
         up,
         lsub.add_parser("down", help="stop exactly the sshd processes the lab started; remove it"),
@@ -100,6 +108,7 @@ def run(args) -> int:
             port=args.port,
             boot_timeout=args.boot_timeout,
             resume=not args.boot,
+            bmc=args.bmc,
         )
         up = api.lab_up(
             req,

@@ -214,11 +214,14 @@ class Lab:
         say=None,
         boot_timeout: float | None = None,
         resume: bool = True,
+        bmc: bool = False,
     ) -> list[LabHost]:
         """Start the lab. ``host_specs``: (name, fixture-name-or-directory) pairs; ``vm_specs``:
         (name, VM spec or preset) pairs for real-kernel QEMU guests (see :mod:`hostkit.lab.vm`).
         A guest of a preset topology resumes from its saved state (:mod:`hostkit.lab.vm_state`)
-        unless ``resume`` is false; any other guest, or one whose state is not usable, boots."""
+        unless ``resume`` is false; any other guest, or one whose state is not usable, boots.
+        ``bmc``: one lab BMC (:mod:`hostkit.lab.bmc`) in front of every host, its ``hostkit_bmc`` in
+        the inventory; a guest's BMC powers it and reshapes it to its BIOS's topology."""
         if shutil.which(SSHD) is None and not Path(SSHD).exists():
             raise LabError(f"{SSHD} not found: install openssh-server (make setup does)")
         if self.hosts():
@@ -273,11 +276,14 @@ class Lab:
                     self.wait_ssh(h, timeout=boot_timeout or vmlab.BOOT_TIMEOUT, say=say)
                     if progress:
                         progress(h)
+            self._write_client_files(hosts)
+            if bmc:
+                self._start_bmc(hosts)
         except BaseException:
             self._stop(hosts)
+            self._stop_bmc()
             shutil.rmtree(self.dir, ignore_errors=True)
             raise
-        self._write_client_files(hosts)
         return hosts
 
     @staticmethod
@@ -614,9 +620,67 @@ class Lab:
                 h.pid = int((self.host_dir(name) / "sshd.pid").read_text().strip())
         self._save(hosts, hosts[0].port if hosts else DEFAULT_PORT)
 
+    def reshape(self, name: str, spec_text: str) -> None:
+        """A stopped guest's topology from its next start on (its BMC's BIOS changed NPS or SMT): the
+        same disk, a new QEMU -smp/-numa. A spec that no saved state holds cold-boots."""
+        spec = vmlab.parse_spec(spec_text)
+        hosts = self.hosts()
+        for h in hosts:
+            if h.name == name and h.kind == "vm":
+                if self._alive(h):
+                    raise LabError(f"{name}: reshaping a running guest")
+                h.vm = h.source = spec.to_text()
+                self._save(hosts, h.port)
+                return
+        raise LabError(f"{name}: no QEMU guest of this lab")
+
+    def guest_running(self, name: str) -> bool:
+        return any(h.name == name and self._alive(h) for h in self.hosts())
+
+    def powerdown(self, name: str) -> None:
+        """ACPI power button: the guest shuts down and its QEMU exits (a graceful shutdown)."""
+        for h in self.hosts():
+            if h.name == name and h.kind == "vm" and self._alive(h):
+                with self._guest(h).qmp() as qmp:
+                    qmp.call("system_powerdown", 30)
+
+    # ------------------------------------------------------------------ the BMC
+    BMC_FIXTURE = "hpe-dl385-gen10plus-v2"  # AMD: NPS through NumaMemoryDomainsPerSocket, SMT through ProcSMT
+
+    @property
+    def bmc_file(self) -> Path:
+        return self.dir / "bmc" / "bmc.json"
+
+    def _start_bmc(self, hosts: list[LabHost]) -> None:
+        from hostkit.lab import bmc as lab_bmc
+
+        b = lab_bmc.start(
+            {h.name: self.BMC_FIXTURE for h in hosts},
+            self.dir / "bmc",
+            guests={h.name: {"dir": str(self.dir), "vm": h.vm} for h in hosts if h.kind == "vm"},
+        )
+        write_private(self.bmc_file, json.dumps({"pid": b.proc.pid, "url": b.url}) + "\n")
+        text = self.inventory.read_text()
+        header, body = text.split("\n", 1)
+        inventory = yaml.safe_load(body)
+        for name, hv in inventory["all"]["children"]["lab"]["hosts"].items():
+            hv["hostkit_bmc"] = b.host_var(name)
+        write_private(self.inventory, header + "\n" + yaml.safe_dump(inventory, sort_keys=False))
+
+    def _stop_bmc(self) -> bool:
+        try:
+            pid = int(json.loads(self.bmc_file.read_text())["pid"])
+        except (OSError, ValueError, KeyError, TypeError):
+            return False
+        if not _pid_is_ours(pid, str(self.dir / "bmc" / "config.json")):
+            return False
+        os.kill(pid, signal.SIGTERM)
+        return True
+
     def down(self) -> list[str]:
         if not self.dir.exists():
             return []
+        self._stop_bmc()  # the BMC first: nothing may start a guest while the lab goes down
         stopped = self._stop(self.hosts())
         shutil.rmtree(self.dir, ignore_errors=True)
         return stopped

@@ -42,6 +42,10 @@ SPEC_KEYS = ("sockets", "cores", "threads", "nodes", "mem", "vendor", "nic_queue
 PRESETS = {
     # 2 sockets x 2 cores, one NUMA node per socket, a multi-queue virtio disk (real per-queue MSI-X IRQs)
     "numa2": "sockets=2,cores=2,threads=1,nodes=2,mem=2048,vendor=kvm,disk_queues=4",
+    # numa2's shape (so it resumes from numa2's saved state), named for the BMC's use: booted NPS1 (one
+    # node per socket), reshaped by the lab BMC to what its BIOS says at each power-on (hostkit/lab/bmc).
+    # 2 cores per socket, not a server's dozens: each TCG boot of a bigger guest costs minutes here.
+    "nps": "sockets=2,cores=2,threads=1,nodes=2,mem=2048,vendor=kvm,disk_queues=4",
     # 1 socket x 2 cores x 2 threads: SMT siblings
     "smt": "sockets=1,cores=2,threads=2,nodes=1,mem=1024,vendor=kvm",
     # the production incident's deceptive VMware guest, shrunk: every vCPU its own socket, one NUMA node

@@ -145,3 +145,21 @@ def test_lab_cli_up_status_down(lab_root):
     finally:
         down = cli("lab", "down", "--dir", str(d), "--json")
     assert json.loads(down.stdout)["stopped"] == ["lab-1", "lab-2"]
+
+
+def test_lab_up_bmc_puts_a_redfish_bmc_in_front_of_each_host_and_down_stops_it(lab_root):
+    """`hostkit lab up --bmc`: the lab's BMC (TLS, basic auth) serves each sshd host's BIOS, the
+    inventory's hostkit_bmc reaches it; `lab down` stops it with the hosts."""
+    d = lab_root / "bmclab"
+    up = cli("lab", "up", "--dir", str(d), "--hosts", "1", "--port", str(lab_port(2)), "--bmc", "--json")
+    assert up.returncode == 0, up.stderr
+    try:
+        facts = cli("bios", "facts", "-i", str(d / "inventory.yml"), "--json")
+        assert facts.returncode == 0, facts.stderr
+        bios = json.loads(facts.stdout)["hosts"]["lab-1"]["bios"]
+        assert (bios["vendor"], bios["model"]) == ("HPE", "ProLiant DL385 Gen10 Plus v2")
+        pid = json.loads((d / "bmc" / "bmc.json").read_text())["pid"]
+        assert pid_alive(pid)
+    finally:
+        cli("lab", "down", "--dir", str(d))
+    assert not pid_alive(pid) or b"hostkit.lab.bmc.server" not in open(f"/proc/{pid}/cmdline", "rb").read()

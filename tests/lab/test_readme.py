@@ -12,7 +12,7 @@ from tests.conftest import excluding_hostkit_state, lab_port
 from tests.readme_examples import check, examples, run, shell_env
 from tests.treehash import tree_hash
 
-PORT = lab_port(2)  # offset 2: tests/lab/test_lab.py's CLI lab uses it inside one test and stops it
+PORT = lab_port(2)  # offset 2: tests/lab/test_lab.py's CLI labs use it inside one test each and stop it
 
 
 def _roots(cwd) -> dict:

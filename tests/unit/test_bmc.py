@@ -14,6 +14,7 @@ import json
 import os
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 import yaml
@@ -25,6 +26,8 @@ from hostkit.bmc.client import BmcError, bmc_settings, connect
 from hostkit.errors import BadInput
 from hostkit.lab import bmc as lab_bmc
 
+REPO = Path(__file__).resolve().parents[2]
+BIN = Path(sys.executable).parent
 VENDORS = {"dell": "dell-r750", "hpe": "hpe-dl385-gen10plus-v2", "lenovo": "lenovo-sr670-v2"}
 
 
@@ -188,6 +191,15 @@ def test_the_topology_after_the_cycle_comes_from_the_plan_and_the_bios_now():
     assert plan["after_cycle"]["threads_per_core"] == 2
 
 
+def test_a_booted_os_that_disagrees_with_the_bios_is_a_cross_layer_mismatch():
+    after = {"sockets": 2, "numa_per_socket": 4, "numa_nodes": 8, "threads_per_core": 1}
+    assert bmc_plan.cross_layer(after, {"numa_per_socket": 4, "threads_per_core": 1}) == []
+    assert bmc_plan.cross_layer(after, {"numa_per_socket": 1, "threads_per_core": 2}) == [
+        "cross-layer mismatch: the BIOS says 4 NUMA node(s) per socket, the booted OS shows 1",
+        "cross-layer mismatch: the BIOS says 1 thread(s) per core, the booted OS shows 2",
+    ]
+
+
 def test_an_ami_code_matches_the_display_string_its_bios_reports():
     facts = {
         "vendor": "Supermicro",
@@ -241,7 +253,7 @@ def test_apply_is_pending_until_the_cycle_then_in_effect_and_rollback_restores_i
     doc = json.loads(proc.stdout)["hosts"]["hpe"]
     assert [s["state"] for s in doc["plan"]["steps"]] == ["pending"] and "PATCH" not in doc["requests"]
 
-    proc = hostkit("bios", "apply", "-i", inv, "--reboot", cwd=tmp_path)
+    proc = hostkit("bios", "apply", "-i", inv, "--reboot", "--no-os-check", cwd=tmp_path)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "power cycles: 1" in proc.stdout and "graceful shutdown" in proc.stdout
     live = facts_of(bmc, "hpe")
@@ -250,7 +262,7 @@ def test_apply_is_pending_until_the_cycle_then_in_effect_and_rollback_restores_i
     proc = hostkit("bios", "apply", "-i", inv, "--json", cwd=tmp_path)  # in effect now: ok, nothing to do
     assert [s["state"] for s in json.loads(proc.stdout)["hosts"]["hpe"]["plan"]["steps"]] == ["ok"]
 
-    proc = hostkit("bios", "rollback", "-i", inv, "--reboot", "--json", cwd=tmp_path)
+    proc = hostkit("bios", "rollback", "-i", inv, "--reboot", "--no-os-check", "--json", cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr
     doc = json.loads(proc.stdout)["hosts"]["hpe"]
     assert doc["restore"] == {"NumaMemoryDomainsPerSocket": "Auto"} and doc["cycles"] == 1
@@ -262,7 +274,7 @@ def test_a_bmc_that_accepts_settings_and_never_applies_them_is_named_and_rolled_
     b = lab_bmc.start({"stuck": "lenovo-sr670-v2"}, tmp_path / "bmc", applies_settings={"stuck": False})
     try:
         inv = inventory(tmp_path, {"stuck": b.host_var("stuck")}, hostkit_overrides={"bios": {"smt": False}})
-        proc = hostkit("bios", "apply", "-i", inv, "--reboot", cwd=tmp_path)
+        proc = hostkit("bios", "apply", "-i", inv, "--reboot", "--no-os-check", cwd=tmp_path)
         assert proc.returncode == 1
         assert (
             "the BMC accepted the settings but did not apply them at the power cycle: "
@@ -294,7 +306,7 @@ def test_bad_bmcs_are_one_line_each_and_change_nothing(bmc, tmp_path):
     }
     for name, (var, words) in cases.items():
         inv = inventory(tmp_path, {"dell": var}, hostkit_overrides={"bios": {"smt": False}})
-        proc = hostkit("bios", "apply", "-i", inv, "--reboot", cwd=tmp_path)
+        proc = hostkit("bios", "apply", "-i", inv, "--reboot", "--no-os-check", cwd=tmp_path)
         assert proc.returncode == 1, name
         errors = [line for line in proc.stderr.splitlines() if "FAILED" in line]
         assert len(errors) == 1 and words in errors[0], (name, proc.stderr)
@@ -342,3 +354,98 @@ def test_bad_hostkit_bmc_is_bad_input_before_any_bmc_is_contacted(tmp_path, monk
     inv = inventory(tmp_path, {"h": {"address": "bmc.example", "username": "root"}})
     proc = hostkit("bios", "facts", "-i", inv, cwd=tmp_path)
     assert proc.returncode == 2 and "no password" in proc.stderr
+
+
+# ----------------------------------------------------------------------------- the Ansible face
+
+
+def test_the_collections_bios_modules_and_the_tune_roles_bios_step(bmc, tmp_path):
+    """ansible-playbook against the same BMC, through the checkout's collection view as hostkit's
+    own runs use it: bios_facts, bios in --check --diff (the pending change reported, nothing
+    PATCHed), the tune role's BIOS step for real (PATCHed, pending), then a profile intent the
+    registry forbids failing the host in one line."""
+    from hostkit.ansible import settings as st
+
+    inv = inventory(tmp_path, {"lenovo": host_var(bmc, "lenovo")}, hostkit_overrides={"bios": {"smt": False}})
+    before = facts_of(bmc, "lenovo")
+    play = tmp_path / "site.yml"
+    play.write_text(
+        yaml.safe_dump(
+            [
+                {
+                    "name": "BIOS",
+                    "hosts": "all",
+                    "connection": "local",
+                    "gather_facts": False,
+                    "vars": {"ansible_python_interpreter": sys.executable},
+                    "tasks": [
+                        {"name": "facts", "hostkit.tuning.bios_facts": None},
+                        {
+                            "name": "show",
+                            "ansible.builtin.debug": {"msg": "MODEL {{ hostkit_bios.model }}"},
+                        },
+                        {
+                            "name": "set",
+                            "ansible.builtin.include_role": {"name": "hostkit.tuning.tune", "tasks_from": "bios"},
+                        },
+                    ],
+                }
+            ]
+        )
+    )
+    env = {k: v for k, v in os.environ.items() if not k.startswith("ANSIBLE_")}
+    env.update(
+        {
+            k: v
+            for k, v in st.runner_env(REPO, str(tmp_path / "cp"), operator=st.OperatorSettings(None)).items()
+            if k in ("ANSIBLE_COLLECTIONS_PATH", "ANSIBLE_MODULE_UTILS")
+        },
+        ANSIBLE_NOCOLOR="1",
+        HOSTKIT_STATE_DIR=str(tmp_path / "state"),
+    )
+
+    def playbook(*extra):
+        return subprocess.run(
+            [str(BIN / "ansible-playbook"), "-i", inv, str(play), *extra],
+            cwd=tmp_path,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
+
+    proc = playbook("--check", "--diff")
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-2000:]
+    assert "MODEL ThinkSystem SR670 V2" in proc.stdout
+    assert '-    "Processors_HyperThreading": "Enabled"' in proc.stdout, proc.stdout[-3000:]
+    assert '+    "Processors_HyperThreading": "Disabled"' in proc.stdout
+    assert facts_of(bmc, "lenovo")["pending"] == {}  # --check: nothing PATCHed
+
+    proc = playbook()
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-2000:]
+    assert "changed=1" in proc.stdout
+    assert facts_of(bmc, "lenovo")["pending"] == {"Processors_HyperThreading": "Disabled"}
+    assert json.loads((tmp_path / "state" / "bios" / "lenovo.json").read_text())["attributes"] == {
+        "Processors_HyperThreading": "Enabled"
+    }
+    proc = playbook()  # pending already: not changed again
+    assert proc.returncode == 0 and "changed=0" in proc.stdout, proc.stdout[-2000:]
+    assert facts_of(bmc, "lenovo")["attributes"] == before["attributes"]
+
+    forbidden = inventory(
+        tmp_path, {"lenovo": host_var(bmc, "lenovo")}, hostkit_overrides={"bios": {"c_states": "shallow"}}
+    )
+    proc = subprocess.run(
+        [str(BIN / "ansible-playbook"), "-i", forbidden, str(play)],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert proc.returncode == 2
+    assert "bios.c_states=shallow: Lenovo ThinkSystem (XCC) (Processors_CStates) takes off, on" in proc.stdout
+
+    # tidy the shared BMC for the other tests: the pending change withdrawn
+    m = connect(bmc_settings("lenovo", host_var(bmc, "lenovo")))
+    bmc_apply.patch(m, {"Processors_HyperThreading": "Enabled"}, [])

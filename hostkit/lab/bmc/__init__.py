@@ -106,8 +106,13 @@ def start(
     applies_settings: dict[str, bool] | None = None,
     delay_s: float = 0,
     username: str = "hostkit",
+    guests: dict[str, dict] | None = None,
 ) -> LabBmc:
-    """One lab BMC serving a system per ``hosts`` entry (lab host -> fixture name), powered on."""
+    """One lab BMC serving a system per ``hosts`` entry (lab host -> fixture name), powered on.
+    ``guests``: lab host -> {"dir": the lab's directory, "vm": the guest's spec} for the hosts that
+    are QEMU guests of a lab: the BMC powers them, and their BIOS follows their topology."""
+    from hostkit.lab.bmc.topology import attributes_for_guest
+
     workdir = Path(workdir)
     workdir.mkdir(parents=True, exist_ok=True)
     password = secrets.token_urlsafe(12)
@@ -116,14 +121,21 @@ def start(
     for host, fixture in hosts.items():
         sid = str(uuid.uuid5(uuid.NAMESPACE_URL, f"hostkit-lab-bmc/{host}"))
         ids[host] = sid
+        fx = load_fixture(fixture)
+        guest = (guests or {}).get(host)
+        if guest:
+            if not fx.get("lab_topology"):
+                raise LabError(f"BMC fixture {fixture} has no lab_topology: it cannot stand in front of guest {host}")
+            fx["attributes"].update(attributes_for_guest(guest["vm"], fx))
         systems.append(
             {
                 "uuid": sid,
                 "name": host,
                 "power_state": "On",
                 "nics": [],
-                "fixture": load_fixture(fixture),
+                "fixture": fx,
                 "applies_settings": (applies_settings or {}).get(host, True),
+                **({"lab": {"dir": str(guest["dir"]), "host": host}} if guest else {}),
             }
         )
     registries: dict[str, str] = {}

@@ -11,6 +11,11 @@ what a real server's BMC has and the emulator lacks, served from a vendor fixtur
 - the manufacturer, model and BIOS version of the fixture.
 
 A system's ``applies_settings: false`` makes a BMC that accepts settings and never applies them.
+
+A system with ``lab: {dir, host}`` stands in front of that lab's QEMU guest: its power state is the
+guest's (QEMU running or not), GracefulShutdown presses the guest's ACPI power button, ForceOff
+stops QEMU, and On starts the guest again with the topology its now-current BIOS implies (the
+fixture's ``lab_topology``: NUMA nodes per socket, threads per core), on the same disk.
 """
 
 from __future__ import annotations
@@ -20,6 +25,8 @@ import time
 
 from sushy_tools import error
 from sushy_tools.emulator.resources.systems.fakedriver import FakeDriver
+
+from hostkit.lab.bmc.topology import guest_spec
 
 
 class SettingsRejected(error.BadRequest):
@@ -119,10 +126,47 @@ class FixtureDriver(FakeDriver):
                 )
         return dimms
 
+    # ------------------------------------------------------------ a lab guest behind the BMC
+
+    @staticmethod
+    def _lab(system):
+        from hostkit.lab.lab import Lab
+
+        return Lab(system["lab"]["dir"])
+
+    def get_power_state(self, identity):
+        system = self._get(identity)
+        if system.get("lab"):
+            return "On" if self._lab(system).guest_running(system["lab"]["host"]) else "Off"
+        return super().get_power_state(identity)
+
+    def _guest_power(self, system, state: str) -> None:
+        lab, host = self._lab(system), system["lab"]["host"]
+        running = lab.guest_running(host)
+        if state == "GracefulShutdown" and running:
+            lab.powerdown(host)
+        elif state == "ForceOff" or ("Restart" in state or state == "PowerCycle") and running:
+            lab.stop_host(host)
+        if state in ("On", "ForceOn") or "Restart" in state or state == "PowerCycle":
+            if lab.guest_running(host):
+                return
+            if system.get("applies_settings", True):
+                fixture = copy.deepcopy(system["fixture"])
+                fixture["attributes"].update(system.get("pending_bios") or {})
+                self._update(system, fixture=fixture, pending_bios={})
+            current = next(h for h in lab.hosts() if h.name == host).vm
+            lab.reshape(host, guest_spec(current, system["fixture"]))
+            lab.start_host(host, wait=False)
+        elif state not in ("GracefulShutdown", "ForceOff"):
+            raise error.NotSupportedError(f"Power state {state} is not supported")
+
     # ------------------------------------------------------------ power with pending-until-reset
 
     def set_power_state(self, identity, state):
         system = self._get(identity)
+        if system.get("lab"):
+            self._guest_power(system, state)
+            return
         if state in ("On", "ForceOn"):
             pending = "On"
         elif state in ("ForceOff", "GracefulShutdown"):

@@ -22,6 +22,7 @@ import time
 
 import flask
 
+
 def _json(doc, code=200):
     return flask.Response(json.dumps(doc, indent=2), status=code, mimetype="application/json")
 

@@ -1,0 +1,1 @@
+facts.py
