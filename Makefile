@@ -97,6 +97,7 @@ bench: setup
 	$(PY) bench/smoke_transport.py
 	$(PY) bench/audit_fleet.py
 	$(PY) bench/rollout_fleet.py
+	$(PY) bench/bmc_fleet.py
 	$(PY) bench/gap_probe.py
 	$(PY) bench/lab_up.py
 

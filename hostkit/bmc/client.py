@@ -175,6 +175,10 @@ class Bmc:
         except sx.SushyError as exc:
             raise BmcError(scrub(f"{s.host}: {doing}: {excerpt(str(exc), 200)}", s)) from None
 
+    def accounting(self) -> dict:
+        """The requests this run made, by method, and every resource it read more than once."""
+        return {**dict(self.requests), "read_twice": sorted(p for p, n in self.paths.items() if n > 1)}
+
     def call(self, doing: str, fn, *args, **kwargs):
         return self._call(doing, fn, *args, **kwargs)
 

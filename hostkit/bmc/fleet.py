@@ -15,10 +15,10 @@ from concurrent.futures import ThreadPoolExecutor
 from hostkit.bmc import apply as bmc_apply
 from hostkit.bmc import facts as bmc_facts
 from hostkit.bmc.client import BmcError, bmc_settings, connect
-from hostkit.bmc.plan import cross_layer, plan_bios
+from hostkit.bmc.plan import cross_layer, findings, plan_bios
 from hostkit.errors import EXIT_BAD_INPUT, EXIT_FAILED, EXIT_OK, BadInput
 
-ACTIONS = ("facts", "plan", "apply", "rollback")
+ACTIONS = ("facts", "plan", "audit", "apply", "rollback")
 
 
 def _targets(inventory: str, limit: str | None, profile: str | None):
@@ -59,7 +59,9 @@ def run(
     say = progress or (lambda _line: None)
     out: dict[str, dict] = {h: {"status": "skipped", "reason": "no hostkit_bmc in the inventory"} for h in without}
 
-    os_view = (lambda host: _os_topology(inventory, host, boot_timeout, say)) if os_check else None
+    # after a cycle: wait for the OS; an audit: the OS as it is now, asked once
+    wait = 0 if action == "audit" else boot_timeout
+    os_view = (lambda host: _os_topology(inventory, host, wait, say)) if os_check else None
 
     def one(target) -> tuple[str, dict]:
         host, settings, prof, vendor_map = target
@@ -88,7 +90,7 @@ def exit_code(hosts: dict[str, dict]) -> int:
     statuses = {h["status"] for h in hosts.values()}
     if "refused" in statuses:
         return EXIT_BAD_INPUT
-    return EXIT_FAILED if "failed" in statuses else EXIT_OK
+    return EXIT_FAILED if statuses & {"failed", "drift"} else EXIT_OK
 
 
 def _os_topology(inventory: str, host: str, boot_timeout: float, say) -> dict:
@@ -114,13 +116,15 @@ def _one(action, host, settings, prof, vendor_map, reboot, shutdown_timeout, say
     bmc = connect(settings)
     facts = bmc_facts.gather(bmc)
     if action == "facts":
-        return {"status": "ok", "bios": facts, "requests": dict(bmc.requests)}
+        return {"status": "ok", "bios": facts, "requests": bmc.accounting()}
     if action == "rollback":
         return _rollback(bmc, host, facts, reboot, shutdown_timeout, say, os_view)
     plan = plan_bios(prof["bios"], facts, vendor_map, source=f"profile {prof['name']}")
     if action == "plan" or plan["refused"]:
         status = "refused" if plan["refused"] else "ok"
-        return {"status": status, "plan": plan, "requests": dict(bmc.requests)}
+        return {"status": status, "plan": plan, "requests": bmc.accounting()}
+    if action == "audit":
+        return _audit(bmc, host, facts, plan, os_view)
     doc: dict = {"status": "ok", "plan": plan, "cycles": 0, "steps": []}
     if plan["patch"]:
         journal = bmc_apply.write_journal(host, settings.url, {k: facts["attributes"].get(k) for k in plan["patch"]})
@@ -134,7 +138,7 @@ def _one(action, host, settings, prof, vendor_map, reboot, shutdown_timeout, say
         doc["steps"] += cycle(bmc, host, pending, shutdown_timeout, say)
         doc["cycles"] = 1
         _check_os(doc, host, plan["after_cycle"], os_view, say)
-    doc["requests"] = dict(bmc.requests)
+    doc["requests"] = bmc.accounting()
     return doc
 
 
@@ -169,6 +173,21 @@ def cycle(bmc, host, wanted: dict, shutdown_timeout, say) -> list[dict]:
     return steps
 
 
+def _audit(bmc, host, facts, plan, os_view) -> dict:
+    """drift, pending and cross-layer findings apart; drift and a cross-layer mismatch fail the host."""
+    seen = os_view(host) if os_view is not None else None
+    found = findings(plan, plan_after({**facts, "pending": {}}), seen)
+    kinds = {f["kind"] for f in found}
+    status = "drift" if kinds & {"drift", "cross-layer"} else "pending" if kinds else "pass"
+    return {
+        "status": status,
+        "findings": found,
+        "plan": plan,
+        "os": {"checked": True, **seen} if seen else {"checked": False, "why": "--no-os-check"},
+        "requests": bmc.accounting(),
+    }
+
+
 def _rollback(bmc, host, facts, reboot, shutdown_timeout, say, os_view=None) -> dict:
     restore = bmc_apply.rollback_patch(host, facts["attributes"], facts["pending"])
     doc: dict = {"status": "ok", "restore": restore, "cycles": 0, "steps": []}
@@ -182,5 +201,5 @@ def _rollback(bmc, host, facts, reboot, shutdown_timeout, say, os_view=None) -> 
         after = bmc_facts.gather(bmc)
         _check_os(doc, host, plan_after(after), os_view, say)
         bmc_apply.forget(host)
-    doc["requests"] = dict(bmc.requests)
+    doc["requests"] = bmc.accounting()
     return doc

@@ -132,3 +132,32 @@ def cross_layer(after: dict, os_topology: dict) -> list[str]:
         if want is not None and got is not None and int(want) != int(got):
             out.append(f"cross-layer mismatch: the BIOS says {want} {words}, the booted OS shows {got}")
     return out
+
+
+def findings(plan: dict, in_effect: dict, os_topology: dict | None) -> list[dict]:
+    """The BIOS audit of one host, three kinds apart: ``drift`` (the BIOS, with what is pending,
+    does not hold what the plan wants), ``pending`` (set, applied at the next reset: not drift) and
+    ``cross-layer`` (the booted OS against what the BIOS in effect now says, ``in_effect``: the
+    topology of :func:`after_cycle` over the current attributes alone)."""
+    out = []
+    for s in plan["steps"]:
+        if s["state"] == "change":
+            now = s["current"] if s["pending"] is None else f"{s['current']} (pending {s['pending']})"
+            out.append(
+                {
+                    "kind": "drift",
+                    "attribute": s["attribute"],
+                    "line": f"{s['attribute']} is {now}; bios.{s['intent']}={s['wanted']} wants {s['value']}",
+                }
+            )
+        elif s["state"] == "pending":
+            out.append(
+                {
+                    "kind": "pending",
+                    "attribute": s["attribute"],
+                    "line": f"{s['attribute']} is {s['current']}, {s['value']} pending: applied at the next reset",
+                }
+            )
+    for line in cross_layer(in_effect, os_topology or {}):
+        out.append({"kind": "cross-layer", "attribute": None, "line": line})
+    return out

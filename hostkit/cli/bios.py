@@ -18,6 +18,9 @@ Ansible Vault or password_env, ca_file or verify_tls), over Redfish with sushy.
   plan      each bios intent of the host's profile (numa_per_socket, smt, c_states, turbo) in the
             vendor's attribute and value, current -> wanted, and the topology after the cycle;
             what the BMC's registry forbids is refused, one line each, and nothing is PATCHed
+  audit     three findings apart: drift (the BIOS does not hold what the plan wants), pending
+            (set, applied at the next reset: not drift), and a cross-layer mismatch (the booted
+            OS's NUMA nodes or threads against what the BIOS in effect says, read over SSH)
   apply     journal the old values (.hostkit/bios/HOST.json), PATCH Bios/Settings (pending until
             the next reset: a second apply says "pending", not "changed"); --reboot power-cycles
             through ComputerSystem.Reset and fails, naming it, a setting still pending afterwards
@@ -26,12 +29,14 @@ Ansible Vault or password_env, ca_file or verify_tls), over Redfish with sushy.
 Vendor maps: Dell PowerEdge, HPE ProLiant, Lenovo XCC, Supermicro (docs/bios.md)."""
 
 EPILOG = """\
-exit codes: 0 ok, 1 a BMC failed (unreachable, credentials, TLS, rejected PATCH, not applied),
+exit codes: 0 ok (an audit with only pending settings too), 1 a BMC failed (unreachable,
+credentials, TLS, rejected PATCH, not applied) or an audit found drift or a cross-layer mismatch,
 2 bad input or a plan the BMC's registry refuses (nothing changed)
 
 examples:
   hostkit bios facts -i inventory.yml --limit bm1         what bm1's BMC says
   hostkit bios plan -i inventory.yml                       intents -> vendor attributes
+  hostkit bios audit -i inventory.yml                      drift, pending, cross-layer
   hostkit bios apply -i inventory.yml --reboot             set, power-cycle once, check
   hostkit bios rollback -i inventory.yml --reboot          the journaled values back"""
 
@@ -40,7 +45,7 @@ def add_parser(sub) -> argparse.ArgumentParser:
     p = command(
         sub, "bios", "BIOS settings over each host's BMC (Redfish): facts, plan, apply, rollback", DESCRIPTION, EPILOG
     )
-    p.add_argument("action", choices=("facts", "plan", "apply", "rollback"), help="what to do")
+    p.add_argument("action", choices=("facts", "plan", "audit", "apply", "rollback"), help="what to do")
     p.add_argument("-i", "--inventory", required=True, metavar="INVENTORY", help="the hosts: an Ansible inventory")
     p.add_argument("--limit", metavar="PATTERN", help="only hosts matching this Ansible pattern")
     p.add_argument("--forks", type=forks_value, metavar="N", help="BMCs at a time (default: all of them)")
@@ -74,8 +79,8 @@ def add_parser(sub) -> argparse.ArgumentParser:
     p.add_argument(
         "--no-os-check",
         action="store_true",
-        help="after the cycle, do not compare the booted OS's NUMA nodes and threads with the BIOS "
-        "(for a host hostkit cannot reach over SSH yet)",
+        help="after the cycle (and in an audit), do not compare the booted OS's NUMA nodes and threads "
+        "with the BIOS (for a host hostkit cannot reach over SSH yet)",
     )
     json_arg(p)
     return p
@@ -117,6 +122,8 @@ def _text(result: api.BiosResult) -> None:
                 f"  after the cycle: {a['numa_per_socket']} NUMA node(s) per socket, {a['numa_nodes']} in all, "
                 f"{a['threads_per_core']} thread(s) per core"
             )
+        for f in doc.get("findings", []):
+            print(f"  {f['kind'].upper()}: {f['line']}")
         if "restore" in doc:
             print(f"{host}: restore {doc['restore'] or 'nothing (the journaled values are set)'}")
         if doc.get("os", {}).get("checked"):

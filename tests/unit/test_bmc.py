@@ -200,6 +200,20 @@ def test_a_booted_os_that_disagrees_with_the_bios_is_a_cross_layer_mismatch():
     ]
 
 
+def test_the_audit_tells_drift_pending_and_a_cross_layer_mismatch_apart():
+    cur = {"NumaMemoryDomainsPerSocket": "OneMemoryDomainPerSocket", "ProcSMT": "Enabled"}
+    facts = fake_facts(cur, {"ProcSMT": "Disabled"})
+    plan = bmc_plan.plan_bios({"numa_per_socket": 2, "smt": False}, facts)
+    in_effect = bmc_plan.plan_bios({}, {**facts, "pending": {}})["after_cycle"]
+    found = bmc_plan.findings(plan, in_effect, {"numa_per_socket": 2, "threads_per_core": 2})
+    assert [(f["kind"], f["attribute"]) for f in found] == [
+        ("drift", "NumaMemoryDomainsPerSocket"),
+        ("pending", "ProcSMT"),
+        ("cross-layer", None),  # the BIOS in effect says 1 node per socket, the OS shows 2
+    ]
+    assert found[2]["line"] == "cross-layer mismatch: the BIOS says 1 NUMA node(s) per socket, the booted OS shows 2"
+
+
 def test_an_ami_code_matches_the_display_string_its_bios_reports():
     facts = {
         "vendor": "Supermicro",
@@ -238,10 +252,20 @@ def test_apply_is_pending_until_the_cycle_then_in_effect_and_rollback_restores_i
         ("NumaMemoryDomainsPerSocket", "Auto", "TwoMemoryDomainsPerSocket", "change")
     ]
 
+    proc = hostkit("bios", "audit", "-i", inv, "--no-os-check", "--json", cwd=tmp_path)
+    assert proc.returncode == 1  # the BIOS does not hold what the plan wants: drift
+    doc = json.loads(proc.stdout)["hosts"]["hpe"]
+    assert doc["status"] == "drift" and [f["kind"] for f in doc["findings"]] == ["drift"]
+    assert doc["os"] == {"checked": False, "why": "--no-os-check"}
+
     proc = hostkit("bios", "apply", "-i", inv, "--json", cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr
     doc = json.loads(proc.stdout)["hosts"]["hpe"]
     assert doc["cycles"] == 0 and doc["requests"]["PATCH"] == 1
+
+    proc = hostkit("bios", "audit", "-i", inv, "--no-os-check", cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr  # pending is not drift
+    assert "PENDING: NumaMemoryDomainsPerSocket is Auto, TwoMemoryDomainsPerSocket pending" in proc.stdout
     live = facts_of(bmc, "hpe")
     assert live["attributes"] == before  # not in effect before a reset
     assert live["pending"] == {"NumaMemoryDomainsPerSocket": "TwoMemoryDomainsPerSocket"}
