@@ -1193,3 +1193,78 @@ def bios(req: BiosRequest, progress: Callable[[str], None] | None = None) -> Bio
         boot_timeout=req.boot_timeout,
     )
     return BiosResult(hosts, req.action)
+
+
+# ----------------------------------------------------------------------------- baselines and drift
+
+
+@dataclass(frozen=True, kw_only=True)
+class BaselineRequest:
+    inventory: str
+    limit: str | None = None
+    forks: int | None = None
+    name: str | None = None  # None: the time, YYYYmmddTHHMMSSZ
+    why: str = ""  # journaled with who and when
+    profile: str | None = None
+    smoke: bool = True  # the latency signature: one smoke run per host
+    smoke_duration: float | None = None  # seconds; None: the smoke test's default run (a credible p999)
+
+
+@dataclass(frozen=True, kw_only=True)
+class DriftRequest:
+    inventory: str
+    limit: str | None = None
+    forks: int | None = None
+    against: str | None = None  # a baseline's name; None: each host's newest
+    smoke: bool = True
+    smoke_duration: float | None = None  # seconds; None: the smoke test's default run (a credible p999)
+
+
+@dataclass
+class DriftResult(Result):
+    hosts: dict[str, dict]  # doc: per host {"status", ...}: a baseline taken, or a drift verdict
+
+    @property
+    def rc(self) -> int:
+        return EXIT_OK if all(h["status"] == "ok" for h in self.hosts.values()) else EXIT_FAILED
+
+    def to_dict(self) -> dict:
+        return fleet_document(None, self.hosts)
+
+
+def baseline(req: BaselineRequest, on_event: OnEvent = None) -> DriftResult:
+    """Each host's effective state, plan and latency signature, kept as a new baseline."""
+    from hostkit.drift.fleet import take
+
+    return DriftResult(
+        take(
+            req.inventory,
+            req.limit,
+            req.name,
+            req.why,
+            req.profile,
+            SmokeOptions(duration=req.smoke_duration),
+            _measure(req.inventory, req.limit, on_event) if req.smoke else None,
+            req.forks,
+            on_event,
+        )
+    )
+
+
+def drift(req: DriftRequest, on_event: OnEvent = None) -> DriftResult:
+    """Each host re-read and re-measured against its baseline: differences, latency, verdict."""
+    from hostkit.drift.fleet import judge
+
+    options = SmokeOptions(duration=req.smoke_duration)
+    measure = _measure(req.inventory, req.limit, on_event) if req.smoke else None
+    return DriftResult(judge(req.inventory, req.limit, req.against, options, measure, req.forks, on_event))
+
+
+def _measure(inventory: str, limit: str | None, on_event: OnEvent):
+    """The smoke run of a baseline or a drift: the smoke role with these options, host -> reply."""
+
+    def run(options: SmokeOptions) -> dict[str, AgentReply]:
+        req = SmokeRequest(inventory=inventory, limit=limit, options=options, given=frozenset({"duration"}))
+        return smoke(req, on_event).hosts
+
+    return run

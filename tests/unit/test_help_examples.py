@@ -56,6 +56,11 @@ COVERED = [
     (r"^hostkit lab (up|down|status)\b", "tests/lab/test_lab.py::test_lab_cli_up_status_down", "sshd lab hosts"),
     (r"^hostkit facts -i ", "tests/lab/test_lab.py::test_cli_facts_inventory_json", "lab hosts"),
     (
+        r"^hostkit (baseline|drift) -i ",
+        "tests/lab/test_drift.py::test_baseline_then_drift_names_an_undone_sysctl_and_clears_when_it_is_back",
+        "lab hosts",
+    ),
+    (
         r"^hostkit bios ",
         "tests/unit/test_bmc.py::test_apply_is_pending_until_the_cycle_then_in_effect_and_rollback_restores_it",
         "a BMC: the lab's Redfish emulator",

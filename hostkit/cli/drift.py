@@ -1,0 +1,74 @@
+"""``hostkit drift``: each host against its baseline: state differences, latency, verdict."""
+
+from __future__ import annotations
+
+import argparse
+
+from hostkit import api
+from hostkit.cli import output
+from hostkit.cli.args import command, fleet_args, json_arg
+
+DESCRIPTION = """\
+Re-read and re-measure each host and judge it against a baseline (hostkit baseline):
+
+  state     every key that moved, by layer (boot, kernel, irqs, cpu_power, services, topology),
+            before -> now, and what the baseline's plan says of it: planned, undoing a planned
+            value, or not planned (an IRQ irqbalance moved is noted, and counts only when it
+            undoes a planned placement)
+  latency   the deschedule p999 before and now, the ratio with a 95% bootstrap interval and an
+            exact test on the samples above the baseline's p999; MOVED only when the change is
+            both significant (p < 0.001) and at least 1.5x; too few samples is INCONCLUSIVE,
+            never "no drift"
+  verdict   same / state drifted / latency drifted / both; when both, the state change ranked
+            first is named as the cause, beside the p999's move"""
+
+EPILOG = """\
+exit codes: 0 same, 1 drift (or a host failed), 2 bad input: a missing or damaged baseline, one of
+another host or another format, a clock gone back (nothing written)
+
+examples:
+  hostkit drift -i inventory.yml                         against each host's newest baseline
+  hostkit drift -i inventory.yml --against accepted --json"""
+
+
+def add_parser(sub) -> argparse.ArgumentParser:
+    p = command(sub, "drift", "judge each host against its baseline: state, latency, verdict", DESCRIPTION, EPILOG)
+    fleet_args(p)
+    json_arg(p)
+    p.add_argument("--against", metavar="NAME", help="the baseline to compare with (default: each host's newest)")
+    p.add_argument("--no-smoke", action="store_true", help="state only: no smoke run, latency NOT MEASURED")
+    p.add_argument(
+        "--smoke-duration",
+        type=float,
+        metavar="S",
+        help="seconds of the smoke run (default: its default run of 20,000 requests)",
+    )
+    return p
+
+
+def run(args) -> int:
+    result = api.drift(
+        api.DriftRequest(
+            inventory=args.inventory,
+            limit=args.limit,
+            forks=args.forks,
+            against=args.against,
+            smoke=not args.no_smoke,
+            smoke_duration=args.smoke_duration,
+        )
+    )
+    if args.json:
+        output.emit_json(result.to_dict())
+        return result.rc
+    for host, doc in sorted(result.hosts.items()):
+        if "verdict" not in doc:
+            print(f"{host}: FAILED {doc['error']}")
+            continue
+        print(f"{host}: {doc['verdict'].upper()} against baseline {doc['against']}")
+        if doc["cause"]:
+            print(f"  cause: {doc['cause']}")
+        for d in doc["differences"]:
+            noted = ", noted only" if d in doc["noted_only"] else ""
+            print(f"  {d['layer']:9s} {d['key']}: {d['before']} -> {d['now']} ({d['plan']}{noted})")
+        print(f"  latency: {doc['latency']['verdict']}: {doc['latency']['basis']}")
+    return result.rc

@@ -1,0 +1,152 @@
+"""``hostkit baseline`` and ``hostkit drift`` over an inventory: facts (one Ansible run), the plan of
+each host, and the smoke test (one run, the smoke role) for the latency signature; then each host's
+baseline written, or its drift judged against one.
+
+Every input is checked before any host is contacted: the inventory, each host's profile, a
+baseline's name (and that it is new), and for drift each host's baseline (present, readable, this
+hostkit's format, not from the future). A baseline of another host is refused once the facts give
+the host's name.
+"""
+
+from __future__ import annotations
+
+import time
+
+from hostkit.drift import latency, state, store
+from hostkit.errors import BadInput
+
+# Differences that make "state drifted". An IRQ that irqbalance moves is a difference the plan does
+# not name: it is reported, and counts only when it undoes a planned placement.
+NOTED_ONLY = {("irqs", "not planned")}
+
+
+def _facts(inventory: str, limit: str | None, forks: int | None, on_event) -> dict:
+    from hostkit.ansible.agent_call import call_agent
+
+    replies, _run = call_agent(inventory, ["facts"], limit, forks=forks, on_event=on_event)
+    return replies
+
+
+def _smoke(measure, options) -> dict:
+    """Per host the latency signature of one smoke run (``measure(options)``: the api's smoke over
+    the same inventory and limit, host -> its reply)."""
+    out = {}
+    for h, r in measure(options).items():
+        if r.ok:
+            hist = r.doc["histograms"]["deschedule"]
+            out[h] = {
+                "histogram": hist,
+                "samples": hist["count"],
+                "p999_ms": r.doc["slo"]["p999_ms"],
+                "duration": options.duration,
+            }
+        else:
+            out[h] = {"error": r.error or r.status}
+    return out
+
+
+def _plan(name: str, facts: dict, profile: dict, pinned: dict) -> dict | None:
+    from hostkit.plan import build_plan
+
+    try:
+        return build_plan(facts, profile, pinned, force=True, host=name).to_dict()
+    except BadInput:
+        return None  # no plan for this host: every difference is "not planned"
+
+
+def take(inventory, limit, name, why, profile, options, measure=None, forks=None, on_event=None) -> dict[str, dict]:
+    """``measure``: the smoke run (None: no latency signature)."""
+    from hostkit.ansible.inventory import load_inventory
+    from hostkit.profiles import for_host
+
+    now = time.time()
+    name = store.check_name(name or store.default_name(now))
+    hosts = load_inventory(inventory, limit)
+    profiles = {h.name: for_host(h.name, h.vars, profile) for h in hosts}
+    for h in hosts:
+        if (store.baseline_dir(h.name) / f"{name}.json").exists():
+            raise BadInput(
+                f"{h.name}: baseline {name!r} exists: a baseline is never overwritten; choose another --name"
+            )
+    replies = _facts(inventory, limit, forks, on_event)
+    smoke = measure is not None
+    lat = _smoke(measure, options) if smoke else {}
+    out = {}
+    for host, r in replies.items():
+        if not r.ok:
+            out[host] = {"status": "failed", "error": r.error or r.status}
+            continue
+        if smoke and "error" in lat.get(host, {"error": "no smoke run"}):
+            out[host] = {"status": "failed", "error": f"the smoke run failed: {lat.get(host, {}).get('error')}"}
+            continue
+        prof, pinned = profiles[host]
+        doc = store.new(
+            host, name, r.doc, state.effective_state(r.doc), _plan(host, r.doc, prof, pinned), lat.get(host), why, now
+        )
+        path = store.write(host, doc)
+        out[host] = {"status": "ok", "baseline": name, "path": str(path), "latency": _brief(doc["latency"])}
+    return out
+
+
+def _brief(lat: dict | None) -> dict | None:
+    return None if lat is None else {k: lat[k] for k in ("samples", "p999_ms", "duration")}
+
+
+def judge(inventory, limit, against, options, measure=None, forks=None, on_event=None) -> dict[str, dict]:
+    """``measure``: the smoke run (None: latency NOT MEASURED)."""
+    from hostkit.ansible.inventory import load_inventory
+
+    now = time.time()
+    hosts = load_inventory(inventory, limit)
+    baselines = {h.name: store.read(h.name, against, None, now) for h in hosts}  # bad input before any run
+    replies = _facts(inventory, limit, forks, on_event)
+    for host, r in replies.items():
+        if r.ok:
+            store.read(host, baselines[host]["name"], r.doc.get("hostname") or host, now)
+    smoke = measure is not None
+    measured = smoke and any(b["latency"] for b in baselines.values())
+    lat = _smoke(measure, options) if measured else {}
+    out = {}
+    for host, r in replies.items():
+        base = baselines[host]
+        if not r.ok:
+            out[host] = {"status": "failed", "error": r.error or r.status}
+            continue
+        diffs = state.differences(base["state"], state.effective_state(r.doc), base["plan"])
+        counted = [d for d in diffs if (d["layer"], d["plan"]) not in NOTED_ONLY]
+        lat_doc = None
+        if base["latency"] and smoke:
+            now_lat = lat.get(host) or {"error": "no smoke run"}
+            if "error" in now_lat:
+                out[host] = {"status": "failed", "error": f"the smoke run failed: {now_lat['error']}"}
+                continue
+            lat_doc = latency.compare(base["latency"]["histogram"], now_lat["histogram"])
+        out[host] = verdict(base["name"], diffs, counted, lat_doc)
+    return out
+
+
+def verdict(name: str, diffs: list[dict], counted: list[dict], lat: dict | None) -> dict:
+    """same / state drifted / latency drifted / both; a coincidence of the two named as the cause."""
+    state_drifted = bool(counted)
+    lat_drifted = bool(lat and lat["verdict"] == "MOVED")
+    what = {(False, False): "same", (True, False): "state drifted", (False, True): "latency drifted"}.get(
+        (state_drifted, lat_drifted), "both"
+    )
+    if what == "same" and lat and lat["verdict"] == "INCONCLUSIVE":
+        what = "same state, latency INCONCLUSIVE"
+    ranked = sorted(counted, key=lambda d: (d["plan"] != "undoing a planned value", d["layer"] != "irqs", d["layer"]))
+    cause = None
+    if state_drifted and lat_drifted:
+        d = ranked[0]
+        cause = f"{d['key']}: {d['before']} -> {d['now']} ({d['plan']}); p999 {lat['p999_ms_before']} -> {lat['p999_ms_now']} ms"
+    return {
+        "status": "drift" if state_drifted or lat_drifted else "ok",
+        "against": name,
+        "verdict": what,
+        "cause": cause,
+        "differences": ranked + [d for d in diffs if d not in counted],
+        "noted_only": [d for d in diffs if d not in counted],
+        "latency": lat
+        if lat is not None
+        else {"verdict": "NOT MEASURED", "basis": "no latency in the baseline, or --no-smoke"},
+    }

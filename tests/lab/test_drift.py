@@ -1,0 +1,60 @@
+"""hostkit baseline and hostkit drift on a lab host over real SSH (the session lab's EPYC host):
+a baseline taken, never overwritten; an unchanged host judged the same (its short smoke run
+INCONCLUSIVE, never "no drift"); a sysctl an "upgrade" rewrote reported as undoing a planned value,
+with its layer and before -> now, and the drift exit code; the value put back, the same again.
+
+What this does not show (tests/unit/test_drift.py has the statistics on generated samples): a real
+package upgrade on a real-kernel guest, a latency drift measured live, the timer role and the
+rollout gate; see the closing note of the issue.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from tests.labutil import cli
+
+HOST = "h-epyc-9634-nps1"
+
+
+def test_baseline_then_drift_names_an_undone_sysctl_and_clears_when_it_is_back(lab):
+    inv = str(lab.inventory)
+    proc = cli(
+        "baseline", "-i", inv, "--limit", HOST, "--name", "accepted", "--why", "test", "--smoke-duration", "2", "--json"
+    )
+    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
+    doc = json.loads(proc.stdout)["hosts"][HOST]
+    assert doc["status"] == "ok" and doc["latency"]["samples"] > 0
+
+    again = cli("baseline", "-i", inv, "--limit", HOST, "--name", "accepted", "--no-smoke")
+    assert again.returncode == 2 and "never overwritten" in again.stderr
+
+    proc = cli("drift", "-i", inv, "--limit", HOST, "--smoke-duration", "2", "--json")
+    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
+    doc = json.loads(proc.stdout)["hosts"][HOST]
+    assert doc["verdict"] == "same state, latency INCONCLUSIVE", doc
+    assert doc["latency"]["verdict"] == "INCONCLUSIVE" and "needed for a p999" in doc["latency"]["basis"]
+
+    host = next(h for h in lab.hosts() if h.name == HOST)
+    knob = Path(host.sysroot) / "proc/sys/kernel/sched_rt_runtime_us"
+    original = knob.read_text()
+    try:
+        knob.write_text("500000\n")  # what a package's maintainer script might leave behind
+        proc = cli("drift", "-i", inv, "--limit", HOST, "--no-smoke", "--json")
+        assert proc.returncode == 1, proc.stdout[-2000:] + proc.stderr[-2000:]
+        doc = json.loads(proc.stdout)["hosts"][HOST]
+        assert doc["verdict"] == "state drifted"
+        (d,) = [d for d in doc["differences"] if d["key"] == "kernel.sched_rt_runtime_us"]
+        assert (d["layer"], str(d["before"]), str(d["now"]), d["plan"]) == (
+            "kernel",
+            original.strip(),
+            "500000",
+            "undoing a planned value",
+        ), d
+        text = cli("drift", "-i", inv, "--limit", HOST, "--no-smoke")
+        assert "STATE DRIFTED" in text.stdout and "undoing a planned value" in text.stdout
+    finally:
+        knob.write_text(original)
+    proc = cli("drift", "-i", inv, "--limit", HOST, "--no-smoke", "--json")
+    assert proc.returncode == 0 and json.loads(proc.stdout)["hosts"][HOST]["verdict"] == "same", proc.stdout[-2000:]

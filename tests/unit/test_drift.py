@@ -1,0 +1,126 @@
+"""The rules of hostkit drift below the lab: the latency comparison on generated samples (a fixed
+seed: the same figures every run), the state's differences with what the plan says of them, the
+verdict and its named cause, and the baselines' bad input. tests/lab/test_drift.py runs the
+commands over SSH."""
+
+from __future__ import annotations
+
+import json
+import time
+
+import numpy as np
+import pytest
+
+from hostkit.drift import fleet, latency, state, store
+from hostkit.errors import BadInput
+from hostkit.facts import gather
+from hostkit.lab.fixtures import materialize
+from hostkit.smoke.metrics import BUCKETS_S, histogram
+
+
+def runs(seed: int, n: int, tail: float = 0.0, share: float = 0.003) -> dict:
+    """A smoke run's deschedule histogram: lognormal around 20 us; ``tail``: that share multiplied."""
+    rng = np.random.default_rng(seed)
+    v = rng.lognormal(np.log(0.02), 0.5, n)
+    if tail:
+        v[rng.random(n) < share] *= tail
+    return histogram(list(v))
+
+
+def test_ten_runs_of_an_unchanged_host_raise_no_alarm():
+    base = runs(1, 20_000)
+    verdicts = [latency.compare(base, runs(100 + i, 20_000))["verdict"] for i in range(10)]
+    assert verdicts == ["SAME"] * 10
+
+
+def test_a_tail_that_moved_is_moved_with_its_interval_test_and_counts():
+    got = latency.compare(runs(1, 20_000), runs(2, 20_000, tail=20))
+    assert got["verdict"] == "MOVED"
+    assert got["p_worse"] < latency.ALPHA and got["interval"][0] >= latency.MIN_RATIO
+    assert (got["samples_before"], got["samples_now"]) == (20_000, 20_000)
+    assert "95% interval" in got["basis"] and "of 20,000 now" in got["basis"]
+
+
+def test_too_few_samples_is_inconclusive_never_no_drift():
+    got = latency.compare(runs(1, 20_000), runs(2, 2_000, tail=20))
+    assert got["verdict"] == "INCONCLUSIVE" and "10,000 needed" in got["basis"]
+
+
+def test_a_better_tail_is_improved_not_drift():
+    assert latency.compare(runs(1, 20_000, tail=20), runs(2, 20_000))["verdict"] == "IMPROVED"
+
+
+def bucketed(counts: dict[int, int]) -> dict:
+    """A histogram with ``counts`` (bucket index -> samples) over the smoke's fixed buckets."""
+    le = list(BUCKETS_S)
+    c = [counts.get(i, 0) for i in range(len(le) + 1)]
+    return {"le_s": le, "counts": c, "count": sum(c), "sum_s": 0.0}
+
+
+def test_a_significant_shift_of_one_bucket_is_not_called_moved():
+    """Ten times the samples above the old p999, but the p999 one bucket (1.25x) higher: a real
+    change, too small to call the tail moved (MIN_RATIO)."""
+    got = latency.compare(bucketed({20: 19_990, 25: 10}), bucketed({20: 19_900, 21: 100}))
+    assert got["p_worse"] < latency.ALPHA, got["basis"]
+    assert got["ratio"] == 1.25 and got["verdict"] == "SAME", got["basis"]
+
+
+@pytest.fixture
+def facts(tmp_path):
+    materialize("epyc-9634-nps1", tmp_path / "root")
+    return gather(str(tmp_path / "root"))
+
+
+def test_state_differences_say_what_the_plan_says(facts):
+    before = state.effective_state(facts)
+    now = json.loads(json.dumps(before))
+    now["kernel"]["kernel.sched_rt_runtime_us"] = 500000
+    now["kernel"]["release"] = "6.1.0-99-amd64"
+    now["services"]["irqbalance running"] = not before["services"]["irqbalance running"]
+    plan = {"sysctl": {"kernel.sched_rt_runtime_us": -1}, "irq": {"affinity": True, "assignments": {}}}
+    diffs = {d["key"]: d for d in state.differences(before, now, plan)}
+    assert set(diffs) == {"kernel.sched_rt_runtime_us", "release", "irqbalance running"}
+    assert diffs["kernel.sched_rt_runtime_us"]["plan"] == "undoing a planned value"
+    assert diffs["release"]["plan"] == "not planned" and diffs["release"]["layer"] == "kernel"
+    back = state.differences(
+        now, before, {"sysctl": {"kernel.sched_rt_runtime_us": before["kernel"]["kernel.sched_rt_runtime_us"]}}
+    )
+    assert {d["key"]: d["plan"] for d in back}["kernel.sched_rt_runtime_us"] == "planned"
+
+
+def test_both_drifts_name_the_undone_value_as_the_cause():
+    diffs = [
+        {"layer": "irqs", "key": "IRQ 57 (eth0-rx-0)", "before": "0-1", "now": "3", "plan": "undoing a planned value"},
+        {"layer": "kernel", "key": "release", "before": "6.1.0-1", "now": "6.1.0-2", "plan": "not planned"},
+    ]
+    lat = {"verdict": "MOVED", "p999_ms_before": 0.4, "p999_ms_now": 6.0}
+    got = fleet.verdict("accepted", diffs, diffs, lat)
+    assert got["verdict"] == "both" and got["status"] == "drift"
+    assert got["cause"] == "IRQ 57 (eth0-rx-0): 0-1 -> 3 (undoing a planned value); p999 0.4 -> 6.0 ms"
+    noted = [{"layer": "irqs", "key": "IRQ 9 (acpi)", "before": "0", "now": "1", "plan": "not planned"}]
+    got = fleet.verdict("accepted", noted, [], {"verdict": "SAME"})
+    assert got["verdict"] == "same" and got["noted_only"] == noted
+
+
+def test_baselines_are_never_overwritten_and_bad_ones_are_one_line(facts):
+    now = time.time()
+    doc = store.new("h1", "accepted", facts, state.effective_state(facts), None, None, "test", now)
+    path = store.write("h1", doc)
+    with pytest.raises(BadInput, match="never overwritten"):
+        store.write("h1", doc)
+    assert store.read("h1", None, facts["hostname"], now)["name"] == "accepted"
+    with pytest.raises(BadInput, match="was taken on"):
+        store.read("h1", "accepted", "another-host", now)
+    with pytest.raises(BadInput, match="the clock went back"):
+        store.read("h1", "accepted", None, now - 3600)
+    with pytest.raises(BadInput, match="no baseline 'other'"):
+        store.read("h1", "other", None, now)
+    with pytest.raises(BadInput, match="baseline name"):
+        store.check_name("../x")
+    path.write_text(json.dumps({**doc, "format": 0}))
+    with pytest.raises(BadInput, match="has format 0"):
+        store.read("h1", "accepted", None, now)
+    path.write_text("{not json")
+    with pytest.raises(BadInput):
+        store.read("h1", "accepted", None, now)
+    assert json.loads((path.parent / "journal.log").read_text().splitlines()[0])["why"] == "test"
