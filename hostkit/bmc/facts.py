@@ -130,3 +130,35 @@ def gather(bmc: Bmc) -> dict:
         "memory": bmc.call("reading the memory", _memory, bmc, system),
         "apply_times": [str(t) for t in (bios.supported_apply_times or [])],
     }
+
+
+def memory_cross_check(bmc_memory: dict | None, os_memory: dict | None) -> list[str]:
+    """The BMC's populated memory channels per socket against the OS's SMBIOS view, socket by
+    socket in order (the two number sockets differently): one line per disagreement; nothing to say
+    where either view is missing."""
+    os_channels = (os_memory or {}).get("channels")
+    if not bmc_memory or not os_channels:
+        return []
+    out = []
+    bmc_rows = [v["populated_channels"] for _s, v in sorted(bmc_memory.items())]
+    os_rows = [len(v["populated"]) for _s, v in sorted(os_channels.items())]
+    if len(bmc_rows) != len(os_rows):
+        return [f"the BMC lists memory on {len(bmc_rows)} socket(s), the OS's SMBIOS table on {len(os_rows)}"]
+    for i, (b, o) in enumerate(zip(bmc_rows, os_rows)):
+        if b != o:
+            out.append(f"socket {i}: the BMC counts {b} populated memory channel(s), the OS's SMBIOS table {o}")
+    return out
+
+
+def for_facts(host: str, hostvars: dict, os_facts: dict | None) -> dict:
+    """The ``bios`` entry of a host's facts (``hostkit facts -i``): the BMC's facts and the memory
+    cross-check, or the one line its BMC failed with."""
+    from hostkit.bmc.client import bmc_settings, connect
+    from hostkit.errors import HostkitError
+
+    try:
+        doc = gather(connect(bmc_settings(host, hostvars["hostkit_bmc"])))
+    except HostkitError as exc:
+        return {"error": str(exc)}
+    doc["memory_cross_check"] = memory_cross_check(doc["memory"], (os_facts or {}).get("memory"))
+    return doc

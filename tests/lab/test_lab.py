@@ -158,6 +158,10 @@ def test_lab_up_bmc_puts_a_redfish_bmc_in_front_of_each_host_and_down_stops_it(l
         assert facts.returncode == 0, facts.stderr
         bios = json.loads(facts.stdout)["hosts"]["lab-1"]["bios"]
         assert (bios["vendor"], bios["model"]) == ("HPE", "ProLiant DL385 Gen10 Plus v2")
+        facts = cli("facts", "-i", str(d / "inventory.yml"), "--json")  # hostkit facts gains bios
+        assert facts.returncode == 0, facts.stderr
+        os_bios = json.loads(facts.stdout)["hosts"]["lab-1"]["facts"]["bios"]
+        assert os_bios["vendor"] == "HPE" and isinstance(os_bios["memory_cross_check"], list)
         pid = json.loads((d / "bmc" / "bmc.json").read_text())["pid"]
         assert pid_alive(pid)
     finally:

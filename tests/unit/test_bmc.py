@@ -214,6 +214,23 @@ def test_the_audit_tells_drift_pending_and_a_cross_layer_mismatch_apart():
     assert found[2]["line"] == "cross-layer mismatch: the BIOS says 1 NUMA node(s) per socket, the booted OS shows 2"
 
 
+def test_the_bmcs_memory_channels_are_checked_against_the_os_smbios_view():
+    bmc = {
+        "1": {"channels": 12, "populated_channels": 12, "slots": 12},
+        "2": {"channels": 12, "populated_channels": 12, "slots": 12},
+    }
+    os_view = {
+        "channels": {"0": {"total": 12, "populated": list(range(4))}, "1": {"total": 12, "populated": list(range(12))}}
+    }
+    assert bmc_facts.memory_cross_check(bmc, os_view) == [
+        "socket 0: the BMC counts 12 populated memory channel(s), the OS's SMBIOS table 4"
+    ]
+    assert bmc_facts.memory_cross_check(bmc, {"channels": None}) == []
+    assert bmc_facts.memory_cross_check(bmc, {"channels": {"0": {"total": 12, "populated": [0]}}}) == [
+        "the BMC lists memory on 2 socket(s), the OS's SMBIOS table on 1"
+    ]
+
+
 def test_an_ami_code_matches_the_display_string_its_bios_reports():
     facts = {
         "vendor": "Supermicro",
