@@ -98,6 +98,7 @@ bench: setup
 	$(PY) bench/audit_fleet.py
 	$(PY) bench/rollout_fleet.py
 	$(PY) bench/bmc_fleet.py
+	$(PY) bench/drift_fleet.py
 	$(PY) bench/gap_probe.py
 	$(PY) bench/lab_up.py
 
