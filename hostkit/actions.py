@@ -424,7 +424,7 @@ def bios(*, host: str, hostvars: dict, profile: str | None, overrides: dict | No
         bmc_apply.write_journal(host, settings.url, {k: facts["attributes"].get(k) for k in patch})
         bmc_apply.patch(bmc, patch, facts["apply_times"])
     if reboot and pending:
-        out["steps"] = cycle(bmc, host, pending, bmc_apply.SHUTDOWN_TIMEOUT, lambda _line: None)
+        out["steps"] = cycle(bmc, host, pending, bmc_apply.SHUTDOWN_TIMEOUT, lambda _line: None)[0]
         out["cycles"] = 1
     return out
 

@@ -14,7 +14,6 @@ import json
 import time
 from pathlib import Path
 
-from hostkit.bmc import facts as bmc_facts
 from hostkit.bmc.client import Bmc, BmcError
 from hostkit.errors import BadInput
 from hostkit.jsonfile import read_json
@@ -85,10 +84,10 @@ def power_cycle(bmc: Bmc, shutdown_timeout: float = SHUTDOWN_TIMEOUT, on_step=No
     return steps
 
 
-def still_pending(bmc: Bmc, wanted: dict) -> dict:
+def not_applied(facts: dict, wanted: dict) -> dict:
     """After a cycle: attribute -> (current, wanted) of every wanted value not in effect."""
-    f = bmc_facts.gather(bmc)
-    return {k: (f["attributes"].get(k), v) for k, v in wanted.items() if f["attributes"].get(k) != v}
+    now = facts["attributes"]
+    return {k: (now.get(k), v) for k, v in wanted.items() if now.get(k) != v}
 
 
 def rollback_patch(host: str, current: dict, pending: dict) -> dict:

@@ -135,7 +135,7 @@ def _one(action, host, settings, prof, vendor_map, reboot, shutdown_timeout, say
         say(f"{host}: PATCHed {plan['patch']}: pending until the next reset")
     pending = {s["attribute"]: s["value"] for s in plan["steps"] if s["state"] in ("change", "pending")}
     if reboot and pending:
-        doc["steps"] += cycle(bmc, host, pending, shutdown_timeout, say)
+        doc["steps"] += cycle(bmc, host, pending, shutdown_timeout, say)[0]
         doc["cycles"] = 1
         _check_os(doc, host, plan["after_cycle"], os_view, say)
     doc["requests"] = bmc.accounting()
@@ -159,18 +159,20 @@ def _check_os(doc: dict, host: str, after: dict, os_view, say) -> None:
         raise BmcError(f"{host}: " + "; ".join(problems))
 
 
-def cycle(bmc, host, wanted: dict, shutdown_timeout, say) -> list[dict]:
-    """Power-cycle through the BMC; a wanted value not in effect afterwards is a named failure."""
+def cycle(bmc, host, wanted: dict, shutdown_timeout, say) -> tuple[list[dict], dict]:
+    """Power-cycle through the BMC: the steps, and the BIOS facts read once after it; a wanted value
+    not in effect afterwards is a named failure."""
     say(f"{host}: power cycle through the BMC")
     steps = bmc_apply.power_cycle(bmc, shutdown_timeout, on_step=lambda s: say(f"{host}: {s['step']} {s['seconds']} s"))
-    missing = bmc_apply.still_pending(bmc, wanted)
+    after = bmc_facts.gather(bmc)
+    missing = bmc_apply.not_applied(after, wanted)
     if missing:
         named = ", ".join(f"{k} is {cur!r}, wanted {want!r}" for k, (cur, want) in sorted(missing.items()))
         raise BmcError(
             f"{host}: the BMC accepted the settings but did not apply them at the power cycle: {named} "
             f"(journal {bmc_apply.journal_path(host)} kept: rollback restores it)"
         )
-    return steps
+    return steps, after
 
 
 def _audit(bmc, host, facts, plan, os_view) -> dict:
@@ -196,9 +198,8 @@ def _rollback(bmc, host, facts, reboot, shutdown_timeout, say, os_view=None) -> 
         say(f"{host}: PATCHed back {restore}")
     journal = bmc_apply.read_journal(host) or {"attributes": {}}
     if reboot:
-        doc["steps"] = cycle(bmc, host, journal["attributes"], shutdown_timeout, say)
+        doc["steps"], after = cycle(bmc, host, journal["attributes"], shutdown_timeout, say)
         doc["cycles"] = 1
-        after = bmc_facts.gather(bmc)
         _check_os(doc, host, plan_after(after), os_view, say)
         bmc_apply.forget(host)
     doc["requests"] = bmc.accounting()
