@@ -102,7 +102,7 @@ def judge(inventory, limit, against, options, measure=None, forks=None, on_event
     replies = _facts(inventory, limit, forks, on_event)
     for host, r in replies.items():
         if r.ok:
-            store.read(host, baselines[host]["name"], r.doc.get("hostname") or host, now)
+            store.check_host(host, baselines[host], r.doc.get("hostname") or host)
     smoke = measure is not None
     measured = smoke and any(b["latency"] for b in baselines.values())
     lat = _smoke(measure, options) if measured else {}

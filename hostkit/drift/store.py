@@ -100,11 +100,18 @@ def read(host: str, name: str | None, hostname: str | None, now: float) -> dict:
             f"this hostkit reads format {FORMAT}: take a new baseline"
         )
     check_shape(doc, SHAPE, f"baseline {p}")
-    if hostname is not None and doc["hostname"] != hostname:
-        raise BadInput(f"{host}: baseline {p} was taken on {doc['hostname']!r}, this host is {hostname!r}")
+    if hostname is not None:
+        check_host(host, doc, hostname)
     if now < doc["taken"]:
         raise BadInput(f"{host}: baseline {p} was taken {doc['taken'] - now:.0f} s in the future: the clock went back")
     return doc
+
+
+def check_host(host: str, doc: dict, hostname: str) -> None:
+    """A baseline read back belongs to the host it is compared with (the facts' hostname)."""
+    if doc["hostname"] != hostname:
+        where = baseline_dir(host) / f"{doc['name']}.json"
+        raise BadInput(f"{host}: baseline {where} was taken on {doc['hostname']!r}, this host is {hostname!r}")
 
 
 def new(
