@@ -276,9 +276,7 @@ class Lab:
                     self.wait_ssh(h, timeout=boot_timeout or vmlab.BOOT_TIMEOUT, say=say)
                     if progress:
                         progress(h)
-            self._write_client_files(hosts)
-            if bmc:
-                self._start_bmc(hosts)
+            self._write_client_files(hosts, self._start_bmc(hosts) if bmc else {})
         except BaseException:
             self._stop(hosts)
             self._stop_bmc()
@@ -450,7 +448,9 @@ class Lab:
             time.sleep(0.05)
         raise LabError(f"sshd for {host.name} wrote no pid file {pidfile}")
 
-    def _write_client_files(self, hosts: list[LabHost]) -> None:
+    def _write_client_files(self, hosts: list[LabHost], host_vars: dict[str, dict] | None = None) -> None:
+        """known_hosts, ssh_config and the inventory; ``host_vars``: more variables per host (its
+        ``hostkit_bmc``)."""
         kh_lines, cfg_lines = [], []
         for h in hosts:
             pub = (self.host_dir(h.name) / "ssh_host_ed25519_key.pub").read_text().split()
@@ -506,6 +506,7 @@ class Lab:
                                     if h.kind == "vm"
                                     else {}
                                 ),
+                                **(host_vars or {}).get(h.name, {}),
                             }
                             for h in hosts
                         }
@@ -651,7 +652,8 @@ class Lab:
     def bmc_file(self) -> Path:
         return self.dir / "bmc" / "bmc.json"
 
-    def _start_bmc(self, hosts: list[LabHost]) -> None:
+    def _start_bmc(self, hosts: list[LabHost]) -> dict[str, dict]:
+        """The lab's BMC, started and recorded; each host's ``hostkit_bmc`` for the inventory."""
         from hostkit.lab import bmc as lab_bmc
 
         b = lab_bmc.start(
@@ -660,12 +662,7 @@ class Lab:
             guests={h.name: {"dir": str(self.dir), "vm": h.vm} for h in hosts if h.kind == "vm"},
         )
         write_private(self.bmc_file, json.dumps({"pid": b.proc.pid, "url": b.url}) + "\n")
-        text = self.inventory.read_text()
-        header, body = text.split("\n", 1)
-        inventory = yaml.safe_load(body)
-        for name, hv in inventory["all"]["children"]["lab"]["hosts"].items():
-            hv["hostkit_bmc"] = b.host_var(name)
-        write_private(self.inventory, header + "\n" + yaml.safe_dump(inventory, sort_keys=False))
+        return {h.name: {"hostkit_bmc": b.host_var(h.name)} for h in hosts}
 
     def _stop_bmc(self) -> bool:
         try:
