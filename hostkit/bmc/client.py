@@ -37,7 +37,12 @@ DEFAULT_TIMEOUT = 30  # seconds per request: a BMC answers in well under that or
 
 class BmcError(HostkitError):
     """A BMC that could not be reached, refused the credentials, failed TLS verification or
-    rejected a request: the host failed (exit 1), nothing was changed by hostkit."""
+    rejected a request: the host failed (exit 1), nothing was changed by hostkit. ``status``: the
+    HTTP status the BMC answered with, where it answered."""
+
+    def __init__(self, message: str, status: int | None = None):
+        super().__init__(message)
+        self.status = status
 
 
 @dataclass(frozen=True)
@@ -168,7 +173,8 @@ class Bmc:
             ) from None
         except sx.HTTPError as exc:
             raise BmcError(
-                scrub(f"{s.host}: {doing}: the BMC answered HTTP {exc.status_code}: {bmc_message(exc)}", s)
+                scrub(f"{s.host}: {doing}: the BMC answered HTTP {exc.status_code}: {bmc_message(exc)}", s),
+                status=exc.status_code,
             ) from None
         except sx.ConnectionError as exc:
             raise BmcError(scrub(f"{s.host}: {doing}: {connection_problem(exc, s)}", s)) from None

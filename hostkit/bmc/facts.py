@@ -7,7 +7,7 @@ Each resource is read once per run (:attr:`hostkit.bmc.client.Bmc.paths` counts 
 
 from __future__ import annotations
 
-from hostkit.bmc.client import Bmc
+from hostkit.bmc.client import Bmc, BmcError
 
 
 def _pending(bmc: Bmc, bios, current: dict) -> dict:
@@ -28,8 +28,10 @@ def _registry(bmc: Bmc, bios) -> dict | None:
         return None
     try:
         listing = bmc.get_json("/redfish/v1/Registries")
-    except Exception:  # a BMC without a registry service
-        return None
+    except BmcError as exc:
+        if exc.status == 404:  # a BMC without a registry service
+            return None
+        raise  # unreachable or slow mid-read is that, not "no registry"
     entries = [bmc.get_json(m["@odata.id"]) for m in listing.get("Members", []) if m.get("@odata.id")]
     # the registry the Bios resource names: by Id, else by the Registry field without its version
     exact = [e for e in entries if reg_id in (e.get("Id"), e.get("Registry"))]
