@@ -166,6 +166,9 @@ class PlanArgs:
     smoke_gate: bool = False  # a smoke gate follows the apply
     reboot: bool = False  # the run reboots into new kernel arguments before that gate
     writable: bool = True  # the plan will be applied (not --check): a read-only sysroot is bad input
+    # After a power cycle through the BMC (hostkit.tuning.bios): the topology its BIOS now says
+    # (NUMA nodes per socket, threads per core); the booted OS must show it before it is planned.
+    bios_after: dict | None = None
 
 
 class PlanRefused(Refused):
@@ -188,6 +191,8 @@ def plan(args: PlanArgs) -> dict:
         raise BadInput("facts: no hostkit facts for this host (run hostkit.tuning.facts first, or pass facts)")
     if args.writable:
         require_writable(args.host, args.facts)
+    if args.bios_after:
+        _booted_as_the_bios_says(args.host, args.bios_after, args.facts)
     hostvars = dict(args.hostvars)
     if args.overrides is not None:
         hostvars["hostkit_overrides"] = args.overrides
@@ -209,6 +214,20 @@ def plan(args: PlanArgs) -> dict:
         "reboot_needed": bool(unbooted),
         "run_id": new_run_id(),
     }
+
+
+def _booted_as_the_bios_says(host: str, after: dict, facts: dict) -> None:
+    """After the BMC's power cycle: the booted OS's topology against what the BIOS now says; a
+    cross-layer mismatch fails the host before it is planned (a plan for the wrong topology)."""
+    from hostkit.bmc.client import BmcError
+    from hostkit.bmc.plan import cross_layer
+
+    topo = facts.get("topology") or {}
+    problems = cross_layer(
+        after, {"numa_per_socket": topo.get("numa_per_socket"), "threads_per_core": topo.get("threads_per_core")}
+    )
+    if problems:
+        raise BmcError(f"{host}: after the power cycle: " + "; ".join(problems))
 
 
 # ----------------------------------------------------------------------------- the smoke gate
@@ -443,6 +462,7 @@ ARG_SPECS: dict[str, dict] = {
         "force": {"type": "bool", "default": False},
         "smoke_gate": {"type": "bool", "default": False},
         "reboot": {"type": "bool", "default": False},
+        "bios_after": {"type": "dict"},
     },
     "smoke": {
         **_HOST,
@@ -504,6 +524,7 @@ def dispatch(name: str, action, args: dict, task_vars: dict) -> dict:
                     smoke_gate=args["smoke_gate"],
                     reboot=args["reboot"],
                     writable=not _check_mode(action),
+                    bios_after=args.get("bios_after"),
                 )
             )
         if name == "smoke":

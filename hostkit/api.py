@@ -602,11 +602,13 @@ class RollbackResult(Result):
     hosts: dict[str, AgentReply]  # doc: the agent's rollback report
     run: RunResult
     reboots: dict[str, Rebooted] = field(default_factory=dict)  # with reboot: hosts rebooted
+    # hosts with a BMC and a BIOS journal: hostkit bios rollback's document (restore, cycles, os)
+    bios: dict[str, dict] = field(default_factory=dict)
 
     def restored(self, host: str) -> bool:
         """The host answered and everything its rollback meant to restore was restored."""
         r = self.hosts[host]
-        return r.ok and restored(r.doc)
+        return r.ok and restored(r.doc) and self.bios.get(host, {}).get("status", "ok") == "ok"
 
     @property
     def rc(self) -> int:
@@ -620,20 +622,54 @@ class RollbackResult(Result):
             _replies(self.hosts),
             check=self.check,
             reboots={h: r.__dict__ for h, r in self.reboots.items()},
+            bios=self.bios,
         )
 
 
 def rollback(req: RollbackRequest, on_event: OnEvent = None) -> RollbackResult:
-    """The agent restores every journaled change, newest first; with ``reboot``, hosts whose
-    boot configuration came back are rebooted (bounded) and their booted command line reported."""
+    """The agent restores every journaled change, newest first; then, without ``run_id`` (a run id
+    names one run on the hosts; the BIOS journal is the controller's, of no run), a host with a BMC
+    and a BIOS journal gets its journaled BIOS attributes PATCHed back. With ``reboot``, such a host
+    is power-cycled once through its BMC (which also boots its restored boot configuration) and its
+    OS checked against the BIOS; the other hosts whose boot configuration came back are rebooted
+    (bounded) and their booted command line reported."""
     replies, run = call_agent(req.inventory, req.agent_args(), req.limit, forks=req.forks, on_event=on_event)
     result = RollbackResult(req.check, replies, run)
+    if not req.run_id:
+        result.bios = _bios_rollback(req, [h for h, r in replies.items() if r.ok])
     if req.reboot:
-        due = [h for h, r in replies.items() if r.ok and r.doc.get("reboot_required")]
-        result.reboots = reboot_hosts(
-            req.inventory, due, timeout=req.reboot_timeout, forks=req.forks, on_event=on_event
+        cycled = {h for h, doc in result.bios.items() if doc.get("cycles")}
+        result.reboots = {
+            h: Rebooted(h, "ok", msg="power-cycled once through the BMC with the BIOS rollback") for h in cycled
+        }
+        due = [h for h, r in replies.items() if r.ok and r.doc.get("reboot_required") and h not in cycled]
+        result.reboots.update(
+            reboot_hosts(req.inventory, due, timeout=req.reboot_timeout, forks=req.forks, on_event=on_event)
         )
     return result
+
+
+def _bios_rollback(req: RollbackRequest, answered: list[str]) -> dict[str, dict]:
+    """hostkit bios rollback on the hosts that answered, have a BMC and a BIOS journal."""
+    from hostkit.bmc import fleet as bmc_fleet
+    from hostkit.bmc.apply import read_journal
+
+    hosts = [
+        h.name
+        for h in load_inventory(req.inventory, req.limit)
+        if h.name in answered and h.vars.get("hostkit_bmc") is not None and read_journal(h.name) is not None
+    ]
+    if not hosts:
+        return {}
+    return bmc_fleet.run(
+        "rollback",
+        req.inventory,
+        limit=",".join(hosts),
+        reboot=req.reboot,
+        forks=req.forks,
+        boot_timeout=req.reboot_timeout,
+        check=req.check,
+    )
 
 
 # ----------------------------------------------------------------------------- smoke on a fleet

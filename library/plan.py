@@ -49,7 +49,13 @@ options:
   reboot:
     description: The run reboots into changed kernel arguments before the smoke gate.
     type: bool
-    default: false"""
+    default: false
+  bios_after:
+    description:
+      - After a power cycle through the host's BMC (M(hostkit.tuning.bios)), the topology its BIOS now says
+        (its result's C(plan.after_cycle)). The host fails, unplanned, when its facts show other NUMA nodes per socket
+        or threads per core than that (a cross-layer mismatch).
+    type: dict"""
 
 EXAMPLES = r"""
 - name: Plan the host
@@ -95,6 +101,7 @@ ARGUMENT_SPEC = dict(
     force={"type": "bool", "default": False},
     smoke_gate={"type": "bool", "default": False},
     reboot={"type": "bool", "default": False},
+    bios_after={"type": "dict"},
 )
 
 

@@ -51,9 +51,13 @@ class HostApply:
     audit: dict | None = None
     smoke: dict[str, dict] = field(default_factory=dict)
     failed_gate: str | None = None
+    # hostkit.tuning.bios's result where the host has a BMC: its plan, the PATCH, the power cycles
+    # and their steps (None: no BIOS step ran)
+    bios: dict | None = None
 
     def to_dict(self) -> dict:
         return {
+            **({"bios": self.bios} if self.bios is not None else {}),
             "status": self.status,
             "changed": self.changed,
             "roles": self.roles,
@@ -93,13 +97,16 @@ def unlock(
 
 def validate_tags(tags: str | None) -> str | None:
     """``--tags``: Ansible's tags, each the name of a role to run (the tune role's apply step tags each
-    role's tasks with its name); an unknown name is bad input."""
+    role's tasks with its name) or ``bios`` (the BIOS step through the host's BMC); an unknown name
+    is bad input."""
     if not tags:
         return None
     names = [t.strip() for t in tags.split(",") if t.strip()]
-    unknown = [t for t in names if t not in ROLES]
+    unknown = [t for t in names if t not in (*ROLES, "bios")]
     if unknown:
-        raise BadInput(f"--tags: unknown role(s) {', '.join(unknown)} (roles: {', '.join(ROLES)})")
+        raise BadInput(
+            f"--tags: unknown role(s) {', '.join(unknown)} (roles: {', '.join(ROLES)}; bios: the BMC's step)"
+        )
     return ",".join(names)
 
 
@@ -181,7 +188,15 @@ def run_apply(
             "hostkit_controller": controller_id(),
             # Only when asked: extra vars win over the inventory, whose isolcpus_reboot_ok
             # must keep working without --reboot.
-            **({"isolcpus_reboot_ok": True, "isolcpus_reboot_timeout": int(reboot_timeout)} if reboot else {}),
+            **(
+                {
+                    "isolcpus_reboot_ok": True,
+                    "isolcpus_reboot_timeout": int(reboot_timeout),
+                    "hostkit_reboot_timeout": int(reboot_timeout),  # the wait after a BMC's power cycle
+                }
+                if reboot
+                else {}
+            ),
         },
     )
     out = {name: _host_result(name, run) for name in hosts}
@@ -206,6 +221,10 @@ def _host_result(name: str, run: RunResult) -> HostApply:
         res = t.res or {}
         if t.action in GATE_ACTIONS:  # the tune role's gates (hostkit_gates), after the apply's tasks
             _gate_result(out, t)
+            continue
+        if t.action == "hostkit.tuning.bios":  # the BIOS step, before the facts
+            if t.status != "skipped":
+                out.bios = {k: res[k] for k in ("plan", "pending", "cycles", "steps", "msg") if k in res}
             continue
         if "plan" in res or "refusals" in res or res.get("bad_input"):  # the facts and plan, before any change
             out.refused_parts = list((res.get("plan") or {}).get("refused_parts") or [])

@@ -25,6 +25,7 @@ from hostkit.ansible import agent_zipapp
 from hostkit.ansible.inventory import InventoryHost, load_inventory
 from hostkit.ansible.run import close_masters, current_options
 from hostkit.ansible.settings import host_connection, settings
+from hostkit.audit.bios import bios_check
 from hostkit.audit.checks import FETCH_SCRIPT, HostView, run_checks
 from hostkit.errors import BadInput, HostkitError
 from hostkit.paths import state_dir
@@ -35,7 +36,7 @@ from hostkit.tunables import role_paths
 
 STATUSES = ("pass", "drift", "pending_reboot", "tolerated", "not_applicable")
 # What the audit does on each host, in order (the progress display counts them).
-STEPS = ("connect", "facts", "plan", "checks")
+STEPS = ("connect", "facts", "plan", "checks")  # checks: the BIOS's too, on a host with a BMC
 
 OnEvent = Callable[[str, str, str], None] | None
 
@@ -52,10 +53,12 @@ def audit(
 ) -> dict[str, dict]:
     hosts = load_inventory(inventory, limit)
     operator = settings()
-    prepared = {}
-    for h in hosts:  # bad profiles, overrides and connections stop everything before a host is contacted
+    prepared, bios = {}, {}
+    for h in hosts:  # bad profiles, overrides, connections and BMCs stop everything before a host is contacted
         prepared[h.name] = for_host(h.name, h.vars, profile)
         host_connection(h.name, h.vars, operator)
+        if h.vars.get("hostkit_bmc") is not None:
+            bios[h.name] = bios_check(h.name, h.vars, prepared[h.name][0])
     artifact = agent_zipapp.build(state_dir() / "agent")
     control_dir = tempfile.mkdtemp(prefix="hk-au-")  # this audit's SSH masters, closed at the end
     on_event, handlers = _verbose(on_event)
@@ -63,7 +66,16 @@ def audit(
         with ThreadPoolExecutor(max_workers=max(1, min(forks or len(hosts), len(hosts)))) as pool:  # --forks
             futures = {
                 h.name: pool.submit(
-                    _audit_host, h, prepared[h.name], force, str(artifact), timeout, control_dir, operator, on_event
+                    _audit_host,
+                    h,
+                    prepared[h.name],
+                    force,
+                    str(artifact),
+                    timeout,
+                    control_dir,
+                    operator,
+                    on_event,
+                    bios.get(h.name),
                 )
                 for h in hosts
             }
@@ -103,7 +115,15 @@ def _verbose(on_event: OnEvent):
 
 
 def _audit_host(
-    h: InventoryHost, prepared, force: bool, artifact: str, timeout: int, control_dir: str, operator, on_event: OnEvent
+    h: InventoryHost,
+    prepared,
+    force: bool,
+    artifact: str,
+    timeout: int,
+    control_dir: str,
+    operator,
+    on_event: OnEvent,
+    bios=None,
 ) -> dict:
     def step(name: str, status: str = "ok") -> None:
         if on_event:
@@ -122,6 +142,7 @@ def _audit_host(
             python=h.vars.get("ansible_python_interpreter"),
             paths=role_paths(h.vars),
             step=step,
+            bios=bios,
         )
     except BadInput as exc:
         step("connect", "failed")
@@ -145,6 +166,7 @@ def audit_host(
     python: str | None = None,
     paths: dict | None = None,
     step=None,
+    bios=None,
 ) -> dict:
     """Audit one host through a testinfra ``Host`` (any backend): the agent's facts, the plan
     (``prepared``: :func:`hostkit.profiles.for_host`'s profile and pins), the checks.
@@ -153,7 +175,11 @@ def audit_host(
     One remote command reads everything: the host's cached agent (:mod:`hostkit.ansible.agent_zipapp`)
     prints the facts, then every file the checks read follows (:class:`HostView`). A host without
     this agent version gets it once (over the ssh backend on the same command's stdin, over any
-    other by :func:`hostkit.ssh.put_file`)."""
+    other by :func:`hostkit.ssh.put_file`).
+
+    ``bios`` (:func:`hostkit.audit.bios.bios_check`, for a host with a BMC) adds the BIOS findings,
+    read from the BMC; a BMC that cannot be read fails the host (its other findings kept), a BIOS
+    plan the BMC cannot carry out refuses it."""
     step = step or (lambda *a: None)
     start = time.monotonic()
     artifact = artifact or str(agent_zipapp.build(state_dir() / "agent"))
@@ -191,10 +217,19 @@ def audit_host(
         return {"status": "refused", "error": "; ".join(plan["refused"]), "findings": []}
     step("checks")
     findings = run_checks(host, sysroot or "/", facts, plan, view.paths, view=view)
+    error = None
+    if bios is not None:
+        try:  # part of the "checks" step
+            findings += bios(facts)
+        except BadInput as exc:
+            error = ("refused", str(exc))
+        except HostkitError as exc:
+            error = ("failed", f"the BIOS could not be audited: {exc}")
     counts = {s: sum(1 for f in findings if f["status"] == s) for s in STATUSES}
     status = "drift" if counts["drift"] else ("pending_reboot" if counts["pending_reboot"] else "pass")
     return {
-        "status": status,
+        "status": error[0] if error else status,
+        **({"error": error[1]} if error else {}),
         "profile": plan["profile"],
         "counts": counts,
         "findings": findings,

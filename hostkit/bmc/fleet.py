@@ -15,7 +15,7 @@ from concurrent.futures import ThreadPoolExecutor
 from hostkit.bmc import apply as bmc_apply
 from hostkit.bmc import facts as bmc_facts
 from hostkit.bmc.client import BmcError, bmc_settings, connect
-from hostkit.bmc.plan import cross_layer, findings, plan_bios
+from hostkit.bmc.plan import bios_topology, cross_layer, findings, plan_bios
 from hostkit.errors import EXIT_BAD_INPUT, EXIT_FAILED, EXIT_OK, BadInput
 
 ACTIONS = ("facts", "plan", "audit", "apply", "rollback")
@@ -50,9 +50,10 @@ def run(
     forks: int | None = None,
     os_check: bool = True,
     boot_timeout: float = 900,
+    check: bool = False,
 ) -> dict[str, dict]:
     """Each host's document, its BMCs ``forks`` at a time (default: all at once; a BMC is slow, the
-    controller is not)."""
+    controller is not). ``check`` (rollback only): what would be PATCHed back, nothing PATCHed."""
     if action not in ACTIONS:
         raise BadInput(f"unknown action {action!r} (known: {', '.join(ACTIONS)})")
     targets, without = _targets(inventory, limit, profile)
@@ -67,7 +68,7 @@ def run(
         host, settings, prof, vendor_map = target
         t0 = time.monotonic()
         try:
-            doc = _one(action, host, settings, prof, vendor_map, reboot, shutdown_timeout, say, os_view)
+            doc = _one(action, host, settings, prof, vendor_map, reboot, shutdown_timeout, say, os_view, check)
         except BmcError as exc:
             doc = {"status": "failed", "error": str(exc)}
         except BadInput as exc:
@@ -79,11 +80,6 @@ def run(
     with ThreadPoolExecutor(max_workers=max(1, min(forks or len(targets), len(targets)))) as pool:
         out.update(pool.map(one, targets))
     return out
-
-
-def plan_after(facts: dict) -> dict:
-    """The topology the BIOS now says (an empty plan over the facts: no intent, the BIOS as it is)."""
-    return plan_bios({}, facts)["after_cycle"]
 
 
 def exit_code(hosts: dict[str, dict]) -> int:
@@ -112,13 +108,13 @@ def _os_topology(inventory: str, host: str, boot_timeout: float, say) -> dict:
         time.sleep(10)
 
 
-def _one(action, host, settings, prof, vendor_map, reboot, shutdown_timeout, say, os_view=None) -> dict:
+def _one(action, host, settings, prof, vendor_map, reboot, shutdown_timeout, say, os_view=None, check=False) -> dict:
     bmc = connect(settings)
     facts = bmc_facts.gather(bmc)
     if action == "facts":
         return {"status": "ok", "bios": facts, "requests": bmc.accounting()}
     if action == "rollback":
-        return _rollback(bmc, host, facts, reboot, shutdown_timeout, say, os_view)
+        return _rollback(bmc, host, facts, reboot, shutdown_timeout, say, os_view, check)
     plan = plan_bios(prof["bios"], facts, vendor_map, source=f"profile {prof['name']}")
     if action == "plan" or plan["refused"]:
         status = "refused" if plan["refused"] else "ok"
@@ -178,7 +174,7 @@ def cycle(bmc, host, wanted: dict, shutdown_timeout, say) -> tuple[list[dict], d
 def _audit(bmc, host, facts, plan, os_view) -> dict:
     """drift, pending and cross-layer findings apart; drift and a cross-layer mismatch fail the host."""
     seen = os_view(host) if os_view is not None else None
-    found = findings(plan, plan_after({**facts, "pending": {}}), seen)
+    found = findings(plan, bios_topology(facts, with_pending=False), seen)
     kinds = {f["kind"] for f in found}
     status = "drift" if kinds & {"drift", "cross-layer"} else "pending" if kinds else "pass"
     return {
@@ -190,17 +186,22 @@ def _audit(bmc, host, facts, plan, os_view) -> dict:
     }
 
 
-def _rollback(bmc, host, facts, reboot, shutdown_timeout, say, os_view=None) -> dict:
+def _rollback(bmc, host, facts, reboot, shutdown_timeout, say, os_view=None, check=False) -> dict:
     restore = bmc_apply.rollback_patch(host, facts["attributes"], facts["pending"])
     doc: dict = {"status": "ok", "restore": restore, "cycles": 0, "steps": []}
+    if check:
+        return {**doc, "check": True, "requests": bmc.accounting()}
     if restore:
         bmc_apply.patch(bmc, restore, facts["apply_times"])
         say(f"{host}: PATCHed back {restore}")
     journal = bmc_apply.read_journal(host) or {"attributes": {}}
-    if reboot:
+    in_effect = not restore and not set(journal["attributes"]) & set(facts["pending"])
+    if in_effect:  # every journaled value is in effect, none pending: nothing left to restore
+        bmc_apply.forget(host)
+    elif reboot:
         doc["steps"], after = cycle(bmc, host, journal["attributes"], shutdown_timeout, say)
         doc["cycles"] = 1
-        _check_os(doc, host, plan_after(after), os_view, say)
+        _check_os(doc, host, bios_topology(after), os_view, say)
         bmc_apply.forget(host)
     doc["requests"] = bmc.accounting()
     return doc

@@ -117,6 +117,12 @@ def after_cycle(steps: list[dict], facts: dict, vmap: dict) -> dict:
     return {"sockets": sockets, "numa_per_socket": nps, "numa_nodes": nodes, "threads_per_core": threads}
 
 
+def bios_topology(facts: dict, with_pending: bool = True) -> dict:
+    """The topology a BIOS gives as it is (no intent of a profile): after the next power cycle, or
+    with ``with_pending`` False the one in effect now (a pending setting not yet applied)."""
+    return plan_bios({}, facts if with_pending else {**facts, "pending": {}})["after_cycle"]
+
+
 def changes(plan: dict) -> int:
     return sum(s["state"] == "change" for s in plan["steps"])
 

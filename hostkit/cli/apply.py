@@ -16,7 +16,9 @@ def add_parser(sub) -> argparse.ArgumentParser:
         sub,
         "apply",
         "plan and apply the tuning through Ansible (journaled, check/diff)",
-        "One Ansible run (playbooks/apply.yml): facts -> plan -> roles, per host.\n"
+        "One Ansible run (playbooks/apply.yml): facts -> plan -> roles, per host;\n"
+        "first the BIOS where the inventory gives a host a BMC (hostkit_bmc: docs/bios.md),\n"
+        "power-cycled once through the BMC with --reboot, then planned for the OS it booted.\n"
         "Every change is journaled on the host first; --check changes nothing.\n"
         "Bad input on any host stops every host before any change (exit 2);\n"
         "a host refused by a guard is reported and not touched; the others proceed.",
@@ -47,7 +49,7 @@ def add_parser(sub) -> argparse.ArgumentParser:
         help="seconds of smoke per host (default: the smoke test's default run, a credible p999; "
         "a p999 needs 10,000 samples, ~22 s with the default 2 ms model)",
     )
-    reboot_args(ap, "kernel arguments changed")
+    reboot_args(ap, "kernel arguments changed (a BIOS change: one power cycle through the BMC)")
     return ap
 
 
@@ -100,6 +102,8 @@ def print_result(result: api.ApplyResult, diff: bool = False, title: str = "host
         title=f"{title}{' --check' if result.check else ''}: run {result.run_id}",
     )
     for n, h in result.hosts.items():
+        if h.bios is not None:
+            print(f"{n}: BIOS {bios_line(h.bios, result.check)}")
         for reason in h.refused:
             print(f"{n}: REFUSED: {reason}")
         for reason in h.refused_parts:
@@ -116,3 +120,33 @@ def print_result(result: api.ApplyResult, diff: bool = False, title: str = "host
                 )
     for host, v in result.smoke.items():
         print(f"smoke {host}: {v.verdict}" + (f"; rolled back ({v.rollback})" if v.rollback else ""))
+
+
+def bios_line(bios: dict, check: bool) -> str:
+    """One line of a host's BIOS step (hostkit.tuning.bios's result): each intent's state, then the
+    power cycle and its steps' wall times."""
+    if "plan" not in bios:
+        return f"FAILED: {bios.get('msg')}"
+    states = [
+        f"{s['attribute']} {s['current']} -> {s['value']} "
+        + (
+            "(in effect)"
+            if s["state"] == "ok"
+            else "(pending)"
+            if s["state"] == "pending"
+            else "(would PATCH)"
+            if check
+            else "(PATCHed)"
+        )
+        for s in bios["plan"]["steps"]
+    ]
+    cycle = ""
+    if bios.get("cycles"):
+        cycle = (
+            "; 1 power cycle through the BMC ("
+            + ", ".join(f"{s['step']} {s['seconds']} s" for s in bios.get("steps", []))
+            + ")"
+        )
+    elif bios.get("pending") and not check:
+        cycle = "; applied at the next power cycle (--reboot)"
+    return ("; ".join(states) or "no bios intent in the profile") + cycle

@@ -19,6 +19,9 @@ def add_parser(sub) -> argparse.ArgumentParser:
         "audit hosts with testinfra: drift, pending reboots, cross-layer consistency",
         "Compares each host's live state with its plan (computed as apply does), over\n"
         "one testinfra SSH connection per host (host keys verified), hosts in parallel.\n"
+        "A host with a BMC (hostkit_bmc) also has its BIOS read: bios.<intent> pass,\n"
+        "pending_reboot (set, applied at the next reset) or drift, and bios.cross_layer\n"
+        "(the BIOS in effect against the booted OS's NUMA nodes per socket, SMT).\n"
         "Exit 1 on drift or an unreachable host; a pending reboot alone warns (exit 0)\n"
         "unless --strict.",
     )

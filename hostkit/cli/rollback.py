@@ -16,7 +16,11 @@ DESCRIPTION = """\
 From each host's journal, restore previous runtime values and file contents
 (mode and owner included; files hostkit created are removed). Default: the
 latest run; --all: every run back to the first. A second rollback changes
-nothing. The host is re-checked against the restored values afterwards."""
+nothing. The host is re-checked against the restored values afterwards.
+A host with a BMC (hostkit_bmc) and a BIOS journal also gets its BIOS
+attributes PATCHed back (not with --run-id: the BIOS journal is of no run);
+with --reboot it is power-cycled once through the BMC, which boots its
+restored kernel arguments too, and its OS is checked against the BIOS."""
 
 
 def add_parser(sub) -> argparse.ArgumentParser:
@@ -74,9 +78,28 @@ def run(args) -> int:
         output.host_rows(result.hosts, HEADER, lambda host, doc: _restored(host, doc, result.restored(host))),
         title=f"hostkit rollback{' --check' if args.check else ''}",
     )
+    for host, b in result.bios.items():
+        print(f"{host}: BIOS {_bios_line(b, args.check)}")
     for host, r in result.reboots.items():
         print(f"{host}: reboot {r.status}" + (f": booted {r.cmdline}" if r.cmdline else f": {r.msg}"))
     return result.rc
+
+
+def _bios_line(b: dict, check: bool) -> str:
+    """One line of a host's BIOS rollback (hostkit bios rollback's document)."""
+    if b["status"] != "ok":
+        return f"{b['status'].upper()}: {b.get('error')}"
+    restore = ", ".join(f"{k}={v}" for k, v in b["restore"].items()) or "nothing to PATCH back"
+    done = "would PATCH back" if check else "PATCHed back"
+    os = b.get("os") or {}
+    after = (
+        f"; {b['cycles']} power cycle, the OS shows {os['numa_per_socket']} NUMA node(s) per socket"
+        if b.get("cycles") and os.get("checked")
+        else "; pending until the next power cycle (--reboot)"
+        if b["restore"] and not b.get("cycles") and not check
+        else ""
+    )
+    return f"{done}: {restore}{after}"
 
 
 def _restored(host: str, d: dict, restored: bool) -> list[list[str]]:

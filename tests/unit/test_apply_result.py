@@ -110,3 +110,23 @@ def test_a_host_lost_in_the_before_smoke_failed_before_its_apply_not_a_gate():
     assert (out.status, out.failed_gate, out.smoke["before"]["failed"]) == ("unreachable", None, True)
     skipped = TaskResult("Smoke gate", "skipped", False, {"skip_reason": "Conditional result was False"}, action=SMOKE)
     assert outcome(APPLIED, skipped).smoke == {}
+
+
+def test_the_bios_step_is_reported_as_the_host_s_bios_not_as_its_plan():
+    """hostkit.tuning.bios's result carries a plan too: it is the host's BIOS step (PATCH, power
+    cycle), not the OS plan's refusals; a host without a BMC skips it and has no bios."""
+    bios = {
+        "changed": True,
+        "plan": {"steps": [{"attribute": "NumaMemoryDomainsPerSocket", "state": "change"}], "refused": []},
+        "pending": {"NumaMemoryDomainsPerSocket": "TwoMemoryDomainsPerSocket"},
+        "cycles": 1,
+        "steps": [{"step": "graceful shutdown", "seconds": 9.1, "ok": True}],
+    }
+    out = outcome(
+        TaskResult("BIOS settings through the BMC", "ok", True, bios, role="tune", action="hostkit.tuning.bios"),
+        TaskResult("Plan the host", "ok", False, {"plan": {"refused_parts": ["x"]}}, role="tune"),
+    )
+    assert out.bios == {k: bios[k] for k in ("plan", "pending", "cycles", "steps")}
+    assert out.to_dict()["bios"]["cycles"] == 1 and out.refused_parts == ["x"] and out.status == "changed"
+    skipped = outcome(TaskResult("BIOS", "skipped", False, {}, role="tune", action="hostkit.tuning.bios"))
+    assert skipped.bios is None and "bios" not in skipped.to_dict()

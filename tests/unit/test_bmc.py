@@ -490,3 +490,49 @@ def test_the_collections_bios_modules_and_the_tune_roles_bios_step(bmc, tmp_path
     # tidy the shared BMC for the other tests: the pending change withdrawn
     m = connect(bmc_settings("lenovo", host_var(bmc, "lenovo")))
     bmc_apply.patch(m, {"Processors_HyperThreading": "Enabled"}, [])
+
+
+# ----------------------------------------------------------------------------- hostkit audit
+
+
+def test_the_audit_s_bios_checks_tell_pass_pending_drift_and_a_cross_layer_mismatch_apart(tmp_path):
+    """hostkit audit on a host with a BMC (hostkit/audit/bios.py), against a BMC of its own: one
+    finding per intent (drift, then pending_reboot once PATCHed: not drift) and bios.cross_layer,
+    the BIOS in effect against the OS facts the audit read."""
+    from hostkit.audit.bios import bios_check
+
+    b = lab_bmc.start({"hpe": "hpe-dl385-gen10plus-v2"}, tmp_path / "bmc")
+    try:
+        hostvars = {"hostkit_bmc": b.host_var("hpe")}
+        check = bios_check("hpe", hostvars, {"name": "p", "bios": {"numa_per_socket": 2}})
+        bmc = connect(bmc_settings("hpe", hostvars["hostkit_bmc"]))
+        facts = bmc_facts.gather(bmc)  # the fixture's NPS is Auto: NPS1 in effect first, as the nps guest boots
+        bmc_apply.patch(bmc, {"NumaMemoryDomainsPerSocket": "OneMemoryDomainPerSocket"}, facts["apply_times"])
+        bmc_apply.power_cycle(bmc, shutdown_timeout=10)
+        facts = bmc_facts.gather(bmc)
+        threads = bmc_plan.bios_topology(facts, with_pending=False)["threads_per_core"]
+        one_node = {"topology": {"numa_per_socket": 1, "threads_per_core": threads}}
+
+        found = {f["check"]: f for f in check(one_node)}
+        nps = found["bios.numa_per_socket"]
+        assert (nps["status"], nps["expected"], nps["actual"]) == (
+            "drift",
+            "TwoMemoryDomainsPerSocket",
+            "OneMemoryDomainPerSocket",
+        )
+        assert nps["source"].endswith(": NumaMemoryDomainsPerSocket") and found["bios.cross_layer"]["status"] == "pass"
+
+        bmc_apply.patch(bmc, {"NumaMemoryDomainsPerSocket": "TwoMemoryDomainsPerSocket"}, facts["apply_times"])
+        found = {f["check"]: f for f in check(one_node)}
+        assert found["bios.numa_per_socket"]["status"] == "pending_reboot"
+        assert found["bios.cross_layer"]["status"] == "pass"  # pending is not in effect: 1 node is right
+
+        found = {f["check"]: f for f in check({"topology": {"numa_per_socket": 2, "threads_per_core": threads}})}
+        assert found["bios.cross_layer"]["status"] == "drift"
+        assert found["bios.cross_layer"]["note"] == (
+            "cross-layer mismatch: the BIOS says 1 NUMA node(s) per socket, the booted OS shows 2"
+        )
+        with pytest.raises(BadInput, match="^hpe: the BIOS plan is refused: bios.numa_per_socket=3"):
+            bios_check("hpe", hostvars, {"name": "p", "bios": {"numa_per_socket": 3}})(one_node)
+    finally:
+        b.stop()

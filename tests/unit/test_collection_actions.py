@@ -105,6 +105,25 @@ def test_plan_is_the_clis_plan_and_refusals_fail_with_one_line(sysroots):
         )
 
 
+def test_after_a_bmc_power_cycle_the_booted_os_must_show_the_topology_the_bios_says(sysroots):
+    """The tune role's plan step after hostkit.tuning.bios cycled the host (bios_after): an OS with
+    the topology the BIOS says is planned; one with another fails the host, a cross-layer mismatch."""
+    from hostkit.bmc.client import BmcError
+
+    epyc = _facts(sysroots, "epyc-9634-nps1")  # 2 sockets, 1 NUMA node per socket
+    assert (epyc["topology"]["numa_per_socket"], epyc["topology"]["threads_per_core"]) == (1, 1)
+    said = {"sockets": 2, "numa_per_socket": 1, "numa_nodes": 2, "threads_per_core": 1}
+    assert actions.plan(actions.PlanArgs(host="n1", facts=epyc, hostvars={}, reboot=True, bios_after=said))["plan"]
+    with pytest.raises(
+        BmcError,
+        match=r"^n1: after the power cycle: cross-layer mismatch: the BIOS says 4 NUMA node\(s\) per socket, "
+        r"the booted OS shows 1$",
+    ):
+        actions.plan(
+            actions.PlanArgs(host="n1", facts=epyc, hostvars={}, reboot=True, bios_after={**said, "numa_per_socket": 4})
+        )
+
+
 def test_a_read_only_sysroot_is_bad_input_unless_the_plan_is_only_checked(sysroots):
     facts = dict(_facts(sysroots, "kvm-small"), sysroot_writable=False)
     with pytest.raises(BadInput, match="^n1: sysroot .* is read-only: nothing can be applied there$"):
