@@ -26,9 +26,14 @@ EPILOG = """\
 exit codes: 0 same, 1 drift (or a host failed), 2 bad input: a missing or damaged baseline, one of
 another host or another format, a clock gone back (nothing written)
 
+--prom FILE writes the verdicts for node_exporter's textfile collector (hostkit_drift_*: an
+alert rule can page on them, docs/examples/hostkit-drift.rules.yml); --junit FILE one testcase
+per host for its state and its latency.
+
 examples:
   hostkit drift -i inventory.yml                         against each host's newest baseline
-  hostkit drift -i inventory.yml --against accepted --json"""
+  hostkit drift -i inventory.yml --against accepted --json
+  hostkit drift -i inventory.yml --no-smoke --prom drift.prom --junit drift.xml"""
 
 
 def add_parser(sub) -> argparse.ArgumentParser:
@@ -43,10 +48,17 @@ def add_parser(sub) -> argparse.ArgumentParser:
         metavar="S",
         help="seconds of the smoke run (default: its default run of 20,000 requests)",
     )
+    p.add_argument("--prom", metavar="FILE.prom", help="the verdicts as Prometheus text, for node_exporter")
+    p.add_argument("--junit", metavar="FILE", help="JUnit XML: per host a state and a latency testcase")
     return p
 
 
 def run(args) -> int:
+    from hostkit.smoke.output_files import check_output
+
+    for given, flag in ((args.prom, "--prom"), (args.junit, "--junit")):
+        if given:
+            check_output(given, flag)  # bad input before any host is contacted
     result = api.drift(
         api.DriftRequest(
             inventory=args.inventory,
@@ -57,6 +69,7 @@ def run(args) -> int:
             smoke_duration=args.smoke_duration,
         )
     )
+    write_reports(args, result.hosts)
     if args.json:
         output.emit_json(result.to_dict())
         return result.rc
@@ -72,3 +85,13 @@ def run(args) -> int:
             print(f"  {d['layer']:9s} {d['key']}: {d['before']} -> {d['now']} ({d['plan']}{noted})")
         print(f"  latency: {doc['latency']['verdict']}: {doc['latency']['basis']}")
     return result.rc
+
+
+def write_reports(args, hosts: dict[str, dict]) -> None:
+    from hostkit.drift.prometheus import junit_xml, prometheus
+    from hostkit.smoke.output_files import write_atomic
+
+    if args.prom:
+        write_atomic(args.prom, prometheus(hosts))
+    if args.junit:
+        write_atomic(args.junit, junit_xml(hosts).encode())

@@ -28,7 +28,7 @@ def _histogram_family(name: str, doc: str, labelnames: list[str], series: list[t
     return fam
 
 
-def _gauge(name: str, doc: str, labelnames: list[str], series: list[tuple[list[str], float | None]]):
+def gauge_family(name: str, doc: str, labelnames: list[str], series: list[tuple[list[str], float | None]]):
     from prometheus_client.core import GaugeMetricFamily
 
     fam = GaugeMetricFamily(name, doc, labels=labelnames)
@@ -38,7 +38,7 @@ def _gauge(name: str, doc: str, labelnames: list[str], series: list[tuple[list[s
     return fam
 
 
-def _exposition(families: list) -> bytes:
+def exposition(families: list) -> bytes:
     """The text exposition format node_exporter's textfile collector reads."""
     from prometheus_client import CollectorRegistry, generate_latest
 
@@ -66,43 +66,43 @@ def host_families(r: dict, host: str, now: float | None = None) -> list:
     slo = r["slo"]
     word = verdict(slo)
     fams += [
-        _gauge(
+        gauge_family(
             "hostkit_smoke_deschedule_max_seconds",
             "Largest deschedule of the last smoke run, seconds.",
             ["host"],
             [(lab, _seconds(r["deschedule_ms"]["max"]))],
         ),
-        _gauge(
+        gauge_family(
             "hostkit_smoke_rpc_max_seconds",
             "Largest request round trip of the last smoke run, seconds.",
             ["host"],
             [(lab, _seconds(r["rpc_ms"]["max"]))],
         ),
-        _gauge(
+        gauge_family(
             "hostkit_smoke_slo_target_p999_seconds",
             "The SLO: p99.9 deschedule target, seconds.",
             ["host"],
             [(lab, _seconds(slo["target_p999_ms"]))],
         ),
-        _gauge(
+        gauge_family(
             "hostkit_smoke_slo_p999_seconds",
             "p99.9 deschedule the SLO was judged on (nearest rank over every sample), seconds.",
             ["host"],
             [(lab, _seconds(slo["p999_ms"]))],
         ),
-        _gauge(
+        gauge_family(
             "hostkit_smoke_slo_verdict",
             "SLO verdict of the last smoke run: 1 for the verdict it had, 0 for the others.",
             ["host", "verdict"],
             [([host, v], float(v == word)) for v in VERDICTS],
         ),
-        _gauge(
+        gauge_family(
             "hostkit_smoke_sched_fifo",
             "1 when the smoke worker ran SCHED_FIFO.",
             ["host"],
             [(lab, float(bool(r["sched_fifo"]["used"])))],
         ),
-        _gauge(
+        gauge_family(
             "hostkit_smoke_timestamp_seconds",
             "Unix time the smoke result was written, seconds.",
             ["host"],
@@ -114,7 +114,7 @@ def host_families(r: dict, host: str, now: float | None = None) -> list:
 
 def prometheus(r: dict, host: str = "localhost", now: float | None = None) -> bytes:
     """One host's textfile (``hostkit smoke --prom``)."""
-    return _exposition(host_families(r, host, now))
+    return exposition(host_families(r, host, now))
 
 
 def fleet_families(summary: dict, failed: list[str], now: float | None = None) -> list:
@@ -132,37 +132,37 @@ def fleet_families(summary: dict, failed: list[str], now: float | None = None) -
     ]
     bounds = summary["at_most_s"].get("deschedule", {})
     fams += [
-        _gauge(
+        gauge_family(
             "hostkit_smoke_fleet_deschedule_p99_seconds",
             "Fleet p99 deschedule is at most this: upper bound of its bucket in the merged histogram, seconds.",
             [],
             [([], bounds.get("p99"))],
         ),
-        _gauge(
+        gauge_family(
             "hostkit_smoke_fleet_deschedule_p999_seconds",
             "Fleet p99.9 deschedule is at most this: upper bound of its bucket in the merged histogram, seconds.",
             [],
             [([], bounds.get("p999"))],
         ),
-        _gauge(
+        gauge_family(
             "hostkit_smoke_fleet_deschedule_max_seconds",
             "Largest deschedule on any host, seconds.",
             [],
             [([], summary["max_s"].get("deschedule"))],
         ),
-        _gauge(
+        gauge_family(
             "hostkit_smoke_fleet_hosts",
             "Hosts of the fleet run: measured, or failed (no result).",
             ["state"],
             [(["measured"], float(len(summary["hosts"]))), (["failed"], float(len(failed)))],
         ),
-        _gauge(
+        gauge_family(
             "hostkit_smoke_fleet_slo_hosts",
             "Measured hosts per SLO verdict.",
             ["verdict"],
             [([v], float(summary["verdicts"].get(v, 0))) for v in VERDICTS],
         ),
-        _gauge(
+        gauge_family(
             "hostkit_smoke_fleet_timestamp_seconds",
             "Unix time the fleet result was written, seconds.",
             [],
@@ -174,4 +174,4 @@ def fleet_families(summary: dict, failed: list[str], now: float | None = None) -
 
 def prometheus_fleet(summary: dict, failed: list[str], now: float | None = None) -> bytes:
     """The fleet's textfile (``hostkit smoke -i --prom``)."""
-    return _exposition(fleet_families(summary, failed, now))
+    return exposition(fleet_families(summary, failed, now))

@@ -1,10 +1,11 @@
 """hostkit baseline and hostkit drift on a lab host over real SSH (the session lab's EPYC host):
 a baseline taken, never overwritten; an unchanged host judged the same (its short smoke run
 INCONCLUSIVE, never "no drift"); a sysctl an "upgrade" rewrote reported as undoing a planned value,
-with its layer and before -> now, and the drift exit code; the value put back, the same again.
+with its layer and before -> now, and the drift exit code, in the metrics (promtool clean) and the
+JUnit file too; the value put back, the same again.
 
 What this does not show (tests/unit/test_drift.py has the statistics on generated samples): a real
-package upgrade on a real-kernel guest, a latency drift measured live, the timer role and the
+package upgrade on a real-kernel guest, a latency drift measured live, a timer on the host and the
 rollout gate; see the closing note of the issue.
 """
 
@@ -14,11 +15,12 @@ import json
 from pathlib import Path
 
 from tests.labutil import cli
+from tests.unit.test_smoke_metrics import promtool_check
 
 HOST = "h-epyc-9634-nps1"
 
 
-def test_baseline_then_drift_names_an_undone_sysctl_and_clears_when_it_is_back(lab):
+def test_baseline_then_drift_names_an_undone_sysctl_and_clears_when_it_is_back(lab, tmp_path):
     inv = str(lab.inventory)
     proc = cli(
         "baseline", "-i", inv, "--limit", HOST, "--name", "accepted", "--why", "test", "--smoke-duration", "2", "--json"
@@ -41,10 +43,16 @@ def test_baseline_then_drift_names_an_undone_sysctl_and_clears_when_it_is_back(l
     original = knob.read_text()
     try:
         knob.write_text("500000\n")  # what a package's maintainer script might leave behind
-        proc = cli("drift", "-i", inv, "--limit", HOST, "--no-smoke", "--json")
+        prom, junit = tmp_path / "drift.prom", tmp_path / "drift.xml"
+        proc = cli(
+            "drift", "-i", inv, "--limit", HOST, "--no-smoke", "--json", "--prom", str(prom), "--junit", str(junit)
+        )
         assert proc.returncode == 1, proc.stdout[-2000:] + proc.stderr[-2000:]
         doc = json.loads(proc.stdout)["hosts"][HOST]
         assert doc["verdict"] == "state drifted"
+        promtool_check(prom.read_bytes())
+        assert f'hostkit_drift_state_drifted{{baseline="accepted",host="{HOST}"}} 1.0' in prom.read_text()
+        assert 'name="state"><failure' in junit.read_text()
         (d,) = [d for d in doc["differences"] if d["key"] == "kernel.sched_rt_runtime_us"]
         assert (d["layer"], str(d["before"]), str(d["now"]), d["plan"]) == (
             "kernel",

@@ -198,6 +198,7 @@ CLI_PRESENTATION = {
     "hostkit.smoke.options": (None, "the smoke test's options: their dataclass and argparse arguments"),
     "hostkit.smoke.text": (None, "smoke results as text and tables"),
     "hostkit.smoke.prometheus": (None, "smoke results as Prometheus textfiles"),
+    "hostkit.drift.prometheus": (None, "drift verdicts as a Prometheus textfile and as JUnit XML"),
     "hostkit.smoke.plots": (None, "smoke results as plots (matplotlib)"),
     "hostkit.smoke.fleet": ({"fleet_summary"}, "a fleet's smoke results summarized"),
     "hostkit.smoke.gate": ({"verdict", "VERDICTS"}, "the verdict of a result against its gate, as a word"),

@@ -6,10 +6,13 @@ commands over SSH."""
 from __future__ import annotations
 
 import json
+import subprocess
 import time
+from pathlib import Path
 
 import numpy as np
 import pytest
+import yaml
 
 from hostkit.drift import fleet, latency, state, store
 from hostkit.errors import BadInput
@@ -124,3 +127,117 @@ def test_baselines_are_never_overwritten_and_bad_ones_are_one_line(facts):
     with pytest.raises(BadInput):
         store.read("h1", "accepted", None, now)
     assert json.loads((path.parent / "journal.log").read_text().splitlines()[0])["why"] == "test"
+
+
+# ----------------------------------------------------------------------------- metrics, JUnit, alert rules
+
+RULES = Path(__file__).resolve().parents[2] / "docs" / "examples" / "hostkit-drift.rules.yml"
+
+
+def judged_fleet() -> dict:
+    """Three hosts as hostkit drift judges them: one undone by an upgrade whose tail moved, one the
+    same, one that could not be judged."""
+    undone = [{"layer": "irqs", "key": "IRQ 57 (eth0)", "before": "0-1", "now": "3", "plan": "undoing a planned value"}]
+    return {
+        "n1": fleet.verdict("accepted", undone, undone, latency.compare(runs(1, 20_000), runs(2, 20_000, tail=20))),
+        "n2": fleet.verdict("accepted", [], [], latency.compare(runs(1, 20_000), runs(3, 20_000))),
+        "n3": {"status": "failed", "error": "unreachable"},
+    }
+
+
+def test_drift_metrics_are_promtool_clean_and_say_each_host_s_verdict():
+    from hostkit.drift.prometheus import junit_xml, prometheus
+    from tests.unit.test_smoke_metrics import families, promtool_check
+
+    text = prometheus(judged_fleet(), now=1_800_000_000)
+    promtool_check(text)
+    fams = families(text)
+    value = {(f.name, tuple(sorted(s.labels.items()))): s.value for f in fams.values() for s in f.samples}
+    n1, n2 = (("baseline", "accepted"), ("host", "n1")), (("baseline", "accepted"), ("host", "n2"))
+    assert value[("hostkit_drift_state_drifted", n1)] == 1 and value[("hostkit_drift_latency_drifted", n1)] == 1
+    assert value[("hostkit_drift_state_drifted", n2)] == 0 and value[("hostkit_drift_latency_drifted", n2)] == 0
+    undone = (("baseline", "accepted"), ("host", "n1"), ("layer", "irqs"), ("plan", "undoing a planned value"))
+    assert value[("hostkit_drift_differences", undone)] == 1
+    assert value[("hostkit_drift_failed", (("host", "n3"),))] == 1
+    assert value[("hostkit_drift_failed", (("host", "n1"),))] == 0
+    assert not any(k[0] == "hostkit_drift_state_drifted" and ("host", "n3") in k[1] for k in value)  # no stale verdict
+    assert value[("hostkit_drift_latency_samples", (*n1[:1], ("host", "n1"), ("run", "now")))] == 20_000
+
+    xml = junit_xml(judged_fleet())
+    assert 'tests="5" failures="2" errors="1" skipped="0"' in xml
+    assert "irqs IRQ 57 (eth0): 0-1 -&gt; 3 (undoing a planned value)" in xml
+
+
+def test_the_example_alert_rules_pass_promtool_and_page_on_undone_tuning(tmp_path):
+    """`promtool check rules` on the shipped example, then `promtool test rules`: the metrics of
+    the fleet above, as node_exporter would scrape them, fire the page for n1 and nothing for n2."""
+    from tests.unit.test_smoke_metrics import PROMTOOL
+
+    proc = subprocess.run([PROMTOOL, "check", "rules", str(RULES)], capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 0 and "SUCCESS: 5 rules found" in proc.stdout, proc.stdout + proc.stderr
+    series = [
+        ('hostkit_drift_differences{host="n1",baseline="accepted",layer="irqs",plan="undoing a planned value"}', 1),
+        ('hostkit_drift_state_drifted{host="n1",baseline="accepted"}', 1),
+        ('hostkit_drift_latency_drifted{host="n1",baseline="accepted"}', 1),
+        ('hostkit_drift_state_drifted{host="n2",baseline="accepted"}', 0),
+        ('hostkit_drift_latency_drifted{host="n2",baseline="accepted"}', 0),
+        ('hostkit_drift_failed{host="n3"}', 1),
+    ]
+    page = {"severity": "page", "host": "n1", "baseline": "accepted"}
+    rules = {r["alert"]: r for r in yaml.safe_load(RULES.read_text())["groups"][0]["rules"]}
+
+    def said(alert: str, **values) -> dict:
+        """The annotations as Prometheus renders them: $labels and $value substituted."""
+        out = {}
+        for key, text in rules[alert]["annotations"].items():
+            for name, v in values.items():
+                text = text.replace(f"{{{{ $labels.{name} }}}}", v).replace("{{ $value }}", values.get("value", ""))
+            out[key] = text.strip()
+        return out
+
+    undone = said("HostkitTuningUndone", host="n1", baseline="accepted", value="1")
+    assert undone["summary"] == "n1: a change undid hostkit's tuning (baseline accepted)"
+    test = {
+        "rule_files": [str(RULES)],
+        "evaluation_interval": "1m",
+        "tests": [
+            {
+                "interval": "1m",
+                "input_series": [{"series": s, "values": f"{v}x120"} for s, v in series],
+                "alert_rule_test": [
+                    {
+                        "eval_time": "5m",
+                        "alertname": "HostkitTuningUndone",
+                        "exp_alerts": [{"exp_labels": page, "exp_annotations": undone}],
+                    },
+                    {
+                        "eval_time": "5m",
+                        "alertname": "HostkitTailLatencyDrifted",
+                        "exp_alerts": [
+                            {
+                                "exp_labels": page,
+                                "exp_annotations": said("HostkitTailLatencyDrifted", host="n1", baseline="accepted"),
+                            }
+                        ],
+                    },
+                    # state drifted, but by an undone value: the page above, not a second, lesser alert
+                    {"eval_time": "90m", "alertname": "HostkitStateDrifted", "exp_alerts": []},
+                    {
+                        "eval_time": "90m",
+                        "alertname": "HostkitDriftNotJudged",
+                        "exp_alerts": [
+                            {
+                                "exp_labels": {"severity": "ticket", "host": "n3"},
+                                "exp_annotations": said("HostkitDriftNotJudged", host="n3"),
+                            }
+                        ],
+                    },
+                ],
+            }
+        ],
+    }
+    (tmp_path / "test.yml").write_text(json.dumps(test))
+    proc = subprocess.run(
+        [PROMTOOL, "test", "rules", "test.yml"], cwd=tmp_path, capture_output=True, text=True, timeout=60
+    )
+    assert proc.returncode == 0, proc.stdout + proc.stderr
