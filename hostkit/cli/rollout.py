@@ -17,7 +17,10 @@ waves of at most M hosts, each wave back in service before the next one starts.
 Per batch (per wave), the hosts in parallel:
   pre-batch hooks -> smoke "before" -> apply (--reboot: where the plan needs it)
   -> audit -> smoke "after" against the SLO -> post-batch hooks.
-A host failing a gate (hook, apply, audit, smoke MISSED or a failed smoke run)
+With --drift-gate, after the pre-batch hooks (an upgrade, say) and before hostkit
+changes anything: hostkit drift against the hosts' baselines (hostkit baseline);
+a host whose state drifted or whose tail moved stops the rollout, the drift named.
+A host failing a gate (hook, drift, apply, audit, smoke MISSED or a failed smoke run)
 stops the rollout: its batch is rolled back (--reboot: with reboot where the boot
 configuration came back) and the report says which gate failed and why. A failing
 pre-batch hook stops before anything changed on the batch. INCONCLUSIVE (too few
@@ -35,6 +38,7 @@ examples:
   hostkit rollout -i inv.yml --batch 25% --canary 1 --reboot
   hostkit rollout -i inv.yml --batch 50% --max-unavailable 2 --reboot   at most 2 nodes drained at once
   hostkit rollout -i inv.yml --limit gpu_nodes --batch 2 --max-failures 1 --target-p999-ms 0.5
+  hostkit rollout -i inv.yml --batch 1 --drift-gate accepted   an upgrade hook, judged before the apply
   hostkit rollout --resume 20261130T061500Z-1a2b3c     go on after a stop, crash or Ctrl-C
   hostkit rollout --abort 20261130T061500Z-1a2b3c      roll back what it changed, newest batch first
 
@@ -74,7 +78,7 @@ SETTINGS = (
 
 SETTING_NAMES = tuple(flag[2:].replace("-", "_") for flag, *_ in SETTINGS)
 # What only a new rollout takes: --resume and --abort refuse these.
-NEW_ONLY = ("inventory", "limit", "batch", "reboot", "profile", "force") + SETTING_NAMES
+NEW_ONLY = ("inventory", "limit", "batch", "reboot", "profile", "force", "drift_gate") + SETTING_NAMES
 
 
 def add_parser(sub) -> argparse.ArgumentParser:
@@ -92,6 +96,16 @@ def add_parser(sub) -> argparse.ArgumentParser:
         pending="a reboot still pending after it fails the audit gate (without --reboot it is only reported)",
         timeout_default=None,
         lost="a host that does not come back fails its gate",
+    )
+    ro.add_argument(
+        "--drift-gate",
+        nargs="?",
+        const="",
+        default=None,
+        metavar="BASELINE",
+        help="after each wave's pre-batch hooks, before any change: hostkit drift against BASELINE "
+        "(default: each host's newest; a missing one is bad input before anything runs); a host "
+        "whose state drifted or whose tail moved stops the rollout",
     )
     plan_args(ro)
     which = ro.add_mutually_exclusive_group()
@@ -119,6 +133,8 @@ def request(args):
         reboot=args.reboot,
         profile=args.profile,
         force=args.force,
+        drift_gate=args.drift_gate is not None,
+        drift_against=args.drift_gate or None,
         **given,
     )
 

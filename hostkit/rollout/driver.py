@@ -70,6 +70,12 @@ class RolloutRequest:
     profile: str | None = None
     force: bool = False
     hook_timeout: float = rollout_hooks.DEFAULT_TIMEOUT
+    # After each wave's pre-batch hooks (an upgrade, say), before hostkit changes anything on it:
+    # hostkit drift against the baseline ``drift_against`` (None: each host's newest); a host whose
+    # state drifted (a planned value undone, a change the plan does not name) or whose tail MOVED
+    # stops the rollout, the drift named.
+    drift_gate: bool = False
+    drift_against: str | None = None
 
     def __post_init__(self) -> None:
         api.check_reboot_timeout(self.reboot_timeout)
@@ -131,6 +137,11 @@ def start(req: RolloutRequest, on_step: OnStep = None) -> RolloutResult:
             + " | ".join(",".join(b) for b in batches)
             + "; planning every host first..."
         )
+    if req.drift_gate:  # a missing or bad baseline is bad input before any hook runs
+        from hostkit.drift.store import read as read_baseline
+
+        for h in hosts:
+            read_baseline(h.name, req.drift_against, None, time.time())
     refused = refusals(req)
     if refused:
         raise Refused("; ".join(refused))
@@ -162,6 +173,21 @@ def start(req: RolloutRequest, on_step: OnStep = None) -> RolloutResult:
     }
     rollout_state.save(state)
     return Driver(state, on_step).run()
+
+
+def drift_why(doc: dict | None) -> str:
+    """One line of why a host fails the drift gate: its verdict and what drifted first (hostkit
+    drift ranks an undone planned value first), or why it could not be judged."""
+    if not doc:
+        return "no drift result"
+    if "verdict" not in doc:
+        return f"not judged: {doc.get('error')}"
+    counted = [d for d in doc["differences"] if d not in doc["noted_only"]]
+    what = [f"{d['layer']} {d['key']}: {d['before']} -> {d['now']} ({d['plan']})" for d in counted[:3]]
+    if doc["latency"]["verdict"] == "MOVED":
+        what.append(f"latency MOVED: {doc['latency']['basis']}")
+    more = f" and {len(counted) - 3} more" if len(counted) > 3 else ""
+    return f"{doc['verdict']} against baseline {doc['against']}: " + "; ".join(what) + more
 
 
 def _load_idle(rollout_id: str, refused: dict[str, str]) -> dict:
@@ -366,6 +392,8 @@ class Driver:
         self.event(i, todo, "wave", "started")
         if not self.drain(b, todo):
             return False
+        if self.req.drift_gate and not self.drift_gate(b, todo):
+            return False
         failed = self.apply_wave(b, todo)
         if failed is None:
             return False
@@ -393,6 +421,37 @@ class Driver:
                 return False
             self.event(i, [h], "pre_hook", "ok")
         return True
+
+    def drift_gate(self, b: dict, todo: list[str]) -> bool:
+        """hostkit drift on the drained wave (its pre-batch hooks ran, hostkit changed nothing yet)
+        against its baselines, with the rollout's smoke duration. A host that drifted or could not
+        be judged stops the rollout; the wave gets its post-batch hooks (it keeps what its hooks did)."""
+        i = b["index"]
+        self.set_step(todo, "drift")
+        judged = api.drift(
+            api.DriftRequest(
+                inventory=self.req.inventory,
+                limit=",".join(todo),
+                against=self.req.drift_against,
+                smoke=True,
+                smoke_duration=self.req.smoke_duration,
+            )
+        ).hosts
+        bad = {h: drift_why(judged.get(h)) for h in todo if (judged.get(h) or {}).get("status") != "ok"}
+        for h in todo:
+            self.host(h)["drift"] = {k: v for k, v in (judged.get(h) or {}).items() if k != "differences"}
+        if not bad:
+            self.event(i, todo, "drift", "ok")
+            return True
+        for h in todo:
+            if h in bad:
+                self.fail(h, "drift", bad[h])
+            self.host(h)["status"] = "failed" if h in bad else "pending"
+            self.host(h)["step"] = "drift" if h in bad else "pending"
+        first = next(h for h in todo if h in bad)
+        self.event(i, list(bad), "drift", "failed", bad[first])
+        self.post_hooks(todo, i, after="a failed drift gate")
+        return self.stop(b, first, "drift", bad[first])
 
     def apply_wave(self, b: dict, todo: list[str]) -> list[str] | None:
         """The tune role's steps in one run (playbooks/apply.yml with its gates, the tasks of the

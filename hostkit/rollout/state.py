@@ -16,10 +16,10 @@ from hostkit.paths import runs_dir
 
 STATE_FILE = "rollout.json"
 VERSION = 1
-# Per host, the steps of its batch in order ("apply": one run of the smoke "before", the apply and
-# its gates); "rollback" when a gate failed; "done" closes it, as do "failed", "rolled_back" and
-# "aborted".
-STEPS = ("pending", "pre_hook", "apply", "rollback", "post_hook", "done")
+# Per host, the steps of its batch in order ("drift": the drift gate, with --drift-gate; "apply": one
+# run of the smoke "before", the apply and its gates); "rollback" when a gate failed; "done" closes
+# it, as do "failed", "rolled_back" and "aborted".
+STEPS = ("pending", "pre_hook", "drift", "apply", "rollback", "post_hook", "done")
 
 _OPT_STR = (str, type(None))
 _OPT_DICT = (dict, type(None))
@@ -45,6 +45,8 @@ SHAPE = {
         "profile?": _OPT_STR,
         "force?": bool,
         "hook_timeout?": NUMBER,
+        "drift_gate?": bool,
+        "drift_against?": _OPT_STR,
     },
     "controller?": Nullable({"host?": str, "pid?": COUNT}),
     "batches": [
@@ -69,6 +71,7 @@ SHAPE = {
             "before?": _SMOKE_GATE,
             "after?": _SMOKE_GATE,
             "audit?": _OPT_DICT,
+            "drift?": _OPT_DICT,
             "rollback?": Nullable({"ok": bool, "runs": [str], "why?": str}),
             "hooks?": list,
         }

@@ -398,3 +398,54 @@ def test_a_host_whose_audit_drifts_fails_the_audit_gate_and_gets_no_smoke_gate(f
     assert (n1["status"], n1["audit"]["status"], n1["after"]) == ("rolled_back", "drift", None)
     assert n1["before"]["verdict"] == "INCONCLUSIVE"  # the "before" run is evidence, taken before the apply
     assert fleet.ops("rollback") == [["n1"]] and fleet.in_force()["n1"] == []
+
+
+def test_the_drift_gate_stops_a_wave_whose_upgrade_hook_undid_tuning_before_any_change(fleet, monkeypatch):
+    """--drift-gate: after each wave's pre-batch hooks (the operator's upgrade), hostkit drift
+    against the hosts' baselines; n2's upgrade undid a planned value, so the rollout stops at its
+    wave with the drift named, before any apply of that wave; the wave's hosts are put back."""
+    with pytest.raises(BadInput, match="^n1: no baseline 'accepted'"):  # no baseline: nothing runs at all
+        driver.start(request(fleet, drift_gate=True, drift_against="accepted"))
+    assert fleet.calls == [] and fleet.hook_calls() == []
+
+    from hostkit.drift import fleet as drift_fleet
+    from hostkit.drift import store
+
+    monkeypatch.setattr(store, "read", lambda host, name, hostname, now: {"name": name})
+    undone = {
+        "layer": "kernel",
+        "key": "kernel.sched_rt_runtime_us",
+        "before": 950000,
+        "now": 500000,
+        "plan": "undoing a planned value",
+    }
+    judged = []
+
+    def drift(req):
+        assert (req.against, req.smoke, req.smoke_duration) == ("accepted", True, 2)
+        hosts = fleet._hosts(req.limit)
+        judged.append(hosts)
+        lat = {"verdict": "INCONCLUSIVE", "basis": "2,000 samples in a run, 10,000 needed for a p999: no verdict"}
+        return SimpleNamespace(
+            hosts={
+                h: drift_fleet.verdict("accepted", [undone] if h == "n2" else [], [undone] if h == "n2" else [], lat)
+                for h in hosts
+            }
+        )
+
+    monkeypatch.setattr(api, "drift", drift)
+    res = driver.start(request(fleet, drift_gate=True, drift_against="accepted"))
+    assert res.rc == 1 and judged == [["n1"], ["n2", "n3"]]
+    failure = res.state["failure"]
+    assert (failure["host"], failure["gate"]) == ("n2", "drift")
+    assert failure["why"] == (
+        "state drifted against baseline accepted: kernel kernel.sched_rt_runtime_us: 950000 -> 500000 "
+        "(undoing a planned value)"
+    )
+    assert waves(fleet) == [["n1"]]  # the canary applied; n2,n3's wave stopped before its apply
+    assert {h: (r["status"], r["step"]) for h, r in res.state["hosts"].items() if h in ("n2", "n3")} == {
+        "n2": ("failed", "drift"),
+        "n3": ("pending", "post_hook"),  # put back in service, not applied: a resume takes it
+    }
+    assert res.state["hosts"]["n2"]["drift"]["verdict"] == "state drifted"
+    assert fleet.hook_calls() == ["pre n1", "post n1", "pre n2", "pre n3", "post n2", "post n3"]
