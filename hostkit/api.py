@@ -123,25 +123,10 @@ def facts(req: FactsRequest, on_event: OnEvent = None) -> FactsResult:
 
         return FactsResult({"localhost": AgentReply("localhost", "ok", doc=gather(req.sysroot))})
     replies, run = call_agent(req.inventory, ["facts"], req.limit, forks=req.forks, on_event=on_event)
-    _add_bios(req.inventory, req.limit, replies)
+    from hostkit.bmc.facts import add_to_replies
+
+    add_to_replies(req.inventory, req.limit, replies)  # the BIOS of each host with a BMC
     return FactsResult(replies, run)
-
-
-def _add_bios(inventory: str, limit: str | None, replies: dict[str, AgentReply]) -> None:
-    """A host with a BMC in the inventory (``hostkit_bmc``): its facts gain ``bios``, read from the
-    BMC (all BMCs at once), with the memory channels cross-checked against the OS's SMBIOS view."""
-    from concurrent.futures import ThreadPoolExecutor
-
-    from hostkit.bmc.facts import for_facts
-
-    with_bmc = [h for h in load_inventory(inventory, limit) if h.vars.get("hostkit_bmc") is not None]
-    with_bmc = [h for h in with_bmc if h.name in replies and replies[h.name].ok]
-    if not with_bmc:
-        return
-    with ThreadPoolExecutor(max_workers=len(with_bmc)) as pool:
-        docs = pool.map(lambda h: for_facts(h.name, h.vars, replies[h.name].doc), with_bmc)
-        for h, doc in zip(with_bmc, docs):
-            replies[h.name].doc["bios"] = doc
 
 
 # ----------------------------------------------------------------------------- plan

@@ -164,3 +164,21 @@ def for_facts(host: str, hostvars: dict, os_facts: dict | None) -> dict:
         return {"error": str(exc)}
     doc["memory_cross_check"] = memory_cross_check(doc["memory"], (os_facts or {}).get("memory"))
     return doc
+
+
+def add_to_replies(inventory: str, limit: str | None, replies: dict) -> None:
+    """Each host with a BMC in the inventory (``hostkit_bmc``) that answered: its facts (an agent
+    reply's ``doc``) gain ``bios`` (:func:`for_facts`), all BMCs read at once. ``hostkit facts -i``,
+    ``hostkit baseline`` and ``hostkit drift`` read the BIOS this way."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from hostkit.ansible.inventory import load_inventory
+
+    with_bmc = [h for h in load_inventory(inventory, limit) if h.vars.get("hostkit_bmc") is not None]
+    with_bmc = [h for h in with_bmc if h.name in replies and replies[h.name].ok]
+    if not with_bmc:
+        return
+    with ThreadPoolExecutor(max_workers=len(with_bmc)) as pool:
+        docs = pool.map(lambda h: for_facts(h.name, h.vars, replies[h.name].doc), with_bmc)
+        for h, doc in zip(with_bmc, docs):
+            replies[h.name].doc["bios"] = doc

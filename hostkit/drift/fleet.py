@@ -21,9 +21,12 @@ NOTED_ONLY = {("irqs", "not planned")}
 
 
 def _facts(inventory: str, limit: str | None, forks: int | None, on_event) -> dict:
+    """Each host's facts, with ``bios`` read from its BMC where it has one."""
     from hostkit.ansible.agent_call import call_agent
+    from hostkit.bmc.facts import add_to_replies
 
     replies, _run = call_agent(inventory, ["facts"], limit, forks=forks, on_event=on_event)
+    add_to_replies(inventory, limit, replies)
     return replies
 
 
@@ -45,13 +48,26 @@ def _smoke(measure, options) -> dict:
     return out
 
 
-def _plan(name: str, facts: dict, profile: dict, pinned: dict) -> dict | None:
+def _plan(name: str, facts: dict, profile: dict, pinned: dict, hostvars: dict) -> dict | None:
+    """The OS plan of the host, with ``bios_attributes`` (attribute -> value its BIOS plan sets)
+    for a host whose BMC was read; None: no plan, every difference is "not planned"."""
     from hostkit.plan import build_plan
 
     try:
-        return build_plan(facts, profile, pinned, force=True, host=name).to_dict()
+        plan = build_plan(facts, profile, pinned, force=True, host=name).to_dict()
     except BadInput:
-        return None  # no plan for this host: every difference is "not planned"
+        plan = None
+    bios = facts.get("bios")
+    if bios and "error" not in bios and hostvars.get("hostkit_bmc") is not None:
+        from hostkit.bmc.client import bmc_settings
+        from hostkit.bmc.plan import plan_bios
+
+        try:
+            steps = plan_bios(profile["bios"], bios, bmc_settings(name, hostvars["hostkit_bmc"]).vendor_map)["steps"]
+        except BadInput:  # no vendor map for this BMC: its attributes are "not planned"
+            steps = []
+        plan = {**(plan or {}), "bios_attributes": {st["attribute"]: st["value"] for st in steps}}
+    return plan
 
 
 def take(inventory, limit, name, why, profile, options, measure=None, forks=None, on_event=None) -> dict[str, dict]:
@@ -63,6 +79,7 @@ def take(inventory, limit, name, why, profile, options, measure=None, forks=None
     name = store.check_name(name or store.default_name(now))
     hosts = load_inventory(inventory, limit)
     profiles = {h.name: for_host(h.name, h.vars, profile) for h in hosts}
+    hostvars = {h.name: h.vars for h in hosts}
     for h in hosts:
         if (store.baseline_dir(h.name) / f"{name}.json").exists():
             raise BadInput(
@@ -81,7 +98,14 @@ def take(inventory, limit, name, why, profile, options, measure=None, forks=None
             continue
         prof, pinned = profiles[host]
         doc = store.new(
-            host, name, r.doc, state.effective_state(r.doc), _plan(host, r.doc, prof, pinned), lat.get(host), why, now
+            host,
+            name,
+            r.doc,
+            state.effective_state(r.doc),
+            _plan(host, r.doc, prof, pinned, hostvars[host]),
+            lat.get(host),
+            why,
+            now,
         )
         path = store.write(host, doc)
         out[host] = {"status": "ok", "baseline": name, "path": str(path), "latency": _brief(doc["latency"])}

@@ -4,8 +4,10 @@ states with what the plan says about each key.
 The layers: ``boot`` (the running command line's tuning arguments, the next boot's command line
 and its boot loader), ``kernel`` (release, the sysctls hostkit tunes), ``irqs`` (each IRQ's
 affinity, by number and name), ``cpu_power`` (governors, cpuidle, sysfs knobs), ``services``
-(irqbalance, stalld, containerd, kubelet, tuned's profile) and ``topology`` (what the BIOS and the
-kernel make of the CPUs: NUMA nodes per socket, SMT, isolated and online CPUs).
+(irqbalance, stalld, containerd, kubelet, tuned's profile), ``topology`` (what the BIOS and the
+kernel make of the CPUs: NUMA nodes per socket, SMT, isolated and online CPUs) and, for a host with
+a BMC, ``bios`` (the BIOS version and every attribute in effect, read from the BMC: a firmware
+update that resets a setting shows here; a BMC that could not be read is one key, its error).
 
 Each key of a state is ``layer -> name -> value`` (text, a number or null): comparable as is, and
 the same key in the plan (:func:`planned`) where the plan sets it.
@@ -24,7 +26,7 @@ SYSCTLS = {
     "swappiness": "vm.swappiness",
 }
 BOOT_ARGS = ("isolcpus", "nohz_full", "rcu_nocbs", "irqaffinity")
-LAYERS = ("boot", "kernel", "irqs", "cpu_power", "services", "topology")
+LAYERS = ("bios", "boot", "kernel", "irqs", "cpu_power", "services", "topology")
 
 
 def effective_state(facts: dict) -> dict[str, dict]:
@@ -53,7 +55,7 @@ def effective_state(facts: dict) -> dict[str, dict]:
         "online CPUs": t.get("online"),
         "isolated CPUs": t.get("isolated"),
     }
-    return {
+    out = {
         "boot": boot,
         "kernel": kernel,
         "irqs": irqs,
@@ -61,10 +63,19 @@ def effective_state(facts: dict) -> dict[str, dict]:
         "services": services,
         "topology": topology,
     }
+    if "bios" in facts:  # hostkit_bmc: the BMC's view (hostkit.bmc.facts.for_facts)
+        b = facts["bios"]
+        out["bios"] = (
+            {"BMC": f"not read: {b['error']}"}
+            if "error" in b
+            else {"BIOS version": b.get("bios_version"), **dict(sorted((b.get("attributes") or {}).items()))}
+        )
+    return out
 
 
 def planned(plan: dict) -> dict[str, dict]:
-    """The keys of :func:`effective_state` whose value the plan sets, and that value."""
+    """The keys of :func:`effective_state` whose value the plan sets, and that value (the BIOS
+    attributes the host's BIOS plan sets: ``bios_attributes``, kept beside the OS plan)."""
     boot = {f"cmdline {a}": v for a, v in (plan.get("cmdline_set") or {}).items() if a in BOOT_ARGS}
     kernel = dict(plan.get("sysctl") or {})
     irq = plan.get("irq") or {}
@@ -72,7 +83,8 @@ def planned(plan: dict) -> dict[str, dict]:
     power = {}
     for s in plan.get("sysfs") or []:
         power[f"{s['key']} {s['path']}"] = s["value"]
-    return {"boot": boot, "kernel": kernel, "irqs": irqs, "cpu_power": power}
+    bios = dict(plan.get("bios_attributes") or {})
+    return {"bios": bios, "boot": boot, "kernel": kernel, "irqs": irqs, "cpu_power": power}
 
 
 def _same(a, b) -> bool:

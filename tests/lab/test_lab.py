@@ -6,6 +6,7 @@ import json
 import os
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -149,7 +150,8 @@ def test_lab_cli_up_status_down(lab_root):
 
 def test_lab_up_bmc_puts_a_redfish_bmc_in_front_of_each_host_and_down_stops_it(lab_root):
     """`hostkit lab up --bmc`: the lab's BMC (TLS, basic auth) serves each sshd host's BIOS, the
-    inventory's hostkit_bmc reaches it; `lab down` stops it with the hosts."""
+    inventory's hostkit_bmc reaches it (hostkit bios facts, hostkit facts, a baseline's bios layer
+    and drift against it); `lab down` stops it with the hosts."""
     d = lab_root / "bmclab"
     up = cli("lab", "up", "--dir", str(d), "--hosts", "1", "--port", str(lab_port(2)), "--bmc", "--json")
     assert up.returncode == 0, up.stderr
@@ -162,6 +164,15 @@ def test_lab_up_bmc_puts_a_redfish_bmc_in_front_of_each_host_and_down_stops_it(l
         assert facts.returncode == 0, facts.stderr
         os_bios = json.loads(facts.stdout)["hosts"]["lab-1"]["facts"]["bios"]
         assert os_bios["vendor"] == "HPE" and isinstance(os_bios["memory_cross_check"], list)
+        # a baseline keeps the BIOS as a layer of the state; drift re-reads it from the BMC
+        inv, name = str(d / "inventory.yml"), f"bmc-{os.getpid()}"
+        base = cli("baseline", "-i", inv, "--no-smoke", "--name", name, "--why", "test", "--json")
+        assert base.returncode == 0, base.stdout[-2000:] + base.stderr[-2000:]
+        kept = json.loads(Path(json.loads(base.stdout)["hosts"]["lab-1"]["path"]).read_text())["state"]["bios"]
+        assert kept["BIOS version"] == bios["bios_version"] and kept["NumaMemoryDomainsPerSocket"] is not None
+        again = cli("drift", "-i", inv, "--no-smoke", "--against", name, "--json")
+        assert again.returncode == 0, again.stdout[-2000:] + again.stderr[-2000:]
+        assert json.loads(again.stdout)["hosts"]["lab-1"]["verdict"] == "same"
         pid = json.loads((d / "bmc" / "bmc.json").read_text())["pid"]
         assert pid_alive(pid)
     finally:

@@ -91,6 +91,31 @@ def test_state_differences_say_what_the_plan_says(facts):
     assert {d["key"]: d["plan"] for d in back}["kernel.sched_rt_runtime_us"] == "planned"
 
 
+def test_a_bios_setting_a_firmware_update_reset_is_undoing_a_planned_value(facts):
+    """The bios layer (a host with a BMC): the BIOS version and every attribute in effect; the
+    attributes the host's BIOS plan sets are planned values (the baseline's plan.bios_attributes)."""
+    bios = {
+        "bios_version": "A42 v2.60 (08/11/2022)",
+        "attributes": {"NumaMemoryDomainsPerSocket": "TwoMemoryDomainsPerSocket", "ProcSMT": "Enabled"},
+        "pending": {},
+    }
+    before = state.effective_state({**facts, "bios": bios})
+    updated = {**bios, "bios_version": "A42 v2.72 (03/15/2023)"}
+    updated["attributes"] = {**bios["attributes"], "NumaMemoryDomainsPerSocket": "Auto"}  # the update's default
+    plan = {"bios_attributes": {"NumaMemoryDomainsPerSocket": "TwoMemoryDomainsPerSocket"}}
+    got = {
+        d["key"]: (d["layer"], d["before"], d["now"], d["plan"])
+        for d in state.differences(before, state.effective_state({**facts, "bios": updated}), plan)
+    }
+    assert got == {
+        "BIOS version": ("bios", "A42 v2.60 (08/11/2022)", "A42 v2.72 (03/15/2023)", "not planned"),
+        "NumaMemoryDomainsPerSocket": ("bios", "TwoMemoryDomainsPerSocket", "Auto", "undoing a planned value"),
+    }
+    assert "bios" not in state.effective_state(facts)  # no BMC, no bios layer
+    unread = state.effective_state({**facts, "bios": {"error": "h: the BMC at https://10.0.0.1 did not answer"}})
+    assert unread["bios"] == {"BMC": "not read: h: the BMC at https://10.0.0.1 did not answer"}
+
+
 def test_both_drifts_name_the_undone_value_as_the_cause():
     diffs = [
         {"layer": "irqs", "key": "IRQ 57 (eth0-rx-0)", "before": "0-1", "now": "3", "plan": "undoing a planned value"},
