@@ -9,6 +9,10 @@ DEB_PACKAGES := openssh-server openssh-client rt-tests numactl containerd iprout
 		prometheus openssl
 STAMP := $(VENV)/.hostkit-installed
 PYTEST_ARGS ?=
+# Python may cache the checkout's compiled modules (__pycache__/, ignored by git): an environment
+# that sets PYTHONDONTWRITEBYTECODE would have every process of the tests (each hostkit command, each
+# Ansible worker loading hostkit's plugins) compile hostkit again, about 0.5 s of CPU each.
+unexport PYTHONDONTWRITEBYTECODE
 
 .PHONY: setup deb venv demo test test-fast test-lab test-vm bench fuzz clean lint dist
 
