@@ -149,6 +149,11 @@ def judge(inventory, limit, against, options, measure=None, forks=None, on_event
     return out
 
 
+def counted(doc: dict) -> list[dict]:
+    """The differences of a drift verdict (:func:`verdict`) that count as drift, ranked."""
+    return [d for d in doc["differences"] if d not in doc["noted_only"]]
+
+
 def verdict(name: str, diffs: list[dict], counted: list[dict], lat: dict | None) -> dict:
     """same / state drifted / latency drifted / both; a coincidence of the two named as the cause."""
     state_drifted = bool(counted)

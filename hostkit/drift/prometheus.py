@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import time
 
+from hostkit.drift.fleet import counted as drift_counted
 from hostkit.smoke.prometheus import exposition, gauge_family
 
 PLAN_WORDS = ("planned", "not planned", "undoing a planned value")
@@ -30,7 +31,7 @@ def families(hosts: dict[str, dict], now: float | None = None) -> list:
         failed.append(([host], 0.0 if host in judged else 1.0))
     for host, d in judged.items():
         lab, lv = [host, d["against"]], d["latency"]
-        counted = [x for x in d["differences"] if x not in d["noted_only"]]
+        counted = drift_counted(d)
         state.append((lab, 1.0 if counted else 0.0))
         lat.append((lab, 1.0 if lv["verdict"] == "MOVED" else 0.0))
         incon.append((lab, 1.0 if lv["verdict"] in ("INCONCLUSIVE", "NOT MEASURED") else 0.0))
@@ -109,7 +110,7 @@ def junit_xml(hosts: dict[str, dict]) -> str:
                 f'  <testcase classname={cls} name="judged"><error message={quoteattr(str(d.get("error")))}/></testcase>'
             )
             continue
-        counted = [x for x in d["differences"] if x not in d["noted_only"]]
+        counted = drift_counted(d)
         body = ""
         if counted:
             failures += 1

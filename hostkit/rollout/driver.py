@@ -182,7 +182,9 @@ def drift_why(doc: dict | None) -> str:
         return "no drift result"
     if "verdict" not in doc:
         return f"not judged: {doc.get('error')}"
-    counted = [d for d in doc["differences"] if d not in doc["noted_only"]]
+    from hostkit.drift.fleet import counted as drift_counted
+
+    counted = drift_counted(doc)
     what = [f"{d['layer']} {d['key']}: {d['before']} -> {d['now']} ({d['plan']})" for d in counted[:3]]
     if doc["latency"]["verdict"] == "MOVED":
         what.append(f"latency MOVED: {doc['latency']['basis']}")
