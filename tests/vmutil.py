@@ -169,7 +169,7 @@ def wait_for_new_boot(lab, host: str, boot_id: str) -> None:
 def qemu_waits(lab: Lab, host: str) -> dict[int, tuple[int, int]]:
     """Per thread of the guest's QEMU, from this host's kernel (/proc/<pid>/task/<tid>/schedstat):
     time run and time runnable but waiting for a host CPU, in ns."""
-    pid = next(h.pid for h in lab.hosts() if h.name == host)
+    pid = lab.qemu_pid(host)
     out = {}
     for task in Path(f"/proc/{pid}/task").iterdir():
         try:

@@ -635,6 +635,13 @@ class Lab:
                 return
         raise LabError(f"{name}: no QEMU guest of this lab")
 
+    def qemu_pid(self, name: str) -> int | None:
+        """The pid of a guest's QEMU now (a reboot starts a new one; the host's ``pid`` is its supervisor's)."""
+        host = next((h for h in self.hosts() if h.name == name and h.kind == "vm"), None)
+        if host is None:
+            raise LabError(f"{name}: no QEMU guest of this lab")
+        return self._guest(host).qemu_pid()
+
     def guest_running(self, name: str) -> bool:
         return any(h.name == name and self._alive(h) for h in self.hosts())
 

@@ -148,6 +148,36 @@ def parse_spec(text: str) -> VmSpec:
 SOCKET_PATH_MAX = 100  # bytes; a UNIX socket path must fit sockaddr_un (108 with its NUL)
 BOOT_MARK = b"Linux version "  # the kernel's first console line: one per boot
 AGENT_PORT = "org.qemu.guest_agent.0"
+# Each guest's QEMU runs under this supervisor, with -no-reboot: a guest's reboot ends that QEMU and
+# a fresh one boots the same disk, as a machine's reset would. Why not QEMU's own reset: a guest
+# resumed from a saved state (QEMU 7.2, TCG) and then reset by its own reboot has been seen here to
+# boot with one vCPU's timer dead (console: "rcu_preempt kthread timer wakeup didn't happen ...
+# Possible timer handling issue on cpu=1"), its boot crawling through RCU stalls for more than ten
+# minutes where a fresh QEMU boots the same disk in about one. What ended the QEMU is read off the
+# console, which every boot and shutdown appends to: its last kernel line of the kind below says
+# "Restarting system" after a reboot, "Power down" after a poweroff, and a QEMU stopped by the lab
+# (SIGTERM, QMP quit) leaves the current boot's banner last. The supervisor's TERM trap stops its QEMU.
+SUPERVISOR = r"""
+echo $$ > "$HOSTKIT_SUPERVISOR_PID"
+trap 'kill -TERM "$qemu" 2>/dev/null; wait "$qemu"; exit 143' TERM INT
+incoming=$HOSTKIT_INCOMING  # the first QEMU of a resumed guest waits for its saved state; a reboot boots
+while :; do
+  if [ -n "$incoming" ]; then "$@" -incoming defer & else "$@" & fi
+  qemu=$!
+  incoming=
+  wait "$qemu"
+  last=$(grep -a -o -E 'reboot: (Restarting system|Power down)|Linux version ' "$HOSTKIT_CONSOLE" | tail -n 1)
+  [ "$last" = "reboot: Restarting system" ] || exit 0
+done
+"""
+
+
+def _read_pid(path: Path) -> int | None:
+    try:
+        text = path.read_text().strip()
+    except OSError:
+        return None
+    return int(text) if text.isdigit() else None
 
 
 def preset_of(spec: VmSpec) -> str | None:
@@ -168,6 +198,7 @@ class Guest:
         self.pidfile = self.dir / "qemu.pid"
         self.console = self.dir / "console.log"  # the guest's serial console, every boot appended
         self.qemu_log = self.dir / "qemu.log"  # QEMU's own messages (why it refused to start or load a state)
+        self.supervisor_pidfile = self.dir / "supervisor.pid"  # the guest's pid in the lab (SUPERVISOR)
         self.host_key = self.dir / "ssh_host_ed25519_key"
 
     def _socket(self, name: str) -> Path:
@@ -190,7 +221,8 @@ class Guest:
         plus this guest's own identity: SSH host key, the lab's client key (none: nobody logs in),
         hostname and machine-id, handed to the guest through fw_cfg."""
         self.dir.mkdir(parents=True, exist_ok=True)
-        for stale in (self.overlay, self.pidfile, self.console, self.qemu_log, self.qmp_socket, self.agent_socket):
+        stale_files = (self.overlay, self.pidfile, self.supervisor_pidfile, self.console, self.qemu_log)
+        for stale in (*stale_files, self.qmp_socket, self.agent_socket):
             stale.unlink(missing_ok=True)
         proc = subprocess.run(
             ["qemu-img", "create", "-q", "-f", "qcow2", "-F", "qcow2", "-b", str(backing), str(self.overlay)],
@@ -209,7 +241,7 @@ class Guest:
         auth = self.dir / "authorized_keys"
         auth.write_text(client_pub.read_text() if client_pub else "")
 
-    def argv(self, image, address: str, port: int, accel: list[str], incoming: bool = False) -> list[str]:
+    def argv(self, image, address: str, port: int, accel: list[str]) -> list[str]:
         s = self.spec
         argv = [
             QEMU,
@@ -277,29 +309,48 @@ class Guest:
             ("machine_id", self.dir / "machine-id"),
         ):
             argv += ["-fw_cfg", f"name=opt/hostkit/{key},file={path}"]
-        if incoming:
-            argv += ["-incoming", "defer"]
         return argv
 
     def launch(self, image, address: str, port: int, accel: list[str], incoming: bool = False) -> int:
-        """Start QEMU in its own session (it outlives the command that started it); its pid. With
-        ``incoming`` it waits for a saved state (``migrate-incoming``) instead of booting."""
-        argv = self.argv(image, address, port, accel, incoming)
-        (self.dir / "qemu.argv").write_text(json.dumps(argv) + "\n")
+        """Start the guest's QEMU under its supervisor (:data:`SUPERVISOR`), in its own session (it
+        outlives the command that started it); the supervisor's pid, the guest's pid across its reboots.
+        With ``incoming`` the first QEMU waits for a saved state (``migrate-incoming``) instead of booting."""
+        argv = [*self.argv(image, address, port, accel), "-no-reboot"]
+        first = [*argv, "-incoming", "defer"] if incoming else argv
+        (self.dir / "qemu.argv").write_text(json.dumps(first) + "\n")
         self.pidfile.unlink(missing_ok=True)
+        self.supervisor_pidfile.unlink(missing_ok=True)
+        env = {
+            **os.environ,
+            "HOSTKIT_SUPERVISOR_PID": str(self.supervisor_pidfile),
+            "HOSTKIT_CONSOLE": str(self.console),
+            "HOSTKIT_INCOMING": "1" if incoming else "",
+        }
         with open(self.qemu_log, "ab") as log:
-            # setsid --fork: QEMU is not our child, so nothing of ours has to reap it when it ends
-            proc = subprocess.run(["setsid", "--fork", *argv], stdin=subprocess.DEVNULL, stdout=log, stderr=log)
+            # setsid --fork: the supervisor is not our child, so nothing of ours has to reap it when it ends
+            proc = subprocess.run(
+                ["setsid", "--fork", "sh", "-c", SUPERVISOR, "hostkit-lab-guest", *argv],
+                stdin=subprocess.DEVNULL,
+                stdout=log,
+                stderr=log,
+                env=env,
+            )
         if proc.returncode != 0:
             raise LabError(f"QEMU did not start {self.name}: {self.log_tail()}")
         deadline = time.monotonic() + 30
         while time.monotonic() < deadline:
-            if self.pidfile.exists() and self.pidfile.read_text().strip():
-                pid = int(self.pidfile.read_text().strip())
-                if self.is_ours(pid):
-                    return pid
+            supervisor = _read_pid(self.supervisor_pidfile)
+            if self.is_ours(supervisor) and self.is_ours(self.qemu_pid()):
+                return supervisor  # type: ignore[return-value]
+            if supervisor and not self.is_ours(supervisor):
+                break  # it ended: QEMU refused to start
             time.sleep(0.05)
         raise LabError(f"QEMU did not start {self.name}: {self.log_tail()}")
+
+    def qemu_pid(self) -> int | None:
+        """The pid of the guest's QEMU now (a reboot starts a new one), or None when none runs."""
+        pid = _read_pid(self.pidfile)
+        return pid if self.is_ours(pid) else None
 
     def qmp(self, timeout: float = 30.0) -> Qmp:
         return Qmp(self.qmp_socket, timeout)
@@ -317,18 +368,22 @@ class Guest:
         return str(self.overlay).encode() in cmdline
 
     def stop(self, pid: int | None) -> bool:
-        if not self.is_ours(pid):
-            self._remove_sockets()
-            return False
-        os.kill(pid, signal.SIGTERM)
-        for _ in range(100):
-            if not self.is_ours(pid):
-                break
-            time.sleep(0.05)
-        else:
-            os.kill(pid, signal.SIGKILL)
+        """Stop the guest ``pid`` (its supervisor) and its QEMU; False when it was not running."""
+        qemu = self.qemu_pid()
+        stopped = False
+        for victim in (pid, qemu):
+            if not self.is_ours(victim):
+                continue
+            os.kill(victim, signal.SIGTERM)  # type: ignore[arg-type]
+            for _ in range(200):
+                if not self.is_ours(victim):
+                    break
+                time.sleep(0.05)
+            else:
+                os.kill(victim, signal.SIGKILL)  # type: ignore[arg-type]
+            stopped = True
         self._remove_sockets()
-        return True
+        return stopped
 
     def _remove_sockets(self) -> None:
         for sock in (self.qmp_socket, self.agent_socket):

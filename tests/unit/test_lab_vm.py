@@ -7,6 +7,7 @@ import json
 import socket
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -380,3 +381,62 @@ def test_a_guest_with_a_setup_booted_the_slow_way_runs_it_and_is_stopped_when_it
     with pytest.raises(LabError, match="did not boot into it"):
         lab._start_guest(guest, state.image, TCG, "127.0.0.2", 2614, False, None)
     assert stopped == [4242]  # no QEMU left running for a guest the lab could not set up
+
+
+FAKE_QEMU = """#!/bin/sh
+# A stand-in for QEMU under the guest's supervisor: records its arguments, writes its pid file, and
+# ends the way the next line of $SCRIPT says: a guest reboot, a guest poweroff, or running until killed.
+echo "$*" >> "$DIR/runs"
+echo $$ > "$DIR/qemu.pid"
+echo "[    0.000000] Linux version 6.1.0 (fake)" >> "$DIR/console.log"
+step=$(sed -n "$(wc -l < "$DIR/runs")p" "$DIR/script")
+case "$step" in
+  reboot) echo "[   60.0] reboot: Restarting system" >> "$DIR/console.log" ;;
+  poweroff) echo "[   60.0] reboot: Power down" >> "$DIR/console.log" ;;
+  run) exec sleep 300 ;;
+esac
+"""
+
+
+def _supervised(tmp_path, steps: list[str], incoming: bool) -> subprocess.Popen:
+    (tmp_path / "script").write_text("\n".join(steps) + "\n")
+    qemu = tmp_path / "qemu"
+    qemu.write_text(FAKE_QEMU)
+    qemu.chmod(0o755)
+    env = {
+        "PATH": "/usr/bin:/bin",
+        "DIR": str(tmp_path),
+        "HOSTKIT_SUPERVISOR_PID": str(tmp_path / "supervisor.pid"),
+        "HOSTKIT_CONSOLE": str(tmp_path / "console.log"),
+        "HOSTKIT_INCOMING": "1" if incoming else "",
+    }
+    return subprocess.Popen(["sh", "-c", vm.SUPERVISOR, "guest", str(qemu), "-no-reboot"], env=env)
+
+
+def test_a_guest_reboot_starts_a_fresh_qemu_and_a_poweroff_ends_the_guest(tmp_path):
+    """What QEMU's own reset would have done, a fresh QEMU does: each reboot a new process on the same
+    arguments, only the first waiting for a saved state (-incoming defer); a poweroff ends it all."""
+    proc = _supervised(tmp_path, ["reboot", "reboot", "poweroff"], incoming=True)
+    assert proc.wait(timeout=30) == 0
+    runs = (tmp_path / "runs").read_text().splitlines()
+    assert runs == ["-no-reboot -incoming defer", "-no-reboot", "-no-reboot"], runs
+    assert (tmp_path / "supervisor.pid").read_text().strip() == str(proc.pid)
+
+
+def test_a_stopped_guest_stays_stopped(tmp_path):
+    """SIGTERM to the supervisor (the lab's stop) stops its QEMU and starts none, even after the guest
+    rebooted before (its console's last restart line is an old one)."""
+    proc = _supervised(tmp_path, ["reboot", "run", "run"], incoming=False)
+    qemu_pid = None
+    for _ in range(200):
+        runs = (tmp_path / "runs").read_text().splitlines() if (tmp_path / "runs").exists() else []
+        if len(runs) == 2 and (tmp_path / "qemu.pid").exists():
+            qemu_pid = int((tmp_path / "qemu.pid").read_text())
+            break
+        proc.poll()
+        subprocess.run(["sleep", "0.05"])
+    assert qemu_pid, "the second QEMU never started"
+    proc.terminate()
+    assert proc.wait(timeout=30) == 143
+    assert not Path(f"/proc/{qemu_pid}").exists() or "Z" in Path(f"/proc/{qemu_pid}/stat").read_text().split()[2]
+    assert len((tmp_path / "runs").read_text().splitlines()) == 2

@@ -32,7 +32,7 @@ lab = vm_lab_fixture("vm-gaps", [(VM, "small")])
 
 def place_qemu(lab, cpus: str) -> None:
     """Every thread of the guest's QEMU (vCPUs, I/O) onto these host CPUs."""
-    pid = next(h.pid for h in lab.hosts() if h.name == VM)
+    pid = lab.qemu_pid(VM)
     subprocess.run(["taskset", "-a", "-p", "-c", cpus, str(pid)], check=True, capture_output=True)
 
 
