@@ -239,31 +239,22 @@ def audit_host(
 
 def junit_xml(results: dict[str, dict]) -> str:
     """One testcase per host x check; drift is a failure, unreachable an error, n/a a skip."""
-    from xml.sax.saxutils import escape, quoteattr
+    from hostkit.junit import Case, suite
 
-    cases, failures, errors, skipped = [], 0, 0, 0
+    cases = []
     for host, r in results.items():
+        cls = f"hostkit.audit.{host}"
         if r["status"] in ("unreachable", "failed", "refused"):
-            errors += 1
-            cases.append(
-                f'  <testcase classname={quoteattr("hostkit.audit." + host)} name="reachable">'
-                f"<error message={quoteattr(r['status'] + ': ' + (r.get('error') or ''))}/></testcase>"
-            )
+            cases.append(Case(cls, "reachable", "error", f"{r['status']}: {r.get('error') or ''}"))
             continue
         for f in r["findings"]:
-            attrs = f"classname={quoteattr('hostkit.audit.' + host)} name={quoteattr(f['check'])}"
-            body = ""
             if f["status"] == "drift":
-                failures += 1
                 msg = f"expected {f['expected']}, got {f['actual']} ({f['source']})"
-                body = f"<failure message={quoteattr(msg)}>{escape(msg)}</failure>"
+                cases.append(Case(cls, f["check"], "failure", msg, msg))
             elif f["status"] == "not_applicable":
-                skipped += 1
-                body = f"<skipped message={quoteattr(f.get('note') or 'not applicable')}/>"
+                cases.append(Case(cls, f["check"], "skipped", f.get("note") or "not applicable"))
             elif f["status"] in ("pending_reboot", "tolerated"):
-                body = f"<system-out>{escape(f['status'] + ': ' + (f.get('note') or ''))}</system-out>"
-            cases.append(f"  <testcase {attrs}>{body}</testcase>")
-    return (
-        f'<?xml version="1.0" encoding="utf-8"?>\n<testsuite name="hostkit-audit" tests="{len(cases)}" '
-        f'failures="{failures}" errors="{errors}" skipped="{skipped}">\n' + "\n".join(cases) + "\n</testsuite>\n"
-    )
+                cases.append(Case(cls, f["check"], text=f"{f['status']}: {f.get('note') or ''}"))
+            else:
+                cases.append(Case(cls, f["check"]))
+    return suite("hostkit-audit", cases)

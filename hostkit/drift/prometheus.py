@@ -99,33 +99,25 @@ def prometheus(hosts: dict[str, dict], now: float | None = None) -> bytes:
 def junit_xml(hosts: dict[str, dict]) -> str:
     """``hostkit drift --junit FILE``: per host a testcase ``state`` and one ``latency`` (drift a
     failure, a host not judged an error, latency INCONCLUSIVE or not measured a skip)."""
-    from xml.sax.saxutils import escape, quoteattr
+    from hostkit.junit import Case, suite
 
-    cases, failures, errors, skipped = [], 0, 0, 0
+    cases = []
     for host, d in sorted(hosts.items()):
-        cls = quoteattr(f"hostkit.drift.{host}")
+        cls = f"hostkit.drift.{host}"
         if "verdict" not in d:
-            errors += 1
-            cases.append(
-                f'  <testcase classname={cls} name="judged"><error message={quoteattr(str(d.get("error")))}/></testcase>'
-            )
+            cases.append(Case(cls, "judged", "error", str(d.get("error"))))
             continue
         counted = drift_counted(d)
-        body = ""
         if counted:
-            failures += 1
             lines = "\n".join(f"{x['layer']} {x['key']}: {x['before']} -> {x['now']} ({x['plan']})" for x in counted)
-            body = f"<failure message={quoteattr(f'{len(counted)} state difference(s)')}>{escape(lines)}</failure>"
-        cases.append(f'  <testcase classname={cls} name="state">{body}</testcase>')
-        lv, body = d["latency"], ""
+            cases.append(Case(cls, "state", "failure", f"{len(counted)} state difference(s)", lines))
+        else:
+            cases.append(Case(cls, "state"))
+        lv = d["latency"]
         if lv["verdict"] == "MOVED":
-            failures += 1
-            body = f"<failure message={quoteattr(lv['basis'])}/>"
+            cases.append(Case(cls, "latency", "failure", lv["basis"]))
         elif lv["verdict"] in ("INCONCLUSIVE", "NOT MEASURED"):
-            skipped += 1
-            body = f"<skipped message={quoteattr(lv['verdict'] + ': ' + lv['basis'])}/>"
-        cases.append(f'  <testcase classname={cls} name="latency">{body}</testcase>')
-    return (
-        f'<?xml version="1.0" encoding="utf-8"?>\n<testsuite name="hostkit-drift" tests="{len(cases)}" '
-        f'failures="{failures}" errors="{errors}" skipped="{skipped}">\n' + "\n".join(cases) + "\n</testsuite>\n"
-    )
+            cases.append(Case(cls, "latency", "skipped", f"{lv['verdict']}: {lv['basis']}"))
+        else:
+            cases.append(Case(cls, "latency"))
+    return suite("hostkit-drift", cases)
