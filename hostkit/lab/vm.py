@@ -156,16 +156,21 @@ AGENT_PORT = "org.qemu.guest_agent.0"
 # minutes where a fresh QEMU boots the same disk in about one. What ended the QEMU is read off the
 # console, which every boot and shutdown appends to: its last kernel line of the kind below says
 # "Restarting system" after a reboot, "Power down" after a poweroff, and a QEMU stopped by the lab
-# (SIGTERM, QMP quit) leaves the current boot's banner last. The supervisor's TERM trap stops its QEMU.
+# (SIGTERM, QMP quit) leaves the current boot's banner last. A QEMU that wrote nothing to the console
+# (it could not start) ends the guest too, rather than being started again and again. The
+# supervisor's TERM trap stops its QEMU.
 SUPERVISOR = r"""
 echo $$ > "$HOSTKIT_SUPERVISOR_PID"
 trap 'kill -TERM "$qemu" 2>/dev/null; wait "$qemu"; exit 143' TERM INT
+console_size() { if [ -f "$HOSTKIT_CONSOLE" ]; then wc -c < "$HOSTKIT_CONSOLE"; else echo 0; fi; }
 incoming=$HOSTKIT_INCOMING  # the first QEMU of a resumed guest waits for its saved state; a reboot boots
 while :; do
+  before=$(console_size)
   if [ -n "$incoming" ]; then "$@" -incoming defer & else "$@" & fi
   qemu=$!
   incoming=
   wait "$qemu"
+  [ "$(console_size)" -gt "$before" ] || exit 1
   last=$(grep -a -o -E 'reboot: (Restarting system|Power down)|Linux version ' "$HOSTKIT_CONSOLE" | tail -n 1)
   [ "$last" = "reboot: Restarting system" ] || exit 0
 done

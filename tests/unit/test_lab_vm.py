@@ -388,8 +388,9 @@ FAKE_QEMU = """#!/bin/sh
 # ends the way the next line of $SCRIPT says: a guest reboot, a guest poweroff, or running until killed.
 echo "$*" >> "$DIR/runs"
 echo $$ > "$DIR/qemu.pid"
-echo "[    0.000000] Linux version 6.1.0 (fake)" >> "$DIR/console.log"
 step=$(sed -n "$(wc -l < "$DIR/runs")p" "$DIR/script")
+[ "$step" = "fail" ] && exit 1  # QEMU refusing to start: not a line on the console
+echo "[    0.000000] Linux version 6.1.0 (fake)" >> "$DIR/console.log"
 case "$step" in
   reboot) echo "[   60.0] reboot: Restarting system" >> "$DIR/console.log" ;;
   poweroff) echo "[   60.0] reboot: Power down" >> "$DIR/console.log" ;;
@@ -439,4 +440,12 @@ def test_a_stopped_guest_stays_stopped(tmp_path):
     proc.terminate()
     assert proc.wait(timeout=30) == 143
     assert not Path(f"/proc/{qemu_pid}").exists() or "Z" in Path(f"/proc/{qemu_pid}/stat").read_text().split()[2]
+    assert len((tmp_path / "runs").read_text().splitlines()) == 2
+
+
+def test_a_qemu_that_cannot_start_again_ends_the_guest(tmp_path):
+    """After a reboot, a QEMU that exits having written nothing to the console (it could not start)
+    is not started again and again: the guest ends, with the supervisor's exit 1."""
+    proc = _supervised(tmp_path, ["reboot", "fail", "run"], incoming=False)
+    assert proc.wait(timeout=30) == 1
     assert len((tmp_path / "runs").read_text().splitlines()) == 2
