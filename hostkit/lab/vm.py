@@ -154,9 +154,9 @@ AGENT_PORT = "org.qemu.guest_agent.0"
 # boot with one vCPU's timer dead (console: "rcu_preempt kthread timer wakeup didn't happen ...
 # Possible timer handling issue on cpu=1"), its boot crawling through RCU stalls for more than ten
 # minutes where a fresh QEMU boots the same disk in about one. What ended the QEMU is read off the
-# console, which every boot and shutdown appends to: its last kernel line of the kind below says
-# "Restarting system" after a reboot, "Power down" after a poweroff, and a QEMU stopped by the lab
-# (SIGTERM, QMP quit) leaves the current boot's banner last. A QEMU that wrote nothing to the console
+# console, which every boot and shutdown appends to: of the boot banners (BOOT_MARK) and the kernel's
+# "reboot: " lines, the last says "Restarting system" after a reboot, "Power down" after a poweroff,
+# and a QEMU stopped by the lab (SIGTERM, QMP quit) leaves the current boot's banner last. A QEMU that wrote nothing to the console
 # (it could not start) ends the guest too, rather than being started again and again. The
 # supervisor's TERM trap stops its QEMU.
 SUPERVISOR = r"""
@@ -171,7 +171,7 @@ while :; do
   incoming=
   wait "$qemu"
   [ "$(console_size)" -gt "$before" ] || exit 1
-  last=$(grep -a -o -E 'reboot: (Restarting system|Power down)|Linux version ' "$HOSTKIT_CONSOLE" | tail -n 1)
+  last=$(grep -a -o -E "reboot: (Restarting system|Power down)|$HOSTKIT_BOOT_MARK" "$HOSTKIT_CONSOLE" | tail -n 1)
   [ "$last" = "reboot: Restarting system" ] || exit 0
 done
 """
@@ -329,6 +329,7 @@ class Guest:
             **os.environ,
             "HOSTKIT_SUPERVISOR_PID": str(self.supervisor_pidfile),
             "HOSTKIT_CONSOLE": str(self.console),
+            "HOSTKIT_BOOT_MARK": BOOT_MARK.decode(),
             "HOSTKIT_INCOMING": "1" if incoming else "",
         }
         with open(self.qemu_log, "ab") as log:

@@ -409,6 +409,7 @@ def _supervised(tmp_path, steps: list[str], incoming: bool) -> subprocess.Popen:
         "DIR": str(tmp_path),
         "HOSTKIT_SUPERVISOR_PID": str(tmp_path / "supervisor.pid"),
         "HOSTKIT_CONSOLE": str(tmp_path / "console.log"),
+        "HOSTKIT_BOOT_MARK": vm.BOOT_MARK.decode(),
         "HOSTKIT_INCOMING": "1" if incoming else "",
     }
     return subprocess.Popen(["sh", "-c", vm.SUPERVISOR, "guest", str(qemu), "-no-reboot"], env=env)
