@@ -373,6 +373,15 @@ class Guest:
             return False
         return str(self.overlay).encode() in cmdline
 
+    def ended(self, pid: int, within: float) -> bool:
+        """Whether this guest's process ``pid`` is gone, or goes within ``within`` seconds."""
+        deadline = time.monotonic() + within
+        while self.is_ours(pid):
+            if time.monotonic() >= deadline:
+                return False
+            time.sleep(0.05)
+        return True
+
     def stop(self, pid: int | None) -> bool:
         """Stop the guest ``pid`` (its supervisor) and its QEMU; False when it was not running."""
         qemu = self.qemu_pid()
@@ -381,11 +390,7 @@ class Guest:
             if not self.is_ours(victim):
                 continue
             os.kill(victim, signal.SIGTERM)  # type: ignore[arg-type]
-            for _ in range(200):
-                if not self.is_ours(victim):
-                    break
-                time.sleep(0.05)
-            else:
+            if not self.ended(victim, within=10.0):  # type: ignore[arg-type]
                 os.kill(victim, signal.SIGKILL)  # type: ignore[arg-type]
             stopped = True
         self._remove_sockets()

@@ -207,9 +207,10 @@ class SavedState:
         """Start ``guest`` from this state with its own identity; QEMU's pid. ResumeFailed (QEMU
         stopped, nothing left running) when QEMU refuses the state or the guest does not take its
         identity."""
-        pid = None
+        pid = qemu = None
         try:
             pid = guest.launch(self.image, address, port, self.accel, incoming=True)
+            qemu = guest.qemu_pid()
             with guest.qmp() as qmp:
                 qmp.call("migrate-incoming", 30, uri="exec:cat " + shlex.quote(str(self.stream)))
                 status = _wait_migration(qmp, LOAD_TIMEOUT, guest)
@@ -224,7 +225,8 @@ class SavedState:
                     raise ResumeFailed(f"hostkit-reseed in the guest: exit {rc}: {(err or out).strip()[-200:]}")
             return pid
         except LabError as exc:
-            gone = pid is not None and not guest.is_ours(pid)
+            # QEMU exits when it refuses a state; QMP may see the broken pipe before that exit is done
+            gone = qemu is not None and guest.ended(qemu, within=5.0)
             guest.stop(pid)
             if isinstance(exc, ResumeFailed):
                 raise
