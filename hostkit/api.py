@@ -1246,7 +1246,8 @@ class BaselineRequest:
     why: str = ""  # journaled with who and when
     profile: str | None = None
     smoke: bool = True  # the latency signature: one smoke run per host
-    smoke_duration: float | None = None  # seconds; None: the smoke test's default run (a credible p999)
+    smoke_duration: float | None = None  # seconds; None (and no smoke_requests): the smoke's default run
+    smoke_requests: int | None = None  # requests instead of seconds
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -1256,7 +1257,9 @@ class DriftRequest:
     forks: int | None = None
     against: str | None = None  # a baseline's name; None: each host's newest
     smoke: bool = True
-    smoke_duration: float | None = None  # seconds; None: the smoke test's default run (a credible p999)
+    smoke_duration: float | None = None  # seconds; None (and no smoke_requests): the smoke's default run
+    smoke_requests: int | None = None  # requests instead of seconds
+    inject_stall: str | None = None  # calibration: MS@EVERY_S, the smoke's --inject-stall
 
 
 @dataclass
@@ -1275,6 +1278,7 @@ def baseline(req: BaselineRequest, on_event: OnEvent = None) -> DriftResult:
     """Each host's effective state, plan and latency signature, kept as a new baseline."""
     from hostkit.drift.fleet import take
 
+    options = _signature_options(req)
     return DriftResult(
         take(
             req.inventory,
@@ -1282,7 +1286,7 @@ def baseline(req: BaselineRequest, on_event: OnEvent = None) -> DriftResult:
             req.name,
             req.why,
             req.profile,
-            SmokeOptions(duration=req.smoke_duration),
+            options,
             _measure(req.inventory, req.limit, on_event) if req.smoke else None,
             req.forks,
             on_event,
@@ -1294,9 +1298,33 @@ def drift(req: DriftRequest, on_event: OnEvent = None) -> DriftResult:
     """Each host re-read and re-measured against its baseline: differences, latency, verdict."""
     from hostkit.drift.fleet import judge
 
-    options = SmokeOptions(duration=req.smoke_duration)
+    options = _signature_options(req)
     measure = _measure(req.inventory, req.limit, on_event) if req.smoke else None
     return DriftResult(judge(req.inventory, req.limit, req.against, options, measure, req.forks, on_event))
+
+
+def _signature_options(req: BaselineRequest | DriftRequest) -> SmokeOptions:
+    """The smoke run of a latency signature. Bad input (a duration and a count, a run asked of with
+    --no-smoke) is raised here, before any host is contacted."""
+    from hostkit.smoke.options import parse_stall
+
+    stall = getattr(req, "inject_stall", None)
+    if not req.smoke:
+        given = [
+            flag
+            for flag, value in (
+                ("--smoke-duration", req.smoke_duration),
+                ("--smoke-requests", req.smoke_requests),
+                ("--inject-stall", stall),
+            )
+            if value is not None
+        ]
+        if given:
+            raise BadInput(f"--no-smoke with {', '.join(given)}: there is no smoke run for it to shape")
+    ms, every = parse_stall(stall) if stall is not None else (None, None)
+    return SmokeOptions(
+        duration=req.smoke_duration, requests=req.smoke_requests, inject_stall_ms=ms, inject_every_s=every
+    )
 
 
 def _measure(inventory: str, limit: str | None, on_event: OnEvent):

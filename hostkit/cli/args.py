@@ -81,6 +81,32 @@ def forks_value(text: str) -> int:
     return n
 
 
+def signature_args(p: argparse.ArgumentParser, *, calibration: bool = False) -> None:
+    """--no-smoke, --smoke-duration, --smoke-requests: the smoke run of a latency signature, the same
+    on baseline and drift; with ``calibration`` (drift) also --inject-stall, the smoke's own stall."""
+    p.add_argument("--no-smoke", action="store_true", help="state only: no smoke run, no latency signature")
+    run = p.add_mutually_exclusive_group()
+    run.add_argument(
+        "--smoke-duration",
+        type=float,
+        metavar="S",
+        help="seconds of the smoke run (default: its default run of 20,000 requests, a credible p999)",
+    )
+    run.add_argument(
+        "--smoke-requests",
+        type=int,
+        metavar="N",
+        help="requests of the smoke run; a p999 verdict needs at least 10,000 samples in each run",
+    )
+    if calibration:
+        p.add_argument(
+            "--inject-stall",
+            metavar="MS@EVERY_S",
+            help="calibration: SIGSTOP the smoke worker for MS every EVERY_S seconds, a tail that moved "
+            "with the state unchanged, which drift must call MOVED (hostkit smoke --inject-stall)",
+        )
+
+
 # The options that act on the hosts of an inventory and on the Ansible runs that reach them: what
 # they mean nothing without (see :func:`check_fleet_options`).
 FLEET_OPTIONS = (("limit", "--limit"), ("forks", "--forks"), ("verbose", "-v"), ("log", "--log"))

@@ -6,7 +6,7 @@ import argparse
 
 from hostkit import api
 from hostkit.cli import output
-from hostkit.cli.args import command, fleet_args, json_arg
+from hostkit.cli.args import command, fleet_args, json_arg, signature_args
 
 DESCRIPTION = """\
 Record, per host, what hostkit reads of it (boot, kernel, IRQs, CPU power, services, topology:
@@ -32,13 +32,7 @@ def add_parser(sub) -> argparse.ArgumentParser:
     p.add_argument("--name", metavar="NAME", help="the baseline's name (default: the time, YYYYmmddTHHMMSSZ)")
     p.add_argument("--why", default="", metavar="TEXT", help="why this baseline (journaled with who and when)")
     p.add_argument("--profile", metavar="NAME|FILE", help="the profile the plan is made with (default: each host's)")
-    p.add_argument("--no-smoke", action="store_true", help="state only: no latency signature")
-    p.add_argument(
-        "--smoke-duration",
-        type=float,
-        metavar="S",
-        help="seconds of the smoke run (default: its default run of 20,000 requests, a credible p999)",
-    )
+    signature_args(p)
     return p
 
 
@@ -53,6 +47,7 @@ def run(args) -> int:
             profile=args.profile,
             smoke=not args.no_smoke,
             smoke_duration=args.smoke_duration,
+            smoke_requests=args.smoke_requests,
         )
     )
     if args.json:

@@ -6,7 +6,7 @@ import argparse
 
 from hostkit import api
 from hostkit.cli import output
-from hostkit.cli.args import command, fleet_args, json_arg
+from hostkit.cli.args import command, fleet_args, json_arg, signature_args
 
 DESCRIPTION = """\
 Re-read and re-measure each host and judge it against a baseline (hostkit baseline):
@@ -33,7 +33,9 @@ per host for its state and its latency.
 examples:
   hostkit drift -i inventory.yml                         against each host's newest baseline
   hostkit drift -i inventory.yml --against accepted --json
-  hostkit drift -i inventory.yml --no-smoke --prom drift.prom --junit drift.xml"""
+  hostkit drift -i inventory.yml --no-smoke --prom drift.prom --junit drift.xml
+  hostkit drift -i inventory.yml --inject-stall 50@0.5 --smoke-requests 11000
+                                         calibration: injected stalls, a tail it must call MOVED"""
 
 
 def add_parser(sub) -> argparse.ArgumentParser:
@@ -41,13 +43,7 @@ def add_parser(sub) -> argparse.ArgumentParser:
     fleet_args(p)
     json_arg(p)
     p.add_argument("--against", metavar="NAME", help="the baseline to compare with (default: each host's newest)")
-    p.add_argument("--no-smoke", action="store_true", help="state only: no smoke run, latency NOT MEASURED")
-    p.add_argument(
-        "--smoke-duration",
-        type=float,
-        metavar="S",
-        help="seconds of the smoke run (default: its default run of 20,000 requests)",
-    )
+    signature_args(p, calibration=True)
     p.add_argument("--prom", metavar="FILE.prom", help="the verdicts as Prometheus text, for node_exporter")
     p.add_argument("--junit", metavar="FILE", help="JUnit XML: per host a state and a latency testcase")
     return p
@@ -67,6 +63,8 @@ def run(args) -> int:
             against=args.against,
             smoke=not args.no_smoke,
             smoke_duration=args.smoke_duration,
+            smoke_requests=args.smoke_requests,
+            inject_stall=args.inject_stall,
         )
     )
     write_reports(args, result.hosts)

@@ -41,7 +41,7 @@ def _smoke(measure, options) -> dict:
                 "histogram": hist,
                 "samples": hist["count"],
                 "p999_ms": r.doc["slo"]["p999_ms"],
-                "duration": options.duration,
+                "duration": r.doc["duration_s"],  # measured: a run of N requests has no set duration
             }
         else:
             out[h] = {"error": r.error or r.status}
@@ -145,6 +145,13 @@ def judge(inventory, limit, against, options, measure=None, forks=None, on_event
                 out[host] = {"status": "failed", "error": f"the smoke run failed: {now_lat['error']}"}
                 continue
             lat_doc = latency.compare(base["latency"]["histogram"], now_lat["histogram"])
+            lat_doc.update(duration_s_before=base["latency"]["duration"], duration_s_now=now_lat["duration"])
+            if options.inject_stall_ms:
+                lat_doc["injected"] = {"stall_ms": options.inject_stall_ms, "every_s": options.inject_every_s}
+                lat_doc["basis"] = (
+                    f"calibration, {options.inject_stall_ms:g} ms stalls injected every "
+                    f"{options.inject_every_s:g} s: {lat_doc['basis']}"
+                )
         out[host] = verdict(base["name"], diffs, counted, lat_doc)
     return out
 

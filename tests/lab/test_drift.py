@@ -1,12 +1,13 @@
 """hostkit baseline and hostkit drift on a lab host over real SSH (the session lab's EPYC host):
-a baseline taken, never overwritten; an unchanged host judged the same (its short smoke run
-INCONCLUSIVE, never "no drift"); a sysctl an "upgrade" rewrote reported as undoing a planned value,
-with its layer and before -> now, and the drift exit code, in the metrics (promtool clean) and the
-JUnit file too; the value put back, the same again.
+a baseline taken, never overwritten; a sysctl an "upgrade" rewrote reported as undoing a planned
+value, with its layer and before -> now, and the drift exit code, in the metrics (promtool clean)
+and the JUnit file too; the value put back, the same again. State only (--no-smoke): the latency
+part is measured live by tests/unit/test_drift_latency_live.py, alone on this machine, where a
+tail that moved is told from a busy machine.
 
 What this does not show (tests/unit/test_drift.py has the statistics on generated samples): a real
-package upgrade on a real-kernel guest, a latency drift measured live, a timer on the host and the
-rollout gate; see the closing note of the issue.
+package upgrade on a real-kernel guest, a timer on the host and the rollout gate; see the closing
+note of the issue.
 """
 
 from __future__ import annotations
@@ -22,21 +23,13 @@ HOST = "h-epyc-9634-nps1"
 
 def test_baseline_then_drift_names_an_undone_sysctl_and_clears_when_it_is_back(lab, tmp_path):
     inv = str(lab.inventory)
-    proc = cli(
-        "baseline", "-i", inv, "--limit", HOST, "--name", "accepted", "--why", "test", "--smoke-duration", "2", "--json"
-    )
+    proc = cli("baseline", "-i", inv, "--limit", HOST, "--name", "accepted", "--why", "test", "--no-smoke", "--json")
     assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
     doc = json.loads(proc.stdout)["hosts"][HOST]
-    assert doc["status"] == "ok" and doc["latency"]["samples"] > 0
+    assert doc["status"] == "ok" and doc["latency"] is None
 
     again = cli("baseline", "-i", inv, "--limit", HOST, "--name", "accepted", "--no-smoke")
     assert again.returncode == 2 and "never overwritten" in again.stderr
-
-    proc = cli("drift", "-i", inv, "--limit", HOST, "--smoke-duration", "2", "--json")
-    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
-    doc = json.loads(proc.stdout)["hosts"][HOST]
-    assert doc["verdict"] == "same state, latency INCONCLUSIVE", doc
-    assert doc["latency"]["verdict"] == "INCONCLUSIVE" and "needed for a p999" in doc["latency"]["basis"]
 
     host = next(h for h in lab.hosts() if h.name == HOST)
     knob = Path(host.sysroot) / "proc/sys/kernel/sched_rt_runtime_us"
@@ -64,5 +57,7 @@ def test_baseline_then_drift_names_an_undone_sysctl_and_clears_when_it_is_back(l
         assert "STATE DRIFTED" in text.stdout and "undoing a planned value" in text.stdout
     finally:
         knob.write_text(original)
-    proc = cli("drift", "-i", inv, "--limit", HOST, "--no-smoke", "--json")
-    assert proc.returncode == 0 and json.loads(proc.stdout)["hosts"][HOST]["verdict"] == "same", proc.stdout[-2000:]
+    proc = cli("drift", "-i", inv, "--limit", HOST, "--json")  # the baseline has no latency: none is measured
+    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
+    doc = json.loads(proc.stdout)["hosts"][HOST]
+    assert doc["verdict"] == "same" and doc["latency"]["verdict"] == "NOT MEASURED", doc

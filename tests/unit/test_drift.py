@@ -154,6 +154,35 @@ def test_baselines_are_never_overwritten_and_bad_ones_are_one_line(facts):
     assert json.loads((path.parent / "journal.log").read_text().splitlines()[0])["why"] == "test"
 
 
+@pytest.mark.parametrize(
+    ("call", "req", "flag"),
+    [
+        ("drift", {"inject_stall": "50@0.5"}, "--inject-stall"),
+        ("drift", {"smoke_duration": 30.0}, "--smoke-duration"),
+        ("baseline", {"smoke_requests": 5}, "--smoke-requests"),
+    ],
+)
+def test_no_smoke_with_a_smoke_run_s_shape_is_bad_input_before_any_host(tmp_path, call, req, flag):
+    """Refused before the inventory is read: the inventory named here does not exist."""
+    from hostkit import api
+
+    request = {"drift": api.DriftRequest, "baseline": api.BaselineRequest}[call]
+    with pytest.raises(BadInput, match=f"^--no-smoke with {flag}: there is no smoke run"):
+        getattr(api, call)(request(inventory=str(tmp_path / "none.yml"), smoke=False, **req))
+
+
+def test_a_signature_s_run_is_a_duration_or_a_count_and_a_stall_is_checked(tmp_path):
+    from hostkit import api
+
+    missing = str(tmp_path / "none.yml")
+    with pytest.raises(BadInput, match="--requests and --duration exclude each other"):
+        api.baseline(api.BaselineRequest(inventory=missing, smoke_duration=30.0, smoke_requests=11_000))
+    with pytest.raises(BadInput, match="expects MS@EVERY_S"):
+        api.drift(api.DriftRequest(inventory=missing, inject_stall="50"))
+    with pytest.raises(BadInput, match="shorter than its period"):
+        api.drift(api.DriftRequest(inventory=missing, inject_stall="600@0.5"))
+
+
 # ----------------------------------------------------------------------------- metrics, JUnit, alert rules
 
 RULES = Path(__file__).resolve().parents[2] / "docs" / "examples" / "hostkit-drift.rules.yml"

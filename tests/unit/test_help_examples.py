@@ -56,6 +56,11 @@ COVERED = [
     (r"^hostkit lab (up|down|status)\b", "tests/lab/test_lab.py::test_lab_cli_up_status_down", "sshd lab hosts"),
     (r"^hostkit facts -i ", "tests/lab/test_lab.py::test_cli_facts_inventory_json", "lab hosts"),
     (
+        r"^hostkit drift -i .*--inject-stall",
+        "tests/unit/test_drift_latency_live.py::test_injected_stalls_are_a_tail_that_moved_with_the_state_unchanged",
+        "a baseline of the same host first",
+    ),
+    (
         r"^hostkit (baseline|drift) -i ",
         "tests/lab/test_drift.py::test_baseline_then_drift_names_an_undone_sysctl_and_clears_when_it_is_back",
         "lab hosts",
