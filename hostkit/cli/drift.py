@@ -11,10 +11,10 @@ from hostkit.cli.args import command, fleet_args, json_arg, signature_args
 DESCRIPTION = """\
 Re-read and re-measure each host and judge it against a baseline (hostkit baseline):
 
-  state     every key that moved, by layer (boot, kernel, irqs, cpu_power, services, topology),
-            before -> now, and what the baseline's plan says of it: planned, undoing a planned
-            value, or not planned (an IRQ irqbalance moved is noted, and counts only when it
-            undoes a planned placement)
+  state     every key that moved, by layer (bios, boot, kernel, irqs, cpu_power, services,
+            topology, packages), before -> now, and what the baseline's plan says of it: planned,
+            undoing a planned value, or not planned (an IRQ irqbalance moved is noted, and counts
+            only when it undoes a planned placement; a package upgraded is noted, never counted)
   latency   the deschedule p999 before and now, the ratio with a 95% bootstrap interval and an
             exact test on the samples above the baseline's p999; MOVED only when the change is
             both significant (p < 0.001) and at least 1.5x; too few samples is INCONCLUSIVE,

@@ -15,9 +15,12 @@ import time
 from hostkit.drift import latency, state, store
 from hostkit.errors import BadInput
 
-# Differences that make "state drifted". An IRQ that irqbalance moves is a difference the plan does
-# not name: it is reported, and counts only when it undoes a planned placement.
-NOTED_ONLY = {("irqs", "not planned")}
+# Differences that do not make "state drifted" of their own. An IRQ that irqbalance moves is a
+# difference the plan does not name: it is reported, and counts only when it undoes a planned
+# placement. A package upgraded, or new microcode, is what an upgrade is meant to change: it is
+# reported beside the drift it may explain (a rollout's drift gate after an upgrade hook must not
+# stop on the upgrade itself, only on what it undid).
+NOTED_ONLY = {("irqs", "not planned"), ("packages", "not planned")}
 
 
 def _facts(inventory: str, limit: str | None, forks: int | None, on_event) -> dict:

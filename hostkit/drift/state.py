@@ -5,7 +5,9 @@ The layers: ``boot`` (the running command line's tuning arguments, the next boot
 and its boot loader), ``kernel`` (release, the sysctls hostkit tunes), ``irqs`` (each IRQ's
 affinity, by number and name), ``cpu_power`` (governors, cpuidle, sysfs knobs), ``services``
 (irqbalance, stalld, containerd, kubelet, tuned's profile), ``topology`` (what the BIOS and the
-kernel make of the CPUs: NUMA nodes per socket, SMT, isolated and online CPUs) and, for a host with
+kernel make of the CPUs: NUMA nodes per socket, SMT, isolated and online CPUs), ``packages`` (the
+versions of the packages that own what hostkit tunes, and the CPU microcode revision: never
+planned, so a change is noted beside the drift it may explain, not drift of its own) and, for a host with
 a BMC, ``bios`` (the BIOS version and every attribute in effect, read from the BMC: a firmware
 update that resets a setting shows here; a BMC that could not be read is one key, its error).
 
@@ -26,7 +28,7 @@ SYSCTLS = {
     "swappiness": "vm.swappiness",
 }
 BOOT_ARGS = ("isolcpus", "nohz_full", "rcu_nocbs", "irqaffinity")
-LAYERS = ("bios", "boot", "kernel", "irqs", "cpu_power", "services", "topology")
+LAYERS = ("bios", "boot", "kernel", "irqs", "cpu_power", "services", "topology", "packages")
 
 
 def effective_state(facts: dict) -> dict[str, dict]:
@@ -63,6 +65,13 @@ def effective_state(facts: dict) -> dict[str, dict]:
         "services": services,
         "topology": topology,
     }
+    pk = facts.get("packages")
+    if pk is not None:  # facts of hostkit 0.2 on: the versions (None: not read, pk["reason"]) and microcode
+        versions = pk["versions"]
+        out["packages"] = {
+            **({"package versions": f"not read: {pk['reason']}"} if versions is None else dict(versions)),
+            "CPU microcode": pk["microcode"],
+        }
     if "bios" in facts:  # hostkit_bmc: the BMC's view (hostkit.bmc.facts.for_facts)
         b = facts["bios"]
         out["bios"] = (
@@ -105,7 +114,9 @@ def differences(before: dict, now: dict, plan: dict | None) -> list[dict]:
     keys = planned(plan or {})
     out = []
     for layer in LAYERS:
-        b, n = before.get(layer) or {}, now.get(layer) or {}
+        if layer not in before:
+            continue  # a layer the baseline did not read (taken before hostkit read it, or without a BMC)
+        b, n = before[layer] or {}, now.get(layer) or {}
         for key in sorted(set(b) | set(n)):
             old, new = b.get(key), n.get(key)
             if _same(old, new):

@@ -16,6 +16,7 @@ from hostkit.facts.cpufreq import read_cpufreq
 from hostkit.facts.dmi import read_memory
 from hostkit.facts.irqs import read_default_affinity, read_irqs, read_nics, read_steal
 from hostkit.facts.kernel import read_kernel
+from hostkit.facts.packages import read_packages
 from hostkit.facts.power import read_cpuidle, read_sysfs_values
 from hostkit.facts.services import read_services
 from hostkit.facts.sysroot import Sysroot
@@ -34,6 +35,7 @@ def gather(sysroot: str = "/") -> dict:
     online = parse_cpulist(topo["online"])
     irqs = read_irqs(sr)
     steal = read_steal(sr)
+    kernel = read_kernel(sr)
     return {
         "schema": SCHEMA_VERSION,
         "sysroot": str(sr.root),
@@ -42,7 +44,7 @@ def gather(sysroot: str = "/") -> dict:
         "hostname": (sr.read("proc/sys/kernel/hostname") or "").strip() or None,
         "topology": topo,
         "virtualization": read_virtualization(sr, cpuinfo, topo, steal),
-        "kernel": read_kernel(sr),
+        "kernel": kernel,
         "cpufreq": read_cpufreq(sr, online),
         "irqs": irqs,
         "default_smp_affinity": read_default_affinity(sr),
@@ -60,6 +62,7 @@ def gather(sysroot: str = "/") -> dict:
         "cpuidle": read_cpuidle(sr),
         "sysfs": read_sysfs_values(sr, online, topo["numa_nodes"]),  # hostkit.tunables.SYSFS_VALUES
         "kthreads": kthreads.facts(is_live(str(sr.root))),  # live hosts only: a sysroot has no threads
+        "packages": read_packages(sr, kernel["release"], cpuinfo["microcode"]),
     }
 
 

@@ -9,7 +9,8 @@ from hostkit.facts.sysroot import CPU_DIR, NODE_DIR, Sysroot
 
 
 def read_cpuinfo(sr: Sysroot) -> dict:
-    """Vendor, model name and flags of the first processor block of ``/proc/cpuinfo``."""
+    """Vendor, model name and flags of the first processor block of ``/proc/cpuinfo``; the microcode
+    revision of all of them."""
     text = sr.read("proc/cpuinfo", "") or ""
     info: dict[str, str] = {}
     for line in text.splitlines():
@@ -25,7 +26,19 @@ def read_cpuinfo(sr: Sysroot) -> dict:
         "vendor": info.get("vendor_id") or info.get("CPU implementer"),
         "model_name": info.get("model name"),
         "flags": flags,
+        "microcode": _microcode(text),
     }
+
+
+def _microcode(text: str) -> str | None:
+    """The microcode revision of every processor block: one value, or the distinct values joined
+    when CPUs disagree (a partial late load); None where the kernel shows none (arm64, a guest)."""
+    seen: list[str] = []
+    for line in text.splitlines():
+        key, sep, value = line.partition(":")
+        if sep and key.strip() == "microcode" and value.strip() not in seen:
+            seen.append(value.strip())
+    return ",".join(seen) or None
 
 
 def _cpu_rel(cpu: int, leaf: str) -> str:
