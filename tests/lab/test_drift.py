@@ -1,41 +1,96 @@
-"""hostkit baseline and hostkit drift on a lab host over real SSH (the session lab's EPYC host):
-a baseline taken, never overwritten; a sysctl an "upgrade" rewrote reported as undoing a planned
-value, with its layer and before -> now, and the drift exit code, in the metrics (promtool clean)
-and the JUnit file too; the value put back, the same again. State only (--no-smoke): the latency
-part is measured live by tests/unit/test_drift_latency_live.py, alone on this machine, where a
-tail that moved is told from a busy machine.
+"""hostkit baseline and hostkit drift on a lab host over real SSH (the session lab's EPYC host): a
+baseline taken, never overwritten; then a real package upgrade, ``dpkg --root`` installing into
+the host's sysroot a ``tuned`` package built here, whose maintainer script sets
+``kernel.sched_rt_runtime_us`` back to a value of its own (as ``sysctl --system`` would after
+dropping its file in ``/etc/sysctl.d``). Drift reports the sysctl as undoing a planned value, with
+its layer and before -> now, the upgrade noted beside it (never drift of its own), and the drift
+exit code, in the metrics (promtool clean) and the JUnit file too; the value and the package
+database put back, the same again. State only (--no-smoke): the latency part is measured live by
+tests/unit/test_drift_latency_live.py, alone on this machine, where a tail that moved is told from
+a busy machine.
 
-What this does not show (tests/unit/test_drift.py has the statistics on generated samples): a real
-package upgrade on a real-kernel guest, a timer on the host and the rollout gate; see the closing
-note of the issue.
+What this does not show (tests/unit/test_drift.py has the statistics on generated samples): the
+upgrade on a real-kernel guest followed by a reboot, a timer on the host and the collection's
+rollout gate; see the closing note of the issue.
 """
 
 from __future__ import annotations
 
 import json
+import shutil
+import subprocess
 from pathlib import Path
 
 from tests.labutil import cli
 from tests.unit.test_smoke_metrics import promtool_check
 
 HOST = "h-epyc-9634-nps1"
+# tuned as Debian 12 has it installed (the stanza of the lab guest image's /var/lib/dpkg/status)
+TUNED = """\
+Package: tuned
+Status: install ok installed
+Priority: optional
+Section: admin
+Installed-Size: 710
+Maintainer: Evgeni Golov <evgeni@debian.org>
+Architecture: all
+Version: 2.20.0-1
+Description: daemon for monitoring and adaptive tuning of system devices
+"""
+POSTINST = """\
+#!/bin/sh
+set -e
+mkdir -p "$DPKG_ROOT/etc/sysctl.d"
+echo kernel.sched_rt_runtime_us=500000 > "$DPKG_ROOT/etc/sysctl.d/99-tuned-upgrade.conf"
+echo 500000 > "$DPKG_ROOT/proc/sys/kernel/sched_rt_runtime_us"
+"""
 
 
-def test_baseline_then_drift_names_an_undone_sysctl_and_clears_when_it_is_back(lab, tmp_path):
+def upgrade_package(tmp_path: Path) -> Path:
+    """tuned 2.20.0-1+upgrade1, built with dpkg-deb: its postinst rewrites a sysctl hostkit tunes."""
+    tree = tmp_path / "tuned"
+    (tree / "DEBIAN").mkdir(parents=True)
+    (tree / "DEBIAN/control").write_text(
+        "Package: tuned\nVersion: 2.20.0-1+upgrade1\nArchitecture: all\n"
+        "Maintainer: hostkit tests <tests@hostkit.invalid>\n"
+        "Description: an upgrade whose maintainer script rewrites a sysctl hostkit tunes\n"
+    )
+    (tree / "DEBIAN/postinst").write_text(POSTINST)
+    (tree / "DEBIAN/postinst").chmod(0o755)
+    deb = tmp_path / "tuned_2.20.0-1+upgrade1_all.deb"
+    subprocess.run(["dpkg-deb", "--root-owner-group", "--build", str(tree), str(deb)], check=True, capture_output=True)
+    return deb
+
+
+def test_a_real_upgrade_undoing_a_sysctl_is_drift_named_with_the_upgrade_beside_it(lab, tmp_path):
     inv = str(lab.inventory)
-    proc = cli("baseline", "-i", inv, "--limit", HOST, "--name", "accepted", "--why", "test", "--no-smoke", "--json")
-    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
-    doc = json.loads(proc.stdout)["hosts"][HOST]
-    assert doc["status"] == "ok" and doc["latency"] is None
-
-    again = cli("baseline", "-i", inv, "--limit", HOST, "--name", "accepted", "--no-smoke")
-    assert again.returncode == 2 and "never overwritten" in again.stderr
-
     host = next(h for h in lab.hosts() if h.name == HOST)
-    knob = Path(host.sysroot) / "proc/sys/kernel/sched_rt_runtime_us"
+    root = Path(host.sysroot)
+    dpkg = root / "var/lib/dpkg"
+    assert not dpkg.exists(), "the fixture has no package database of its own"
+    for sub in ("info", "updates", "triggers"):
+        (dpkg / sub).mkdir(parents=True)
+    (dpkg / "status").write_text(TUNED + "\n")
+    (dpkg / "info/tuned.list").write_text("")
+    knob = root / "proc/sys/kernel/sched_rt_runtime_us"
     original = knob.read_text()
     try:
-        knob.write_text("500000\n")  # what a package's maintainer script might leave behind
+        proc = cli(
+            "baseline", "-i", inv, "--limit", HOST, "--name", "accepted", "--why", "test", "--no-smoke", "--json"
+        )
+        assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
+        doc = json.loads(proc.stdout)["hosts"][HOST]
+        assert doc["status"] == "ok" and doc["latency"] is None
+
+        again = cli("baseline", "-i", inv, "--limit", HOST, "--name", "accepted", "--no-smoke")
+        assert again.returncode == 2 and "never overwritten" in again.stderr
+
+        deb = upgrade_package(tmp_path)
+        subprocess.run(
+            ["dpkg", f"--root={root}", "--force-script-chrootless", "-i", str(deb)], check=True, capture_output=True
+        )
+        assert knob.read_text().strip() == "500000"
+
         prom, junit = tmp_path / "drift.prom", tmp_path / "drift.xml"
         proc = cli(
             "drift", "-i", inv, "--limit", HOST, "--no-smoke", "--json", "--prom", str(prom), "--junit", str(junit)
@@ -46,18 +101,24 @@ def test_baseline_then_drift_names_an_undone_sysctl_and_clears_when_it_is_back(l
         promtool_check(prom.read_bytes())
         assert f'hostkit_drift_state_drifted{{baseline="accepted",host="{HOST}"}} 1.0' in prom.read_text()
         assert 'name="state"><failure' in junit.read_text()
-        (d,) = [d for d in doc["differences"] if d["key"] == "kernel.sched_rt_runtime_us"]
-        assert (d["layer"], str(d["before"]), str(d["now"]), d["plan"]) == (
-            "kernel",
-            original.strip(),
-            "500000",
-            "undoing a planned value",
-        ), d
+        got = [(d["layer"], d["key"], str(d["before"]), str(d["now"]), d["plan"]) for d in doc["differences"]]
+        assert got == [
+            ("kernel", "kernel.sched_rt_runtime_us", original.strip(), "500000", "undoing a planned value"),
+            ("packages", "tuned", "2.20.0-1", "2.20.0-1+upgrade1", "not planned"),
+        ], got
+        assert [d["key"] for d in doc["noted_only"]] == ["tuned"]
         text = cli("drift", "-i", inv, "--limit", HOST, "--no-smoke")
         assert "STATE DRIFTED" in text.stdout and "undoing a planned value" in text.stdout
+        assert "tuned: 2.20.0-1 -> 2.20.0-1+upgrade1 (not planned, noted only)" in text.stdout, text.stdout
     finally:
         knob.write_text(original)
-    proc = cli("drift", "-i", inv, "--limit", HOST, "--json")  # the baseline has no latency: none is measured
-    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
-    doc = json.loads(proc.stdout)["hosts"][HOST]
-    assert doc["verdict"] == "same" and doc["latency"]["verdict"] == "NOT MEASURED", doc
+        (dpkg / "status").write_text(TUNED + "\n")
+        (root / "etc/sysctl.d/99-tuned-upgrade.conf").unlink(missing_ok=True)
+    try:
+        proc = cli("drift", "-i", inv, "--limit", HOST, "--json")  # the baseline has no latency: none is measured
+        assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
+        doc = json.loads(proc.stdout)["hosts"][HOST]
+        assert doc["verdict"] == "same" and doc["differences"] == [], doc
+        assert doc["latency"]["verdict"] == "NOT MEASURED", doc
+    finally:
+        shutil.rmtree(dpkg)

@@ -62,7 +62,7 @@ COVERED = [
     ),
     (
         r"^hostkit (baseline|drift) -i ",
-        "tests/lab/test_drift.py::test_baseline_then_drift_names_an_undone_sysctl_and_clears_when_it_is_back",
+        "tests/lab/test_drift.py::test_a_real_upgrade_undoing_a_sysctl_is_drift_named_with_the_upgrade_beside_it",
         "lab hosts",
     ),
     (
