@@ -15,7 +15,7 @@ from collections.abc import Callable
 from hostkit.audit.checks import finding
 from hostkit.bmc.client import bmc_settings, connect
 from hostkit.bmc.facts import gather
-from hostkit.bmc.plan import bios_topology, cross_layer, plan_bios
+from hostkit.bmc.plan import bios_topology, cross_layer, plan_bios, step_verdict
 from hostkit.errors import BadInput
 
 
@@ -24,13 +24,13 @@ def step_findings(plan: dict, source: str) -> list[dict]:
     out = []
     for s in plan["steps"]:
         check, where = f"bios.{s['intent']}", f"{source}: {s['attribute']}"
-        if s["state"] == "ok":
+        kind, now = step_verdict(s)
+        if kind == "pass":
             out.append(finding(check, "pass", s["value"], s["current"], where))
-        elif s["state"] == "pending":
+        elif kind == "pending":
             note = f"{s['value']} is pending in Bios/Settings: applied at the next reset"
             out.append(finding(check, "pending_reboot", s["value"], s["current"], where, note))
         else:
-            now = s["current"] if s["pending"] is None else f"{s['current']} (pending {s['pending']})"
             out.append(finding(check, "drift", s["value"], now, where, f"bios.{s['intent']}={s['wanted']}"))
     return out
 

@@ -140,6 +140,18 @@ def cross_layer(after: dict, os_topology: dict) -> list[str]:
     return out
 
 
+# A step's state (plan_bios) -> what an audit calls it: in effect, set and applied at the next reset
+# (not drift), or not held
+STEP_VERDICTS = {"ok": "pass", "pending": "pending", "change": "drift"}
+
+
+def step_verdict(step: dict) -> tuple[str, str]:
+    """What an audit says of one step (:data:`STEP_VERDICTS`), and the attribute's value now as both
+    audits word it: ``current``, with ``(pending X)`` when the BMC holds another value for the next reset."""
+    now = step["current"] if step["pending"] is None else f"{step['current']} (pending {step['pending']})"
+    return STEP_VERDICTS[step["state"]], now
+
+
 def findings(plan: dict, in_effect: dict, os_topology: dict | None) -> list[dict]:
     """The BIOS audit of one host, three kinds apart: ``drift`` (the BIOS, with what is pending,
     does not hold what the plan wants), ``pending`` (set, applied at the next reset: not drift) and
@@ -147,23 +159,14 @@ def findings(plan: dict, in_effect: dict, os_topology: dict | None) -> list[dict
     topology of :func:`after_cycle` over the current attributes alone)."""
     out = []
     for s in plan["steps"]:
-        if s["state"] == "change":
-            now = s["current"] if s["pending"] is None else f"{s['current']} (pending {s['pending']})"
-            out.append(
-                {
-                    "kind": "drift",
-                    "attribute": s["attribute"],
-                    "line": f"{s['attribute']} is {now}; bios.{s['intent']}={s['wanted']} wants {s['value']}",
-                }
-            )
-        elif s["state"] == "pending":
-            out.append(
-                {
-                    "kind": "pending",
-                    "attribute": s["attribute"],
-                    "line": f"{s['attribute']} is {s['current']}, {s['value']} pending: applied at the next reset",
-                }
-            )
+        kind, now = step_verdict(s)
+        if kind == "drift":
+            line = f"{s['attribute']} is {now}; bios.{s['intent']}={s['wanted']} wants {s['value']}"
+        elif kind == "pending":
+            line = f"{s['attribute']} is {s['current']}, {s['value']} pending: applied at the next reset"
+        else:
+            continue
+        out.append({"kind": kind, "attribute": s["attribute"], "line": line})
     for line in cross_layer(in_effect, os_topology or {}):
         out.append({"kind": "cross-layer", "attribute": None, "line": line})
     return out
