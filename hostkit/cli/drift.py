@@ -34,7 +34,7 @@ examples:
   hostkit drift -i inventory.yml                         against each host's newest baseline
   hostkit drift -i inventory.yml --against accepted --json
   hostkit drift -i inventory.yml --no-smoke --prom drift.prom --junit drift.xml
-  hostkit drift -i inventory.yml --inject-stall 50@0.5 --smoke-requests 11000
+  hostkit drift -i inventory.yml --inject-stall 100@0.5 --smoke-requests 11000
                                          calibration: injected stalls, a tail it must call MOVED"""
 
 

@@ -3,7 +3,7 @@
 host is this machine through ``ansible_connection: local``, its facts read from a fixture sysroot,
 so the state cannot move between the two runs).
 
-The smoke's injected stalls (SIGSTOP of the worker, 50 ms every 0.5 s) are a tail that moved by a
+The smoke's injected stalls (SIGSTOP of the worker, 100 ms every 0.5 s) are a tail that moved by a
 known amount: drift must call it MOVED, with the interval, the tail test's p-value and both runs'
 sample counts, and find no state difference. Its run is a measurement, so it runs alone with the
 other ``measures`` tests (make test's first suite). The statistics themselves, and the ten runs
@@ -61,16 +61,16 @@ def test_injected_stalls_are_a_tail_that_moved_with_the_state_unchanged(me):
     assert json.loads(base.stdout)["hosts"]["me"]["latency"]["samples"] >= 10_000
 
     proc = hostkit(
-        "drift", "-i", "inventory.yml", "--smoke-requests", REQUESTS, "--inject-stall", "50@0.5", "--json", cwd=me
+        "drift", "-i", "inventory.yml", "--smoke-requests", REQUESTS, "--inject-stall", "100@0.5", "--json", cwd=me
     )
     assert proc.returncode == 1, proc.stdout[-2000:] + proc.stderr[-2000:]
     doc = json.loads(proc.stdout)["hosts"]["me"]
     lat = doc["latency"]
     print(f"\n{lat['basis']}")
     assert doc["verdict"] == "latency drifted" and doc["differences"] == [] and doc["cause"] is None, doc
-    assert lat["verdict"] == "MOVED" and lat["injected"] == {"stall_ms": 50.0, "every_s": 0.5}, lat
+    assert lat["verdict"] == "MOVED" and lat["injected"] == {"stall_ms": 100.0, "every_s": 0.5}, lat
     assert lat["p_worse"] < 0.001 and lat["interval"][0] >= 1.5, lat
     assert lat["samples_before"] >= 10_000 and lat["samples_now"] >= 10_000, lat
-    assert lat["above_now"] > lat["above_before"] and lat["p999_ms_now"] >= 25, lat  # the stalls are the tail
+    assert lat["above_now"] > lat["above_before"] and lat["p999_ms_now"] >= 50, lat  # the stalls are the tail
     assert lat["duration_s_before"] > 0 and lat["duration_s_now"] > 0, lat
-    assert lat["basis"].startswith("calibration, 50 ms stalls injected every 0.5 s: p999 "), lat["basis"]
+    assert lat["basis"].startswith("calibration, 100 ms stalls injected every 0.5 s: p999 "), lat["basis"]
