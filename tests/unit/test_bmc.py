@@ -4,14 +4,15 @@ fixtures copied from real BMCs' mockups. hostkit talks to it through sushy, as t
 
 The plan's rules (states, refusals, the topology after the cycle) are tested on facts dicts below
 the BMC; the rest goes through `hostkit bios` and the emulator. What the lab BMC cannot show: a real
-server's firmware applying NPS at POST, and a booted OS's view of it (the VM guests do not change
-topology at a BMC reset yet: docs/bios.md).
+server's firmware applying NPS at POST. A booted OS's view of it is the VM suite's
+(tests/vm/test_bmc.py: the lab BMC restarts its guest with the topology its BIOS says).
 """
 
 from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -400,13 +401,28 @@ def test_bad_hostkit_bmc_is_bad_input_before_any_bmc_is_contacted(tmp_path, monk
 # ----------------------------------------------------------------------------- the Ansible face
 
 
+def collection_env(tmp_path) -> dict[str, str]:
+    """ansible-playbook's environment for the checkout's collection view, as hostkit's own runs have it."""
+    from hostkit.ansible import settings as st
+
+    env = {k: v for k, v in os.environ.items() if not k.startswith("ANSIBLE_")}
+    env.update(
+        {
+            k: v
+            for k, v in st.runner_env(REPO, str(tmp_path / "cp"), operator=st.OperatorSettings(None)).items()
+            if k in ("ANSIBLE_COLLECTIONS_PATH", "ANSIBLE_MODULE_UTILS")
+        },
+        ANSIBLE_NOCOLOR="1",
+        HOSTKIT_STATE_DIR=str(tmp_path / "state"),
+    )
+    return env
+
+
 def test_the_collections_bios_modules_and_the_tune_roles_bios_step(bmc, tmp_path):
     """ansible-playbook against the same BMC, through the checkout's collection view as hostkit's
     own runs use it: bios_facts, bios in --check --diff (the pending change reported, nothing
     PATCHed), the tune role's BIOS step for real (PATCHed, pending), then a profile intent the
     registry forbids failing the host in one line."""
-    from hostkit.ansible import settings as st
-
     inv = inventory(tmp_path, {"lenovo": host_var(bmc, "lenovo")}, hostkit_overrides={"bios": {"smt": False}})
     before = facts_of(bmc, "lenovo")
     play = tmp_path / "site.yml"
@@ -434,16 +450,7 @@ def test_the_collections_bios_modules_and_the_tune_roles_bios_step(bmc, tmp_path
             ]
         )
     )
-    env = {k: v for k, v in os.environ.items() if not k.startswith("ANSIBLE_")}
-    env.update(
-        {
-            k: v
-            for k, v in st.runner_env(REPO, str(tmp_path / "cp"), operator=st.OperatorSettings(None)).items()
-            if k in ("ANSIBLE_COLLECTIONS_PATH", "ANSIBLE_MODULE_UTILS")
-        },
-        ANSIBLE_NOCOLOR="1",
-        HOSTKIT_STATE_DIR=str(tmp_path / "state"),
-    )
+    env = collection_env(tmp_path)
 
     def playbook(*extra):
         return subprocess.run(
@@ -490,6 +497,59 @@ def test_the_collections_bios_modules_and_the_tune_roles_bios_step(bmc, tmp_path
     # tidy the shared BMC for the other tests: the pending change withdrawn
     m = connect(bmc_settings("lenovo", host_var(bmc, "lenovo")))
     bmc_apply.patch(m, {"Processors_HyperThreading": "Enabled"}, [])
+
+
+def test_the_collections_rollout_playbook_sets_the_bios_in_the_batch(bmc, tmp_path):
+    """The collection's rollout.yml on a host with a BMC, this machine through a local connection
+    (its facts and its apply in a fixture's sysroot): the batch's BIOS PATCHed in the tune role's
+    step, after the plan and before the apply; without hostkit_reboot it stays pending, which the
+    audit gate reports and does not fail on. Then the BMC tidied for the other tests."""
+    from hostkit.lab.fixtures import materialize
+
+    root = materialize("epyc-9634-nps1", tmp_path / "root")
+    host = {
+        "ansible_connection": "local",
+        "ansible_python_interpreter": sys.executable,
+        "hostkit_sysroot": str(root),
+        "hostkit_bmc": host_var(bmc, "hpe"),
+        "hostkit_overrides": {"bios": {"smt": False}},
+        # no smoke gate: it would ask for the reboot into the plan's kernel arguments first, and a
+        # reboot here is this machine's (the sysroot's journal and files are the host's, not its kernel)
+        "hostkit_smoke_gate": False,
+    }
+    inv = tmp_path / "inventory.yml"
+    inv.write_text(yaml.safe_dump({"all": {"hosts": {"hpe": host}}}))
+    before = facts_of(bmc, "hpe")
+    proc = subprocess.run(
+        [str(BIN / "ansible-playbook"), "-i", str(inv), "hostkit.tuning.rollout"],
+        cwd=tmp_path,
+        env=collection_env(tmp_path),
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    try:
+        assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr[-2000:]
+        tasks = re.findall(r"TASK \[(?:hostkit\.tuning\.tune : )?([^\]]+)\]", proc.stdout)
+        order = [
+            tasks.index(t)
+            for t in (
+                "Plan the host (a refusal or bad input fails it here, before any change)",
+                "BIOS settings through the BMC (a refusal fails the host here, before any change)",
+                "Mark the run as started (a failed gate rolls it back)",
+            )
+        ]
+        assert order == sorted(order), tasks  # planned, then the BIOS, then the apply
+        after = facts_of(bmc, "hpe")
+        # the override, and what the shipped profile asks beside it (one NUMA node per socket)
+        assert after["pending"] == {"ProcSMT": "Disabled", "NumaMemoryDomainsPerSocket": "OneMemoryDomainPerSocket"}
+        assert after["attributes"] == before["attributes"]  # no reboot: applied at the next reset
+        assert '"msg": "gates passed: audit pending_reboot' in proc.stdout, proc.stdout[-3000:]  # kernel arguments
+    finally:  # the pending changes withdrawn
+        pending = facts_of(bmc, "hpe")["pending"]
+        bmc_apply.patch(
+            connect(bmc_settings("hpe", host_var(bmc, "hpe"))), {k: before["attributes"][k] for k in pending}, []
+        )
 
 
 # ----------------------------------------------------------------------------- hostkit audit
