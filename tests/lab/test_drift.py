@@ -80,11 +80,15 @@ def tuned_installed(lab):
     (dpkg / "info/tuned.list").write_text("")
     knob = root / "proc/sys/kernel/sched_rt_runtime_us"
     original = knob.read_text()
+    sysctl_d = root / "etc/sysctl.d"
+    had_sysctl_d = sysctl_d.is_dir()
     try:
         yield root, knob, original
     finally:
         knob.write_text(original)
-        (root / "etc/sysctl.d/99-tuned-upgrade.conf").unlink(missing_ok=True)
+        (sysctl_d / "99-tuned-upgrade.conf").unlink(missing_ok=True)
+        if not had_sysctl_d and sysctl_d.is_dir():
+            sysctl_d.rmdir()  # the postinst made it: the sysroot as the session's other tests know it
         shutil.rmtree(dpkg)
 
 
