@@ -9,9 +9,10 @@ from hostkit.cli import output
 from hostkit.cli.args import command, fleet_args, json_arg, signature_args
 
 DESCRIPTION = """\
-Record, per host, what hostkit reads of it (boot, kernel, IRQs, CPU power, services, topology:
-its facts), the plan of its profile, and its latency signature (one smoke run: the deschedule
-histogram and its sample count) as a new baseline on the controller,
+Record, per host, what hostkit reads of it (boot, kernel, IRQs, CPU power, services, topology,
+packages and microcode, and the BIOS where it has a BMC: its facts), the plan of its profile, and
+its latency signature (one smoke run: the deschedule histogram, its sample count and how long it
+ran) as a new baseline on the controller,
 .hostkit/baselines/HOST/NAME.json. A baseline is never overwritten: a name that exists is bad
 input; who, when and why are journaled beside it (journal.log). hostkit drift compares against it."""
 

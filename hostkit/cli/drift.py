@@ -7,6 +7,7 @@ import argparse
 from hostkit import api
 from hostkit.cli import output
 from hostkit.cli.args import command, fleet_args, json_arg, signature_args
+from hostkit.errors import BadInput
 
 DESCRIPTION = """\
 Re-read and re-measure each host and judge it against a baseline (hostkit baseline):
@@ -54,6 +55,8 @@ def run(args) -> int:
 
     for given, flag in ((args.prom, "--prom"), (args.junit, "--junit")):
         if given:
+            if args.inject_stall:
+                raise BadInput(f"--inject-stall with {flag}: a calibration's tail is not the host's, not for alerts")
             check_output(given, flag)  # bad input before any host is contacted
     result = api.drift(
         api.DriftRequest(

@@ -21,6 +21,14 @@ from hostkit.errors import BadInput
 # reported beside the drift it may explain (a rollout's drift gate after an upgrade hook must not
 # stop on the upgrade itself, only on what it undid).
 NOTED_ONLY = {("irqs", "not planned"), ("packages", "not planned")}
+# So is the release of the kernel booted: a kernel upgrade. What counts is what the new kernel was
+# booted without (the boot layer's planned arguments) and what it undid.
+NOTED_KEYS = {("kernel", "release")}
+
+
+def counted_differences(diffs: list[dict]) -> list[dict]:
+    """The differences (:func:`hostkit.drift.state.differences`) that make drift: not noted only."""
+    return [d for d in diffs if (d["layer"], d["plan"]) not in NOTED_ONLY and (d["layer"], d["key"]) not in NOTED_KEYS]
 
 
 def _facts(inventory: str, limit: str | None, forks: int | None, on_event) -> dict:
@@ -126,6 +134,13 @@ def judge(inventory, limit, against, options, measure=None, forks=None, on_event
     now = time.time()
     hosts = load_inventory(inventory, limit)
     baselines = {h.name: store.read(h.name, against, None, now) for h in hosts}  # bad input before any run
+    if options.inject_stall_ms and measure is not None:
+        flat = sorted(h for h, b in baselines.items() if not b["latency"])
+        if flat:
+            raise BadInput(
+                f"--inject-stall: the baseline of {', '.join(flat)} has no latency (taken with --no-smoke): "
+                "a calibration needs a tail to compare with"
+            )
     replies = _facts(inventory, limit, forks, on_event)
     for host, r in replies.items():
         if r.ok:
@@ -140,7 +155,7 @@ def judge(inventory, limit, against, options, measure=None, forks=None, on_event
             out[host] = {"status": "failed", "error": r.error or r.status}
             continue
         diffs = state.differences(base["state"], state.effective_state(r.doc), base["plan"])
-        counted = [d for d in diffs if (d["layer"], d["plan"]) not in NOTED_ONLY]
+        counted = counted_differences(diffs)
         lat_doc = None
         if base["latency"] and smoke:
             now_lat = lat.get(host) or {"error": "no smoke run"}

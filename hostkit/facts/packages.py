@@ -4,7 +4,9 @@ an upgrade changes under the tuning, kept in a baseline so that drift can say wh
 
 Debian's package database is read as dpkg keeps it, ``/var/lib/dpkg/status`` (deb-control(5):
 stanzas of ``Field: value`` lines separated by blank lines; a package is installed when its
-``Status`` is ``install ok installed``). The package of the running kernel is
+``Status`` (want, flag, status) ends in ``ok installed``: ``install ok installed``, or ``hold ok
+installed`` for a package ``apt-mark hold`` pinned, as Kubernetes' install guide does kubelet). The
+package of the running kernel is
 ``linux-image-<release>`` there. An RPM database (``/var/lib/rpm``, ``/usr/lib/sysimage/rpm``) is
 named, not read: its format is rpm's own (Berkeley DB or SQLite) and hostkit does not read it yet,
 which the facts say. Standard library only.
@@ -19,7 +21,7 @@ RPM_DATABASES = ("usr/lib/sysimage/rpm", "var/lib/rpm")
 # Debian's package names of what hostkit tunes: containerd from Debian or from Docker's repository
 # (containerd.io), kubelet from the Kubernetes project's repository
 PACKAGES = ("tuned", "irqbalance", "stalld", "containerd", "containerd.io", "kubelet")
-INSTALLED = "install ok installed"
+INSTALLED = ("ok", "installed")  # a Status line's flag and status: installed, whatever is wanted of it
 
 
 def _stanzas(text: str):
@@ -42,7 +44,7 @@ def dpkg_versions(text: str, names) -> dict[str, str]:
     return {
         f["Package"]: f["Version"]
         for f in _stanzas(text)
-        if f.get("Package") in wanted and f.get("Status") == INSTALLED and "Version" in f
+        if f.get("Package") in wanted and tuple(f.get("Status", "").split()[1:]) == INSTALLED and "Version" in f
     }
 
 

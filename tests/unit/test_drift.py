@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -181,6 +182,27 @@ def test_a_signature_s_run_is_a_duration_or_a_count_and_a_stall_is_checked(tmp_p
         api.drift(api.DriftRequest(inventory=missing, inject_stall="50"))
     with pytest.raises(BadInput, match="shorter than its period"):
         api.drift(api.DriftRequest(inventory=missing, inject_stall="600@0.5"))
+
+
+def test_a_calibration_needs_a_baseline_with_latency_and_writes_no_alerting_file(facts, tmp_path):
+    """--inject-stall against a baseline taken with --no-smoke would measure nothing and say "same";
+    with --prom or --junit it would write a calibration's tail as the host's. Both are bad input,
+    before any host is contacted (the inventory's host does not exist)."""
+    from hostkit import api
+
+    store.write("h1", store.new("h1", "calm", facts, state.effective_state(facts), None, None, "test", time.time()))
+    inv = tmp_path / "inventory.yml"
+    inv.write_text(yaml.safe_dump({"all": {"hosts": {"h1": {"ansible_host": "192.0.2.1"}}}}))
+    with pytest.raises(BadInput, match="^--inject-stall: the baseline of h1 has no latency"):
+        api.drift(api.DriftRequest(inventory=str(inv), inject_stall="100@0.5"))
+    proc = subprocess.run(
+        [sys.executable, "-m", "hostkit.cli", "drift", "-i", str(inv), "--inject-stall", "100@0.5", "--prom", "d.prom"],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+    )
+    assert proc.returncode == 2 and "--inject-stall with --prom: a calibration" in proc.stderr, proc.stderr
+    assert not (tmp_path / "d.prom").exists()
 
 
 # ----------------------------------------------------------------------------- metrics, JUnit, alert rules

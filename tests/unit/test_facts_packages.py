@@ -1,7 +1,9 @@
 """Package versions and the microcode revision in the facts (hostkit.facts.packages), read from a
 sysroot whose dpkg status holds stanzas copied from real Debian 12 hosts (this project's lab guest
-image and its CI machine; long fields such as Description and Depends left out), and what drift
-makes of an upgrade: noted beside the drift it may explain, never drift of its own."""
+image and its CI machine; long fields such as Description and Depends left out) and one held
+package reduced to the fields read (kubelet, pinned with ``apt-mark hold`` as the Kubernetes
+install guide does: dpkg's Status ``hold ok installed``), and what drift makes of an upgrade:
+noted beside the drift it may explain, never drift of its own."""
 
 from __future__ import annotations
 
@@ -40,6 +42,10 @@ Description: open and reliable container runtime
  Containerd is an industry-standard container runtime with an emphasis on
  simplicity, robustness and portability.
 
+Package: kubelet
+Status: hold ok installed
+Version: 1.30.14-1.1
+
 Package: linux-image-{release}
 Status: install ok installed
 Priority: optional
@@ -76,8 +82,14 @@ def with_status(root, text: str) -> dict:
 def test_dpkg_versions_of_what_hostkit_tunes_and_the_running_kernel_s_image(root):
     pk = with_status(root, STATUS)["packages"]
     assert pk["manager"] == "dpkg"
-    # tuned removed with its configuration kept ("deinstall ok config-files") is not installed
-    assert pk["versions"] == {"containerd": "1.6.20~ds1-1+deb12u3", "irqbalance": "1.9.2-1", "kernel": "6.1.192-3"}
+    # tuned removed with its configuration kept ("deinstall ok config-files") is not installed; kubelet
+    # pinned with apt-mark hold ("hold ok installed") is
+    assert pk["versions"] == {
+        "containerd": "1.6.20~ds1-1+deb12u3",
+        "irqbalance": "1.9.2-1",
+        "kernel": "6.1.192-3",
+        "kubelet": "1.30.14-1.1",
+    }
 
 
 def test_an_rpm_host_says_its_database_is_not_read_and_a_bare_sysroot_that_it_has_none(root):
@@ -112,6 +124,7 @@ def test_an_upgrade_is_noted_beside_the_drift_it_explains_never_drift_of_its_own
         "containerd": "1.6.20~ds1-1+deb12u3",
         "irqbalance": "1.9.2-1",
         "kernel": "6.1.192-3",
+        "kubelet": "1.30.14-1.1",
         "CPU microcode": None,
     }
     upgraded = json.loads(json.dumps(before))
@@ -120,7 +133,7 @@ def test_an_upgrade_is_noted_beside_the_drift_it_explains_never_drift_of_its_own
     assert [(d["layer"], d["key"], d["before"], d["now"], d["plan"]) for d in diffs] == [
         ("packages", "irqbalance", "1.9.2-1", "1.9.4-1", "not planned")
     ]
-    counted = [d for d in diffs if (d["layer"], d["plan"]) not in fleet.NOTED_ONLY]
+    counted = fleet.counted_differences(diffs)
     doc = fleet.verdict("accepted", diffs, counted, None)
     assert doc["verdict"] == "same" and doc["noted_only"] == diffs
 
@@ -128,10 +141,27 @@ def test_an_upgrade_is_noted_beside_the_drift_it_explains_never_drift_of_its_own
     undone["kernel"]["kernel.sched_rt_runtime_us"] = 500000  # what the upgrade's maintainer script left
     plan = {"sysctl": {"kernel.sched_rt_runtime_us": -1}}
     diffs = state.differences(before, undone, plan)
-    counted = [d for d in diffs if (d["layer"], d["plan"]) not in fleet.NOTED_ONLY]
+    counted = fleet.counted_differences(diffs)
     doc = fleet.verdict("accepted", diffs, counted, None)
     assert doc["verdict"] == "state drifted"
     assert [d["key"] for d in doc["differences"]] == ["kernel.sched_rt_runtime_us", "irqbalance"]  # the cause first
+
+
+def test_a_kernel_upgrade_booted_is_noted_and_its_missing_arguments_are_the_drift(root):
+    facts = with_status(root, STATUS)
+    before = state.effective_state(facts)
+    before["boot"]["cmdline isolcpus"] = "managed_irq,2-83"  # a tuned host, booted with its arguments
+    upgraded = json.loads(json.dumps(before))
+    upgraded["kernel"]["release"] = "6.1.0-58-amd64"
+    upgraded["packages"]["kernel"] = "6.1.193-1"
+    diffs = state.differences(before, upgraded, None)
+    assert fleet.counted_differences(diffs) == [] and len(diffs) == 2  # an upgrade, noted
+    upgraded["boot"]["cmdline isolcpus"] = None  # ... booted without hostkit's arguments
+    plan = {"cmdline_set": {"isolcpus": "managed_irq,2-83"}}
+    counted = fleet.counted_differences(state.differences(before, upgraded, plan))
+    assert [(d["layer"], d["key"], d["plan"]) for d in counted] == [
+        ("boot", "cmdline isolcpus", "undoing a planned value")
+    ], counted
 
 
 def test_a_baseline_taken_before_packages_were_read_compares_none_of_them(root):
