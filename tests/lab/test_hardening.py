@@ -132,7 +132,9 @@ def test_impostor_host_key_is_refused(lab, impostor_inventory, command, message)
     assert trees(lab)["y"] == before
 
 
-def test_a_role_failing_on_one_host_mid_fleet_leaves_the_others_and_a_consistent_journal(lab, tmp_path, rolled_back):
+def test_a_role_failing_mid_fleet_leaves_its_host_unbooted_the_others_done_and_a_consistent_journal(
+    lab, tmp_path, rolled_back
+):
     rolled_back("x", "y")  # the consistent journal: both roll back to the byte
     inv = tmp_path / "inv.yml"
     inv.write_text(
@@ -141,10 +143,15 @@ def test_a_role_failing_on_one_host_mid_fleet_leaves_the_others_and_a_consistent
             "hostkit_fixture: epyc-9634-nps1\n          containerd_extra_toml: 'broken = ['",
         )
     )
-    rc, doc, proc = cli_json("apply", "-i", inv, "--force")  # y is a small KVM guest: forced, so both run every role
+    booted = {h: (sysroot(lab, h) / "proc/cmdline").read_text() for h in ("x", "y")}
+    # y is a small KVM guest: forced, so both run every role. --reboot: the reboot comes after the
+    # last role (the lab's simulated one too: the sysroot's proc/cmdline rewritten as a boot would).
+    rc, doc, proc = cli_json("apply", "-i", inv, "--force", "--reboot")
     assert rc == 1, proc.stderr[-2000:]
     x, y = doc["hosts"]["x"], doc["hosts"]["y"]
     assert x["status"] == "failed"
+    # x wrote its kernel arguments for the next boot, then failed: it was not rebooted into them.
+    assert x["reboot_required"] and (sysroot(lab, "x") / "proc/cmdline").read_text() == booted["x"], x
     # x ran every role up to containerd, which failed; nothing after it (kubelet) ran there.
     assert [r for r in ROLES if r in x["roles"]] == ROLES[: ROLES.index("containerd") + 1]
     assert [r for r in ROLES if r in x["roles"] and x["roles"][r]["failed"]] == ["containerd"]
@@ -161,6 +168,9 @@ def test_a_role_failing_on_one_host_mid_fleet_leaves_the_others_and_a_consistent
     assert y["status"] == "changed"
     assert {r: y["roles"][r]["failed"] for r in ROLES} == dict.fromkeys(ROLES, False)
     assert y["roles"]["kubelet"]["not_applicable"] == ["not installed"], y["roles"]["kubelet"]
+    # y, every role done, rebooted into its planned arguments.
+    assert not y["reboot_required"] and (sysroot(lab, "y") / "proc/cmdline").read_text() != booted["y"]
+    assert "isolcpus=" in (sysroot(lab, "y") / "proc/cmdline").read_text()
     assert not (sysroot(lab, "x") / "var/lib/hostkit/lock").exists()  # the failed host's lock was released
 
 
