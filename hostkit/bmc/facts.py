@@ -8,6 +8,7 @@ Each resource is read once per run (:attr:`hostkit.bmc.client.Bmc.paths` counts 
 from __future__ import annotations
 
 from hostkit.bmc.client import Bmc, BmcError
+from hostkit.bmc.registry import parse as parse_registry
 
 
 def _pending(bmc: Bmc, bios, current: dict) -> dict:
@@ -21,8 +22,9 @@ def _pending(bmc: Bmc, bios, current: dict) -> dict:
 
 
 def _registry(bmc: Bmc, bios) -> dict | None:
-    """name -> {type, values, read_only, reset_required} of the BIOS attribute registry, or None
-    where the BMC offers none (then nothing can be checked against it, and the plan says so)."""
+    """The BIOS attribute registry (:func:`hostkit.bmc.registry.parse`: name -> type, values, read-only,
+    reset, locks), or None where the BMC offers none (then nothing can be checked against it, and the
+    plan says so)."""
     reg_id = bios.json.get("AttributeRegistry")
     if not reg_id:
         return None
@@ -42,18 +44,7 @@ def _registry(bmc: Bmc, bios) -> dict | None:
             uri = loc.get("Uri")
             if not uri:
                 continue
-            doc = bmc.get_json(uri)
-            attrs = (doc.get("RegistryEntries") or {}).get("Attributes") or []
-            return {
-                a["AttributeName"]: {
-                    "type": a.get("Type"),
-                    "values": [v.get("ValueName") for v in a.get("Value", []) if isinstance(v, dict)] or None,
-                    "read_only": bool(a.get("ReadOnly")),
-                    "reset_required": a.get("ResetRequired"),
-                }
-                for a in attrs
-                if isinstance(a, dict) and a.get("AttributeName")
-            }
+            return parse_registry(bmc.get_json(uri))
     return None
 
 

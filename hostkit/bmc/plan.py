@@ -10,6 +10,9 @@ an attribute the BMC does not have, a read-only one, a value its registry does n
 
 from __future__ import annotations
 
+import re
+
+from hostkit.bmc.registry import lock, unlocks
 from hostkit.bmc.vendors import INTENTS, entry_for, intent_of, same, value_for, vendor_for
 
 REASONS = {
@@ -18,20 +21,52 @@ REASONS = {
     "smt": "SMT siblings share a core's pipeline: an isolated CPU's sibling adds its load to the tail",
     "c_states": "a deep C-state's exit latency lands on the first inference after an idle gap",
     "turbo": "turbo's frequency varies with the other cores' load: steady clocks give a steady tail",
+    "memory_interleave": "memory interleaved across NUMA nodes hides NUMA from the OS: the shared memory a pinned "
+    "worker touches lands on remote nodes",
+    "pcie_aspm": "a PCIe link waking from L0s/L1 adds its exit latency to the NIC's and the device's requests",
+    "power_profile": "the vendor's power preset owns C-states, turbo and ASPM: maximum performance keeps them "
+    "out of the tail, or custom leaves them to the profile's own bios settings",
 }
 
 
-def _registry_problem(registry: dict | None, attributes: dict, name: str, value) -> str | None:
+def _registry_problem(
+    registry: dict | None, attrs: dict, name: str, value, future: dict, vmap: dict, cpu: str | None
+) -> str | None:
+    """Why the BMC would not take ``name=value`` with the BIOS at ``future`` (current, pending and the
+    plan's other values), or None. A lock names the intent that lifts it (:func:`_unlock_hint`)."""
     if registry is None:
-        return None if name in attributes else f"the BMC has no attribute {name} (and offers no registry)"
+        return None if name in attrs else f"the BMC has no attribute {name} (and offers no registry)"
     entry = registry.get(name)
     if entry is None:
         return f"the BMC's attribute registry has no attribute {name}"
-    if entry["read_only"]:
-        return f"{name} is read-only in the BMC's attribute registry"
     if entry["values"] is not None and value not in entry["values"]:
         return f"{name}={value} is not allowed by the BMC's registry (allowed: {', '.join(map(str, entry['values']))})"
-    return None
+    locked = lock(registry, name, future)
+    return locked and locked + _unlock_hint(registry, name, future, vmap, cpu)
+
+
+def _unlock_hint(registry: dict, name: str, future: dict, vmap: dict, cpu: str | None) -> str:
+    """Which intent of the profile, at which value, would unlock ``name`` (its lock's attribute is that
+    intent's): `` (set bios.power_profile=custom with it)``, or nothing."""
+    for lk in registry[name].get("locks") or []:
+        for attribute in sorted({c["attribute"] for c in lk["when"]}):
+            for intent in INTENTS:
+                entry = entry_for(vmap, intent, cpu)
+                if entry is None or entry.get("attribute") != attribute:
+                    continue
+                keys = [k for k, v in entry["values"].items() if unlocks(registry, name, future, attribute, [v])]
+                if keys:
+                    return f" (set bios.{intent}={keys[0]} with it)"
+    return ""
+
+
+def _attributes(entry: dict, registry: dict | None, attrs: dict) -> list[str]:
+    """The attributes a map entry sets: its ``attribute``, or every attribute of the BIOS whose name
+    ``match`` matches (HPE sets ASPM per PCIe slot), in order."""
+    if "attribute" in entry:
+        return [entry["attribute"]]
+    names = set(attrs) if registry is None else set(registry) & set(attrs)
+    return sorted(n for n in names if re.fullmatch(entry["match"], n))
 
 
 def plan_bios(bios_profile: dict, facts: dict, vendor_map: str | None = None, source: str = "the profile") -> dict:
@@ -40,7 +75,7 @@ def plan_bios(bios_profile: dict, facts: dict, vendor_map: str | None = None, so
     procs = facts.get("processors") or {}
     cpu = procs.get("cpu_vendor")
     attrs, pending, registry = facts.get("attributes") or {}, facts.get("pending") or {}, facts.get("registry")
-    steps, refused, patch = [], [], {}
+    wanted_values, refused = [], []
     for intent in INTENTS:
         wanted = bios_profile.get(intent)
         if wanted is None:
@@ -50,21 +85,30 @@ def plan_bios(bios_profile: dict, facts: dict, vendor_map: str | None = None, so
             refused.append(f"bios.{intent}={wanted}: {vmap['title']} has no attribute for it on {cpu or 'this'} CPUs")
             continue
         value = value_for(entry, wanted)
-        name = entry["attribute"]
+        label = entry.get("attribute") or entry["match"]
         if value is None:
             known = ", ".join(map(str, entry["values"]))
-            refused.append(f"bios.{intent}={wanted}: {vmap['title']} ({name}) takes {known}")
+            refused.append(f"bios.{intent}={wanted}: {vmap['title']} ({label}) takes {known}")
             continue
-        problem = _registry_problem(registry, attrs, name, value)
-        if problem:
-            refused.append(f"bios.{intent}={wanted}: {problem}")
+        names = _attributes(entry, registry, attrs)
+        if not names:
+            refused.append(f"bios.{intent}={wanted}: the BMC has no attribute matching {label}")
             continue
+        wanted_values += [(intent, wanted, entry, name, value) for name in names]
+    # the values the BIOS will hold after this plan's PATCH: what locks an attribute is judged on them
+    future = {**attrs, **pending, **{name: value for _i, _w, _e, name, value in wanted_values}}
+    steps, patch = [], {}
+    for intent, wanted, entry, name, value in wanted_values:
         current, now_pending = attrs.get(name), pending.get(name, attrs.get(name))
         if same(entry, value, current) and same(entry, value, now_pending):
-            state = "ok"
+            state = "ok"  # what the BIOS holds already: nothing to write, locked or not
         elif same(entry, value, now_pending):
             state = "pending"
         else:
+            problem = _registry_problem(registry, attrs, name, value, future, vmap, cpu)
+            if problem:
+                refused.append(f"bios.{intent}={wanted}: {problem}")
+                continue
             state = "change"
             patch[name] = value
         steps.append(

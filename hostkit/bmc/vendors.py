@@ -14,9 +14,12 @@ public sources. A file::
         intel: {attribute: SubNumaCluster, values: {1: Disabled, 2: "2-Way"}}
       smt:
         any: {attribute: LogicalProc, values: {true: Enabled, false: Disabled}}
+      pcie_aspm:                          # one setting per PCIe slot: every attribute the BMC has that
+        amd: {match: "PciSlot[0-9]+Aspm", values: {"off": Disabled}}   # matches, set alike (HPE)
 
 ``amd``/``intel`` apply to that CPU vendor (from the BMC's Processors), ``any`` to both. An intent a
 map lacks for a platform is refused by the plan, naming the vendor: nothing is skipped silently.
+``shown`` maps a registry value to the display string the BIOS reports for it (AMI).
 """
 
 from __future__ import annotations
@@ -28,9 +31,9 @@ from hostkit.errors import BadInput
 from hostkit.jsonfile import check_shape, parse_yaml
 
 # The profile's bios keys that are set through the BMC (the others are checks from the OS only).
-INTENTS = ("numa_per_socket", "smt", "c_states", "turbo")
+INTENTS = ("numa_per_socket", "smt", "c_states", "turbo", "memory_interleave", "pcie_aspm", "power_profile")
 
-_ENTRY = {"attribute": str, "values": dict, "shown?": dict}
+_ENTRY = {"attribute?": str, "match?": str, "values": dict, "shown?": dict}
 _SHAPE = {
     "name": str,
     "title": str,
@@ -53,9 +56,11 @@ def vendor_maps() -> dict[str, dict]:
         for intent, platforms in doc["intents"].items():
             if intent not in INTENTS:
                 raise BadInput(f"vendor map {f.name}: unknown intent {intent!r} (known: {', '.join(INTENTS)})")
-            for platform in platforms:
+            for platform, entry in platforms.items():
                 if platform not in ("amd", "intel", "any"):
                     raise BadInput(f"vendor map {f.name}: {intent}: platform {platform!r} is not amd, intel or any")
+                if ("attribute" in entry) == ("match" in entry):
+                    raise BadInput(f"vendor map {f.name}: {intent}.{platform}: give attribute or match, one of them")
         out[doc["name"]] = doc
     return out
 

@@ -146,6 +146,28 @@ SCHEMA: dict = {
             doc="processor C-states set through the BMC (hostkit bios): off, shallow (C1/C1E only) or on",
         ),
         "turbo": Field("bool", None, nullable=True, doc="turbo/boost set through the BMC (hostkit bios)"),
+        "memory_interleave": Field(
+            "bool",
+            None,
+            nullable=True,
+            doc="memory interleaved across NUMA nodes (node/socket interleaving, which hides NUMA from the OS) "
+            "set through the BMC; false for NUMA-placed inference (channel interleaving is left alone)",
+        ),
+        "pcie_aspm": Field(
+            "str",
+            None,
+            choices=("off", "l1", "auto"),
+            nullable=True,
+            doc="PCIe Active State Power Management set through the BMC: off (no link power states), l1 or auto",
+        ),
+        "power_profile": Field(
+            "str",
+            None,
+            choices=("performance", "custom"),
+            nullable=True,
+            doc="the BIOS's system power profile set through the BMC: performance (the vendor's maximum-performance "
+            "preset) or custom (the preset that leaves C-states, turbo and ASPM to their own settings)",
+        ),
         "min_memory_channels_per_socket": Field(
             "int", None, min=1, max=24, nullable=True, doc="populated memory channels every socket must have"
         ),

@@ -97,7 +97,22 @@ def test_facts_read_vendor_bios_registry_processors_and_memory(bmc):
     }
 
 
-WANT_ALL = {"numa_per_socket": 2, "smt": False, "c_states": "off", "turbo": False}
+# Every intent but power_profile, which test_the_power_profile_unlocks_what_its_preset_locks adds.
+WANT_ALL = {
+    "numa_per_socket": 2,
+    "smt": False,
+    "c_states": "off",
+    "turbo": False,
+    "memory_interleave": False,
+    "pcie_aspm": "off",
+}
+# What each fixture's BIOS holds already of WANT_ALL: nothing to write, so no step to refuse either
+IN_EFFECT = {
+    "dell": ["ProcCStates", "NodeInterleave", "PcieAspmL1"],  # the R750 mockup runs SysProfile PerfOptimized
+    "hpe": ["PciSlot10Aspm", "PciSlot1Aspm", "PciSlot2Aspm", "PciSlot4Aspm", "PciSlot5Aspm"],  # ASPM per slot
+    "lenovo": ["Memory_SocketInterleave", "Power_ASPM"],
+    "smc": ["NUMA_003B", "PCIeASPMSupport_Global__00A6"],
+}
 
 
 @pytest.mark.parametrize(
@@ -106,28 +121,29 @@ WANT_ALL = {"numa_per_socket": 2, "smt": False, "c_states": "off", "turbo": Fals
         (
             "dell",
             {"SubNumaCluster": "2-Way", "LogicalProc": "Disabled"},
-            # the R750's registry: C-states and turbo are read-only unless SysProfile is Custom
-            ["ProcCStates is read-only", "ProcTurboMode is read-only"],
+            # the R750's registry: turbo is read-only unless SysProfile is Custom (its Dependencies)
+            ["bios.turbo=False: ProcTurboMode is read-only while SysProfile is PerfOptimized"],
         ),
         (
             "hpe",
-            {
-                "NumaMemoryDomainsPerSocket": "TwoMemoryDomainsPerSocket",
-                "ProcSMT": "Disabled",
-                "MinProcIdlePower": "NoCStates",
-                "ProcAMDBoost": "Disabled",
-            },
-            [],
+            {"NumaMemoryDomainsPerSocket": "TwoMemoryDomainsPerSocket", "ProcSMT": "Disabled"},
+            [
+                # the A42 registry (AMD) has no node interleaving: the map names none, refused by name
+                "bios.memory_interleave=False: HPE ProLiant (iLO 5/6) has no attribute for it on amd CPUs",
+                # greyed out by the WorkloadProfile preset the mockup runs
+                "bios.c_states=off: MinProcIdlePower is read-only while WorkloadProfile is GeneralPowerEfficientCompute",
+                "bios.turbo=False: ProcAMDBoost is read-only while WorkloadProfile is GeneralPowerEfficientCompute",
+            ],
         ),
         (
             "lenovo",
-            {
-                "Processors_SNC": "Enabled",
-                "Processors_HyperThreading": "Disabled",
-                "Processors_CStates": "Disabled",
-                "Processors_TurboMode": "Disabled",
-            },
-            [],
+            {"Processors_SNC": "Enabled", "Processors_HyperThreading": "Disabled"},
+            [
+                "bios.c_states=off: Processors_CStates is greyed out while OperatingModes_ChooseOperatingMode is "
+                "Efficiency_FavorPerformance",
+                "bios.turbo=False: Processors_TurboMode is greyed out while OperatingModes_ChooseOperatingMode is "
+                "Efficiency_FavorPerformance",
+            ],
         ),
         (
             "smc",
@@ -139,10 +155,67 @@ WANT_ALL = {"numa_per_socket": 2, "smt": False, "c_states": "off", "turbo": Fals
 def test_each_vendor_maps_every_intent_or_refuses_it_by_name(bmc, host, patch, refused):
     plan = bmc_plan.plan_bios(WANT_ALL, facts_of(bmc, host))
     assert plan["patch"] == patch
-    assert len(plan["refused"]) == len(refused)
+    assert len(plan["refused"]) == len(refused), plan["refused"]
     for line, words in zip(plan["refused"], refused, strict=True):
-        assert words in line
+        assert line.startswith(words), line
+        # a lock names the intent that unlocks it in the same PATCH
+        assert ("(set bios.power_profile=custom with it)" in line) == ("while" in line), line
+    assert [s["attribute"] for s in plan["steps"] if s["state"] == "ok"] == IN_EFFECT[host]
     assert plan["after_cycle"]["numa_nodes"] == 4 and plan["after_cycle"]["threads_per_core"] == 1
+
+
+@pytest.mark.parametrize(
+    ("host", "preset", "refused"),
+    [
+        ("dell", {"SysProfile": "Custom", "ProcTurboMode": "Disabled"}, []),
+        (
+            "hpe",
+            {"WorkloadProfile": "Custom", "MinProcIdlePower": "NoCStates", "ProcAMDBoost": "Disabled"},
+            ["bios.memory_interleave=False: HPE ProLiant (iLO 5/6) has no attribute for it on amd CPUs"],
+        ),
+        (
+            "lenovo",
+            {
+                "OperatingModes_ChooseOperatingMode": "CustomMode",
+                "Processors_CStates": "Disabled",
+                "Processors_TurboMode": "Disabled",
+            },
+            [],
+        ),
+        (
+            "smc",
+            {},
+            [
+                "bios.c_states=off: Supermicro (AMI BIOS, Intel) has no attribute for it on intel CPUs",
+                # no system power preset on that board (its PowerTechnology only gates the EPB settings)
+                "bios.power_profile=custom: Supermicro (AMI BIOS, Intel) has no attribute for it on intel CPUs",
+            ],
+        ),
+    ],
+)
+def test_the_power_profile_unlocks_what_its_preset_locks(bmc, host, preset, refused):
+    """power_profile custom in the same PATCH: the locked settings are the BMC's to take, and the
+    BMC (its registry's Dependencies, judged on the BIOS after the PATCH) takes them."""
+    plan = bmc_plan.plan_bios({**WANT_ALL, "power_profile": "custom"}, facts_of(bmc, host))
+    assert plan["refused"] == refused
+    assert {k: v for k, v in plan["patch"].items() if k in preset} == preset
+    if preset:  # what the real BMC would take: the lab BMC checks the same locks, and accepts it
+        m = connect(bmc_settings(host, host_var(bmc, host)))
+        before = bmc_facts.gather(m)
+        bmc_apply.patch(m, plan["patch"], [])
+        try:
+            assert bmc_facts.gather(m)["pending"] == plan["patch"]
+        finally:  # withdrawn: the other tests find the BIOS as the mockup has it
+            bmc_apply.patch(m, {k: before["attributes"][k] for k in plan["patch"]}, [])
+
+
+def test_a_locked_attribute_is_refused_by_the_bmc_too(bmc):
+    """The lab BMC (a real BMC's rule) rejects what the plan refuses: a PATCH of a setting its
+    preset locks, with the DMTF Base registry's message."""
+    m = connect(bmc_settings("dell", host_var(bmc, "dell")))
+    with pytest.raises(BmcError, match="ProcTurboMode is a read only property"):
+        bmc_apply.patch(m, {"ProcTurboMode": "Disabled"}, [])
+    assert bmc_facts.gather(m)["pending"] == {}
 
 
 def test_values_a_registry_forbids_are_refused(bmc):

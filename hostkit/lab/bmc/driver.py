@@ -26,7 +26,15 @@ import time
 from sushy_tools import error
 from sushy_tools.emulator.resources.systems.fakedriver import FakeDriver
 
+from hostkit.bmc.registry import lock
+from hostkit.bmc.registry import parse as parse_registry
 from hostkit.lab.bmc.topology import guest_spec
+
+
+def registry_entries(fixture: dict) -> dict:
+    """The fixture's registry as a Redfish AttributeRegistry document's ``RegistryEntries``."""
+    reg = fixture["registry"]
+    return {"RegistryEntries": {"Attributes": reg["attributes"], "Dependencies": reg.get("dependencies") or []}}
 
 
 class SettingsRejected(error.BadRequest):
@@ -51,7 +59,12 @@ class FixtureDriver(FakeDriver):
 
     def set_bios(self, identity, attributes):
         system = self._get(identity)
-        registry = {a["AttributeName"]: a for a in system["fixture"]["registry"]["attributes"]}
+        fixture = system["fixture"]
+        registry = {a["AttributeName"]: a for a in fixture["registry"]["attributes"]}
+        # an attribute its registry's Dependencies lock (ReadOnly, GrayOut) with the BIOS as it would be
+        # after this PATCH is not writable, as a read-only one is: hostkit.bmc.registry reads them
+        locks = parse_registry(registry_entries(fixture))
+        future = {**fixture["attributes"], **(system.get("pending_bios") or {}), **attributes}
         for name, value in attributes.items():
             entry = registry.get(name)
             if entry is None:
@@ -60,7 +73,9 @@ class FixtureDriver(FakeDriver):
                     "Base.1.8.PropertyUnknown",
                     name,
                 )
-            if entry.get("ReadOnly"):
+            if value != fixture["attributes"].get(name) and lock(
+                locks, name, future
+            ):  # its current value: a withdrawal
                 raise SettingsRejected(
                     f"The property {name} is a read only property and cannot be assigned a value.",
                     "Base.1.8.PropertyNotWritable",

@@ -117,6 +117,8 @@ class _Views:
         )
 
     def registry_doc(self, registry):
+        from hostkit.lab.bmc.driver import registry_entries
+
         for s in self.driver._systems.values():
             reg = s["fixture"]["registry"]
             if reg["id"] == registry:
@@ -128,7 +130,7 @@ class _Views:
                         "Language": "en",
                         "OwningEntity": s["fixture"]["manufacturer"],
                         "RegistryVersion": "1.0.0",
-                        "RegistryEntries": {"Attributes": reg["attributes"]},
+                        **registry_entries(s["fixture"]),
                     }
                 )
         return _json({"error": {"code": "Base.1.8.ResourceMissingAtURI", "message": "no such registry"}}, 404)
