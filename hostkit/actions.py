@@ -169,6 +169,11 @@ class PlanArgs:
     # After a power cycle through the BMC (hostkit.tuning.bios): the topology its BIOS now says
     # (NUMA nodes per socket, threads per core); the booted OS must show it before it is planned.
     bios_after: dict | None = None
+    # Before it: the topology the BIOS will give at the next power cycle (its plan's after_cycle,
+    # settings pending or to be PATCHed); the OS is planned for it (hostkit.plan.after_bios).
+    bios_pending: dict | None = None
+    # After it: the plan applied before the cycle; the result says whether the booted host's is the same.
+    planned_before: dict | None = None
 
 
 class PlanRefused(Refused):
@@ -193,12 +198,13 @@ def plan(args: PlanArgs) -> dict:
         require_writable(args.host, args.facts)
     if args.bios_after:
         _booted_as_the_bios_says(args.host, args.bios_after, args.facts)
+    facts, after_bios = _facts_after_bios(args.facts, args.bios_pending)
     hostvars = dict(args.hostvars)
     if args.overrides is not None:
         hostvars["hostkit_overrides"] = args.overrides
     try:
         profile, pinned = for_host(args.host, hostvars, args.profile)
-        p = build_plan(args.facts, profile, pinned, force=args.force, host=args.host)
+        p = build_plan(facts, profile, pinned, force=args.force, host=args.host)
     except BadInput as exc:
         raise BadInput(f"{args.host}: {exc}") from None
     refused = list(p.refused)
@@ -213,7 +219,34 @@ def plan(args: PlanArgs) -> dict:
         "profile": p.profile,
         "reboot_needed": bool(unbooted),
         "run_id": new_run_id(),
+        **({"after_bios": after_bios} if after_bios else {}),
+        **({"prediction": _prediction(args.planned_before, p.to_dict())} if args.planned_before else {}),
     }
+
+
+def _prediction(before: dict, booted: dict) -> dict:
+    """Whether the plan applied before a BIOS power cycle is the booted host's (what differs is
+    applied now, by the roles' second pass)."""
+    from hostkit.plan.after_bios import prediction_misses
+
+    misses = prediction_misses(before, booted)
+    return {"held": not misses, "misses": misses}
+
+
+def _facts_after_bios(facts: dict, pending: dict | None) -> tuple[dict, dict | None]:
+    """The facts to plan from: with the topology the BIOS gives at its next power cycle when it
+    changes it (``after_bios``: ``predicted`` and its notes), or as they are, ``predicted`` false
+    and why, when that topology has no one answer before the boot (the cycle's re-plan corrects it)."""
+    from hostkit.plan.after_bios import CannotPredict, changes_topology, predict
+
+    if not pending or not changes_topology(facts, pending):
+        return facts, None
+    try:
+        predicted, notes = predict(facts, pending)
+    except CannotPredict as exc:
+        why = f"not planned for the topology after the BIOS power cycle: {exc}; planned again once the host has booted"
+        return facts, {"predicted": False, "why": why, "after_cycle": pending}
+    return predicted, {"predicted": True, "notes": notes, "after_cycle": pending}
 
 
 def _booted_as_the_bios_says(host: str, after: dict, facts: dict) -> None:
@@ -409,12 +442,22 @@ def bios_facts(*, host: str, hostvars: dict) -> dict:
     return {"changed": False, "bios": doc, "ansible_facts": {"hostkit_bios": doc}}
 
 
-def bios(*, host: str, hostvars: dict, profile: str | None, overrides: dict | None, reboot: bool, check: bool) -> dict:
+def bios(
+    *,
+    host: str,
+    hostvars: dict,
+    profile: str | None,
+    overrides: dict | None,
+    reboot: bool,
+    check: bool,
+    patch: bool = True,
+) -> dict:
     """``hostkit.tuning.bios``: the host's profile's bios intents through its BMC, as ``hostkit bios
     apply`` sets them: refused (nothing PATCHed) where the map or the registry does not allow them,
     journaled on the controller, PATCHed (pending until the next reset), and with ``reboot`` one
-    power cycle, after which a setting still pending fails the host. In check mode: the plan and its
-    diff, nothing PATCHed."""
+    power cycle, after which a setting still pending fails the host. ``patch`` false: the plan alone
+    (the tune role plans the BIOS before the OS, and power-cycles after the OS's roles: one cycle
+    for both). In check mode: the plan and its diff, nothing PATCHed, no cycle."""
     from hostkit.bmc import apply as bmc_apply
     from hostkit.bmc.facts import gather
     from hostkit.bmc.fleet import cycle
@@ -428,10 +471,10 @@ def bios(*, host: str, hostvars: dict, profile: str | None, overrides: dict | No
     plan = plan_bios(prof["bios"], facts, settings.vendor_map, source=f"profile {prof['name']}")
     if plan["refused"]:
         raise BadInput(f"{host}: " + "; ".join(plan["refused"]))
-    patch = plan["patch"]
+    to_patch = plan["patch"] if patch else {}
     pending = {s["attribute"]: s["value"] for s in plan["steps"] if s["state"] in ("change", "pending")}
     out = {
-        "changed": bool(patch) or (reboot and bool(pending)),
+        "changed": bool(to_patch) or (reboot and bool(pending)),
         "plan": plan,
         "pending": pending,
         "cycles": 0,
@@ -439,9 +482,9 @@ def bios(*, host: str, hostvars: dict, profile: str | None, overrides: dict | No
     }
     if check:
         return out
-    if patch:
-        bmc_apply.write_journal(host, settings.url, {k: facts["attributes"].get(k) for k in patch})
-        bmc_apply.patch(bmc, patch, facts["apply_times"])
+    if to_patch:
+        bmc_apply.write_journal(host, settings.url, {k: facts["attributes"].get(k) for k in to_patch})
+        bmc_apply.patch(bmc, to_patch, facts["apply_times"])
     if reboot and pending:
         out["steps"] = cycle(bmc, host, pending, bmc_apply.SHUTDOWN_TIMEOUT, lambda _line: None)[0]
         out["cycles"] = 1
@@ -463,6 +506,8 @@ ARG_SPECS: dict[str, dict] = {
         "smoke_gate": {"type": "bool", "default": False},
         "reboot": {"type": "bool", "default": False},
         "bios_after": {"type": "dict"},
+        "bios_pending": {"type": "dict"},
+        "planned_before": {"type": "dict"},
     },
     "smoke": {
         **_HOST,
@@ -482,6 +527,7 @@ ARG_SPECS: dict[str, dict] = {
         "profile": {"type": "str"},
         "overrides": {"type": "dict"},
         "reboot": {"type": "bool", "default": False},
+        "patch": {"type": "bool", "default": True},
     },
 }
 
@@ -525,6 +571,8 @@ def dispatch(name: str, action, args: dict, task_vars: dict) -> dict:
                     reboot=args["reboot"],
                     writable=not _check_mode(action),
                     bios_after=args.get("bios_after"),
+                    bios_pending=args.get("bios_pending"),
+                    planned_before=args.get("planned_before"),
                 )
             )
         if name == "smoke":
@@ -557,6 +605,7 @@ def dispatch(name: str, action, args: dict, task_vars: dict) -> dict:
                 overrides=args["overrides"],
                 reboot=args["reboot"],
                 check=_check_mode(action),
+                patch=args["patch"],
             )
         if name == "rollback":  # Ansible's --check is the rollback's own check
             return rollback(remote, run_id=args["run_id"], check=args["check"] or _check_mode(action), **where)

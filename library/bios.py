@@ -44,13 +44,25 @@ options:
   reboot:
     description: Power-cycle the host through its BMC when a setting is pending, and check it took effect.
     type: bool
-    default: false"""
+    default: false
+  patch:
+    description:
+      - PATCH what the plan changes. False - the plan alone (RV(pending) is what the PATCH would leave pending), or
+        with O(reboot) the power cycle alone. The tune role plans the BIOS with the OS, PATCHes it before the roles
+        and power-cycles after them, so the BIOS settings and the new kernel arguments take one boot.
+    type: bool
+    default: true"""
 
 EXAMPLES = r"""
 - name: NPS2 through the BMC, one power cycle
   hostkit.tuning.bios:
     overrides: {bios: {numa_per_socket: 2}}
-    reboot: true"""
+    reboot: true
+
+- name: The BIOS plan alone (nothing PATCHed); RV(pending) is what the PATCH would leave pending
+  hostkit.tuning.bios:
+    patch: false
+  register: bios_plan"""
 
 RETURN = r"""
 plan:
@@ -72,6 +84,7 @@ ARGUMENT_SPEC = dict(
     profile={"type": "str"},
     overrides={"type": "dict"},
     reboot={"type": "bool", "default": False},
+    patch={"type": "bool", "default": True},
 )
 
 

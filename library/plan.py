@@ -55,6 +55,19 @@ options:
       - After a power cycle through the host's BMC (M(hostkit.tuning.bios)), the topology its BIOS now says
         (its result's C(plan.after_cycle)). The host fails, unplanned, when its facts show other NUMA nodes per socket
         or threads per core than that (a cross-layer mismatch).
+    type: dict
+  bios_pending:
+    description:
+      - Before that power cycle, the topology the BIOS will give at it (M(hostkit.tuning.bios)'s C(plan.after_cycle),
+        its settings pending or about to be PATCHed). The plan is made for that topology (its NUMA nodes per socket,
+        each socket's cores split in order), so the OS tuning and the new BIOS settings take one power cycle. A
+        topology with no one answer before the boot (threads per core changing) is planned as the host is now and
+        planned again after the cycle (RV(after_bios)).
+    type: dict
+  planned_before:
+    description:
+      - After that power cycle, the plan applied before it (for the topology predicted then); RV(prediction) says
+        whether the booted host's plan is the same.
     type: dict"""
 
 EXAMPLES = r"""
@@ -87,6 +100,19 @@ refusals:
   returned: when refused
   type: list
   elements: str
+after_bios:
+  description:
+    - With O(bios_pending) changing the topology, C(predicted) (true - the plan is for that topology; C(notes) says
+      what was assumed) or false and C(why); C(after_cycle) is O(bios_pending).
+  returned: when O(bios_pending) changes the NUMA nodes per socket or the threads per core
+  type: dict
+prediction:
+  description:
+    - With O(planned_before), C(held) (the booted host's plan is the one applied before the cycle) and C(misses), one
+      line per part of the plan that differs (applied by the roles' second pass; a second boot when kernel arguments
+      differ).
+  returned: when O(planned_before) is given
+  type: dict
 bad_input:
   description: The host failed on bad input (its profile, overrides or sysroot; C(hostkit apply) stops every host, exit 2).
   returned: on bad input
@@ -102,6 +128,8 @@ ARGUMENT_SPEC = dict(
     smoke_gate={"type": "bool", "default": False},
     reboot={"type": "bool", "default": False},
     bios_after={"type": "dict"},
+    bios_pending={"type": "dict"},
+    planned_before={"type": "dict"},
 )
 
 

@@ -54,10 +54,14 @@ class HostApply:
     # hostkit.tuning.bios's result where the host has a BMC: its plan, the PATCH, the power cycles
     # and their steps (None: no BIOS step ran)
     bios: dict | None = None
+    # The plan's after_bios where the BIOS changes the topology at its next power cycle: the OS
+    # planned for it (predicted, its notes) or why not (hostkit.plan.after_bios)
+    after_bios: dict | None = None
 
     def to_dict(self) -> dict:
         return {
             **({"bios": self.bios} if self.bios is not None else {}),
+            **({"after_bios": self.after_bios} if self.after_bios is not None else {}),
             "status": self.status,
             "changed": self.changed,
             "roles": self.roles,
@@ -222,10 +226,18 @@ def _host_result(name: str, run: RunResult) -> HostApply:
         if t.action in GATE_ACTIONS:  # the tune role's gates (hostkit_gates), after the apply's tasks
             _gate_result(out, t)
             continue
-        if t.action == "hostkit.tuning.bios":  # the BIOS step, before the facts
+        if t.action == "hostkit.tuning.bios":  # the BIOS: planned (then PATCHed), then the power cycle
             if t.status != "skipped":
-                out.bios = {k: res[k] for k in ("plan", "pending", "cycles", "steps", "msg") if k in res}
+                first, last = (
+                    {k: res[k] for k in ("plan", "pending") if k in res},
+                    {k: res[k] for k in ("cycles", "steps", "msg") if k in res},
+                )
+                out.bios = {**first, **(out.bios or {}), **last}  # the plan before any change; the cycle's outcome
             continue
+        if "after_bios" in res:  # the OS planned for the topology the BIOS gives at its next power cycle
+            out.after_bios = res["after_bios"]
+        if "prediction" in res:  # after that cycle: the booted host's plan against the one applied before it
+            out.after_bios = {**(out.after_bios or {}), "prediction": res["prediction"]}
         if "plan" in res or "refusals" in res or res.get("bad_input"):  # the facts and plan, before any change
             out.refused_parts = list((res.get("plan") or {}).get("refused_parts") or [])
             out.bad_input = bool(res.get("bad_input"))

@@ -572,11 +572,26 @@ def test_the_collections_bios_modules_and_the_tune_roles_bios_step(bmc, tmp_path
     bmc_apply.patch(m, {"Processors_HyperThreading": "Enabled"}, [])
 
 
-def test_the_collections_rollout_playbook_sets_the_bios_in_the_batch(bmc, tmp_path):
-    """The collection's rollout.yml on a host with a BMC, this machine through a local connection
-    (its facts and its apply in a fixture's sysroot): the batch's BIOS PATCHed in the tune role's
-    step, after the plan and before the apply; without hostkit_reboot it stays pending, which the
-    audit gate reports and does not fail on. Then the BMC tidied for the other tests."""
+def task_outcomes(stdout: str) -> list[tuple[str, str]]:
+    """(task name, outcome) of each task of ansible-playbook's default output, in the order run:
+    ``changed``, ``ok``, ``skipping``, ``failed`` (the host's line under the task)."""
+    out = []
+    for block in re.split(r"\n(?=TASK \[)", stdout):
+        m = re.match(r"TASK \[(?:[\w.]+ : )?([^\]]+)\]", block)
+        if m:
+            seen = re.findall(r"^(changed|ok|skipping|failed|fatal):", block, re.M)
+            out.append((m.group(1), "changed" if "changed" in seen else seen[0] if seen else "included"))
+    return out
+
+
+def test_the_collections_rollout_sets_the_bios_and_the_os_in_one_power_cycle(bmc, tmp_path):
+    """The collection's rollout.yml with hostkit_reboot on a host with a BMC, this machine through a
+    local connection (its facts and its apply in a fixture's sysroot, whose reboot is the lab's
+    simulated one): the BIOS planned with the OS, PATCHed before the roles, then ONE power cycle
+    through the BMC after them (the reboot step finds the BIOS applied), the booted host planned and
+    its roles run again: nothing changes then but the sysroot's simulated boot into the kernel
+    arguments (a lab sysroot does not boot with the BMC's cycle). The gates pass. Then the BMC
+    tidied for the other tests."""
     from hostkit.lab.fixtures import materialize
 
     root = materialize("epyc-9634-nps1", tmp_path / "root")
@@ -586,9 +601,9 @@ def test_the_collections_rollout_playbook_sets_the_bios_in_the_batch(bmc, tmp_pa
         "hostkit_sysroot": str(root),
         "hostkit_bmc": host_var(bmc, "hpe"),
         "hostkit_overrides": {"bios": {"smt": False}},
-        # no smoke gate: it would ask for the reboot into the plan's kernel arguments first, and a
-        # reboot here is this machine's (the sysroot's journal and files are the host's, not its kernel)
+        # no smoke gate: the smoke test would measure this machine, not the sysroot's host
         "hostkit_smoke_gate": False,
+        "hostkit_reboot": True,
     }
     inv = tmp_path / "inventory.yml"
     inv.write_text(yaml.safe_dump({"all": {"hosts": {"hpe": host}}}))
@@ -603,26 +618,44 @@ def test_the_collections_rollout_playbook_sets_the_bios_in_the_batch(bmc, tmp_pa
     )
     try:
         assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr[-2000:]
-        tasks = re.findall(r"TASK \[(?:hostkit\.tuning\.tune : )?([^\]]+)\]", proc.stdout)
-        order = [
-            tasks.index(t)
-            for t in (
-                "Plan the host (a refusal or bad input fails it here, before any change)",
-                "BIOS settings through the BMC (a refusal fails the host here, before any change)",
-                "Mark the run as started (a failed gate rolls it back)",
-            )
+        tasks = task_outcomes(proc.stdout)
+        names = [t for t, _ in tasks]
+        steps = [
+            "Plan the BIOS through the BMC (a refusal fails the host here, before any change)",
+            "Plan the host (a refusal or bad input fails it here, before any change)",
+            "Mark the run as started (a failed gate rolls it back)",
+            "BIOS settings through the BMC, pending until the power cycle",
+            "Apply each role of the plan",
+            "Power-cycle through the BMC (the BIOS settings and the new kernel arguments in one boot)",
+            "The host has booted after the BMC's power cycle",
+            "Boot the lab host into them (its sysroot's proc/cmdline rewritten as a reboot would)",
         ]
-        assert order == sorted(order), tasks  # planned, then the BIOS, then the apply
-        after = facts_of(bmc, "hpe")
-        # the override, and what the shipped profile asks beside it (one NUMA node per socket)
-        assert after["pending"] == {"ProcSMT": "Disabled", "NumaMemoryDomainsPerSocket": "OneMemoryDomainPerSocket"}
-        assert after["attributes"] == before["attributes"]  # no reboot: applied at the next reset
-        assert '"msg": "gates passed: audit pending_reboot' in proc.stdout, proc.stdout[-3000:]  # kernel arguments
-    finally:  # the pending changes withdrawn
-        pending = facts_of(bmc, "hpe")["pending"]
-        bmc_apply.patch(
-            connect(bmc_settings("hpe", host_var(bmc, "hpe"))), {k: before["attributes"][k] for k in pending}, []
+        order = [names.index(t) for t in steps]
+        assert order == sorted(order), names  # planned, PATCHed, the roles, the cycle, the re-plan, the boot
+        assert (
+            names.count("Power-cycle through the BMC (the BIOS settings and the new kernel arguments in one boot)") == 1
         )
+        # after the cycle: the host planned again and each role run again, changing nothing; the
+        # kernel arguments were written before the cycle, the lab's boot into them comes last
+        cycled = names.index("The host has booted after the BMC's power cycle")
+        again = [(t, o) for t, o in tasks[cycled + 1 :] if o == "changed"]
+        assert again == [
+            ("Boot the lab host into them (its sysroot's proc/cmdline rewritten as a reboot would)", "changed")
+        ], again
+        assert names.count("Plan the host (a refusal or bad input fails it here, before any change)") == 2
+        after = facts_of(bmc, "hpe")
+        # the override, and what the shipped profile asks beside it (one NUMA node per socket), in effect
+        assert after["pending"] == {}
+        assert {k: after["attributes"][k] for k in ("ProcSMT", "NumaMemoryDomainsPerSocket")} == {
+            "ProcSMT": "Disabled",
+            "NumaMemoryDomainsPerSocket": "OneMemoryDomainPerSocket",
+        }
+        assert '"msg": "gates passed: audit pass' in proc.stdout, proc.stdout[-3000:]
+    finally:  # the BIOS as it was, for the other tests
+        m = connect(bmc_settings("hpe", host_var(bmc, "hpe")))
+        now = bmc_facts.gather(m)
+        bmc_apply.patch(m, {k: v for k, v in before["attributes"].items() if now["attributes"].get(k) != v}, [])
+        bmc_apply.power_cycle(m)
 
 
 # ----------------------------------------------------------------------------- hostkit audit

@@ -7,14 +7,15 @@ DL385 Gen10 Plus v2's BIOS (AMD: NPS is NumaMemoryDomainsPerSocket). At each pow
 the guest with the topology its BIOS then says. `hostkit apply --reboot` (the virtual-guest profile,
 NPS2 from the host's hostkit_overrides) PATCHes Bios/Settings, power-cycles through
 ComputerSystem.Reset (GracefulShutdown: the guest's ACPI power button), then gathers the booted
-guest's facts, checks them against the BIOS, plans for its 4 nodes and applies; `hostkit audit`
+guest's facts, checks them against the BIOS and against the plan it applied before the cycle, made
+for the 4 nodes it predicted, and applies what differs (nothing); `hostkit audit`
 reads the BIOS and the OS and finds nothing; `hostkit rollback --reboot` restores the OS journal and
 the BIOS with one power cycle, and NPS1 is back. Two kernel boots in all: each is what is proven.
 
 What this does not show: CPU isolation planned for the new topology (2 cores per socket split in 2
 nodes leaves one CPU per node, and a VM is not isolated without --force), so no kernel arguments
-change here, and the one power cycle a BIOS change and new kernel arguments would share is not
-built (hostkit apply boots twice then: docs/bios.md).
+change here. The one power cycle a BIOS change and new kernel arguments share is numa2's
+(tests/vm/test_numa2.py).
 """
 
 from __future__ import annotations
@@ -60,6 +61,11 @@ def test_apply_reboot_sets_nps2_in_one_power_cycle_audit_is_clean_and_rollback_b
     bios = host["bios"]
     assert bios["cycles"] == 1 and bios["pending"] == {"NumaMemoryDomainsPerSocket": "TwoMemoryDomainsPerSocket"}
     assert lab.guest_boots()[VM] == boots + 1  # one power cycle, one kernel boot: no OS reboot after it
+    # the OS was planned for the 4 nodes before the cycle (each socket's cores split in order) and
+    # applied; the booted guest's plan, made again after the cycle, is that one
+    after = host["after_bios"]
+    assert after["predicted"] is True and after["after_cycle"]["numa_nodes"] == 4, after
+    assert after["prediction"] == {"held": True, "misses": []}, after
     print(
         f"\napply --reboot: {time.monotonic() - t0:.0f} s; BMC steps",
         [(s["step"], s["seconds"]) for s in bios["steps"]],

@@ -1,9 +1,15 @@
 """The real-kernel lab, `numa2` guest: apply, reboot, prove on the live kernel, roll back, reboot.
 
 One QEMU guest (2 sockets x 2 cores, one NUMA node per socket, a virtio NIC and a 4-queue
-virtio disk), booted through its own GRUB, with a real irqbalance. It starts as the seed's
-misconfigured host: ``kernel.sched_rt_runtime_us=500000`` persisted in ``/etc/sysctl.d``.
-Every assertion reads the live guest over SSH, never a file hostkit wrote.
+virtio disk), booted through its own GRUB, with a real irqbalance, behind the lab's Redfish BMC
+(an HPE ProLiant's BIOS, which powers the guest). It starts as the seed's misconfigured host:
+``kernel.sched_rt_runtime_us=500000`` persisted in ``/etc/sysctl.d``. Every assertion reads the
+live guest over SSH (or its BMC), never a file hostkit wrote.
+
+The inventory also asks two BIOS settings that change no topology (C-states off, which on this
+BIOS needs the Custom workload profile that unlocks it): ``apply --reboot`` PATCHes them, writes
+the kernel arguments, and then makes ONE power cycle through the BMC, which brings both; its
+``rollback --reboot`` puts the BIOS and the boot configuration back with one cycle too.
 
 The steps share one guest (each boot costs minutes under TCG) through module fixtures that
 run in a fixed order: ``seeded`` (the host before hostkit) -> ``tuned`` (``apply --reboot``) ->
@@ -15,6 +21,7 @@ compared before/after in the same guest and run conditions, never against absolu
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import time
@@ -57,7 +64,41 @@ SEED_WORKER = ["--fifo", "always"]
 HOST_WAIT_MAX = 0.55
 
 
-lab = vm_lab_fixture("vm-numa2", [(HOST, "numa2")])
+lab = vm_lab_fixture("vm-numa2", [(HOST, "numa2")], bmc=True)
+# The BIOS the apply sets beside the OS (the lab BMC's HPE ProLiant DL385 Gen10 Plus v2): the values
+# before and after, for the checks of the one power cycle and of the rollback.
+BIOS = {"power_profile": "custom", "c_states": "off"}
+BIOS_BEFORE = {"WorkloadProfile": "GeneralPowerEfficientCompute", "MinProcIdlePower": "C6"}
+BIOS_AFTER = {"WorkloadProfile": "Custom", "MinProcIdlePower": "NoCStates"}
+
+
+@pytest.fixture(scope="module")
+def controller_state(tmp_path_factory):
+    """The controller's state directory of the module's apply and rollback: one operator's, so the
+    rollback finds the BIOS journal the apply wrote (each test has its own state directory)."""
+    path = tmp_path_factory.mktemp("numa2-controller")
+
+    @contextlib.contextmanager
+    def held():
+        was = os.environ.get("HOSTKIT_STATE_DIR")
+        os.environ["HOSTKIT_STATE_DIR"] = str(path)
+        try:
+            yield path
+        finally:
+            if was is None:
+                os.environ.pop("HOSTKIT_STATE_DIR", None)
+            else:
+                os.environ["HOSTKIT_STATE_DIR"] = was
+
+    return held
+
+
+def bios_now(inventory) -> tuple[dict, dict]:
+    """The attributes of BIOS_BEFORE's names in effect, and what is pending, as the BMC says."""
+    rc, doc, proc = cli_json("bios", "facts", "-i", inventory)
+    assert rc == 0, proc.stderr[-2000:]
+    b = doc["hosts"][HOST]["bios"]
+    return {k: b["attributes"][k] for k in BIOS_BEFORE}, b["pending"]
 
 
 @pytest.fixture(scope="module")
@@ -74,6 +115,7 @@ def inventory(lab, tmp_path_factory):
                     "allow_virtual": True,
                     "containerd": {"enabled": False},
                     "kubelet": {"enabled": False},
+                    "bios": BIOS,
                 }
             }
         },
@@ -134,18 +176,28 @@ def rt_before(lab, inventory, seeded):
 
 
 @pytest.fixture(scope="module")
-def tuned(lab, inventory, seeded, rt_before):
+def tuned(lab, inventory, seeded, rt_before, controller_state):
     rc, plan_doc, proc = cli_json("plan", "-i", inventory)
     assert rc == 0, proc.stderr
     plan = plan_doc["hosts"][HOST]
+    assert bios_now(inventory) == (BIOS_BEFORE, {})
+    boots = lab.guest_boots()[HOST]
     t0 = time.monotonic()
-    proc = cli(
-        "apply", "-i", inventory, "--reboot", "--reboot-timeout", REBOOT_TIMEOUT, "--json", timeout=REBOOT_TIMEOUT + 900
-    )
+    with controller_state():
+        proc = cli(
+            "apply",
+            "-i",
+            inventory,
+            "--reboot",
+            "--reboot-timeout",
+            REBOOT_TIMEOUT,
+            "--json",
+            timeout=REBOOT_TIMEOUT + 900,
+        )
     assert proc.returncode == 0, f"apply --reboot failed: {proc.stdout[-3000:]} {proc.stderr[-3000:]}"
     doc = json.loads(proc.stdout)
     print(f"\napply --reboot took {time.monotonic() - t0:.0f} s")
-    return {"plan": plan, "apply": doc, "seconds": time.monotonic() - t0}
+    return {"plan": plan, "apply": doc, "seconds": time.monotonic() - t0, "boots": boots}
 
 
 def test_facts_match_the_qemu_topology(lab, inventory):
@@ -178,6 +230,18 @@ def test_rt_throttling_named_on_the_seeds_budget(rt_before):
     ]
     causes = [d["cause"] for d in doc["diagnosis"]]
     assert "rt_throttling" in causes, doc["diagnosis"]
+
+
+def test_one_power_cycle_brings_the_bios_and_the_kernel_arguments(lab, inventory, tuned):
+    """The BIOS PATCHed before the roles, the kernel arguments written by them, then one power cycle
+    through the BMC: one kernel boot, every BIOS setting in effect, no reboot after it."""
+    host = tuned["apply"]["hosts"][HOST]
+    assert host["bios"]["cycles"] == 1 and host["bios"]["pending"] == BIOS_AFTER, host["bios"]
+    assert host["after_bios"]["prediction"] == {"held": True, "misses": []}, host["after_bios"]
+    assert not host["reboot_required"], host
+    assert lab.guest_boots()[HOST] == tuned["boots"] + 1
+    assert bios_now(inventory) == (BIOS_AFTER, {})
+    print("BMC steps:", [(s["step"], s["seconds"]) for s in host["bios"]["steps"]])
 
 
 def test_apply_reboot_boots_the_planned_arguments_once_each(lab, tuned):
@@ -340,21 +404,29 @@ def test_rt_tail_after_apply_with_the_default_worker(tuned, rt_before, rt_after)
 
 
 @pytest.fixture(scope="module")
-def rolled_back(lab, inventory, tuned):
-    proc = cli(
-        "rollback",
-        "-i",
-        inventory,
-        "--reboot",
-        "--reboot-timeout",
-        REBOOT_TIMEOUT,
-        "--json",
-        timeout=REBOOT_TIMEOUT + 600,
-    )
+def rolled_back(lab, inventory, tuned, controller_state):
+    with controller_state():
+        proc = cli(
+            "rollback",
+            "-i",
+            inventory,
+            "--reboot",
+            "--reboot-timeout",
+            REBOOT_TIMEOUT,
+            "--json",
+            timeout=REBOOT_TIMEOUT + 600,
+        )
     assert proc.returncode == 0, (
         f"rollback --reboot failed: {proc.stdout[-3000:]} {proc.stderr[-3000:]}\n" + guest_postmortem(lab, HOST)
     )
     return json.loads(proc.stdout)
+
+
+def test_rollback_reboot_restores_the_bios_in_the_same_one_cycle(lab, inventory, tuned, rolled_back):
+    assert rolled_back["bios"][HOST]["cycles"] == 1, rolled_back["bios"]
+    assert rolled_back["bios"][HOST]["restore"] == BIOS_BEFORE
+    assert lab.guest_boots()[HOST] == tuned["boots"] + 2  # the apply's cycle, the rollback's
+    assert bios_now(inventory) == (BIOS_BEFORE, {})
 
 
 def test_rollback_reboot_restores_cmdline_files_and_live_values(lab, seeded, rolled_back):
