@@ -451,16 +451,20 @@ def bios(
     reboot: bool,
     check: bool,
     patch: bool = True,
+    run_id: str | None = None,
+    rollback: bool = False,
 ) -> dict:
     """``hostkit.tuning.bios``: the host's profile's bios intents through its BMC, as ``hostkit bios
     apply`` sets them: refused (nothing PATCHed) where the map or the registry does not allow them,
-    journaled on the controller, PATCHed (pending until the next reset), and with ``reboot`` one
-    power cycle, after which a setting still pending fails the host. ``patch`` false: the plan alone
-    (the tune role plans the BIOS before the OS, and power-cycles after the OS's roles: one cycle
-    for both). In check mode: the plan and its diff, nothing PATCHed, no cycle."""
+    journaled on the controller (under ``run_id``), PATCHed (pending until the next reset), and with
+    ``reboot`` one power cycle, after which a setting still pending fails the host. ``patch`` false:
+    the plan alone (the tune role plans the BIOS before the OS, and power-cycles after the OS's
+    roles: one cycle for both). ``rollback``: the journaled values back instead (``run_id``'s, or
+    every one), with ``reboot`` in one power cycle. In check mode: the plan (or the restore) and
+    its diff, nothing PATCHed, no cycle."""
     from hostkit.bmc import apply as bmc_apply
     from hostkit.bmc.facts import gather
-    from hostkit.bmc.fleet import cycle
+    from hostkit.bmc.fleet import cycle, rollback_host
     from hostkit.bmc.plan import plan_bios
     from hostkit.profiles import for_host
 
@@ -468,6 +472,18 @@ def bios(
     prof, _pinned = for_host(host, given, profile)
     settings, bmc = _bmc(host, hostvars)
     facts = gather(bmc)
+    if rollback:
+        if not bmc_apply.journaled(host, run_id):
+            return {"changed": False, "restore": {}, "cycles": 0, "msg": "no BIOS change of this run to roll back"}
+        doc = rollback_host(
+            bmc, host, facts, reboot, bmc_apply.SHUTDOWN_TIMEOUT, lambda _line: None, check=check, run_id=run_id
+        )
+        before = {k: facts["attributes"].get(k) for k in doc["restore"]}
+        return {
+            "changed": bool(doc["restore"]) or bool(doc["cycles"]),
+            **doc,
+            "diff": {"before": before, "after": doc["restore"]},
+        }
     plan = plan_bios(prof["bios"], facts, settings.vendor_map, source=f"profile {prof['name']}")
     if plan["refused"]:
         raise BadInput(f"{host}: " + "; ".join(plan["refused"]))
@@ -483,7 +499,7 @@ def bios(
     if check:
         return out
     if to_patch:
-        bmc_apply.write_journal(host, settings.url, {k: facts["attributes"].get(k) for k in to_patch})
+        bmc_apply.write_journal(host, settings.url, {k: facts["attributes"].get(k) for k in to_patch}, run_id)
         bmc_apply.patch(bmc, to_patch, facts["apply_times"])
     if reboot and pending:
         out["steps"] = cycle(bmc, host, pending, bmc_apply.SHUTDOWN_TIMEOUT, lambda _line: None)[0]
@@ -528,6 +544,8 @@ ARG_SPECS: dict[str, dict] = {
         "overrides": {"type": "dict"},
         "reboot": {"type": "bool", "default": False},
         "patch": {"type": "bool", "default": True},
+        "run_id": {"type": "str"},
+        "rollback": {"type": "bool", "default": False},
     },
 }
 
@@ -606,6 +624,8 @@ def dispatch(name: str, action, args: dict, task_vars: dict) -> dict:
                 reboot=args["reboot"],
                 check=_check_mode(action),
                 patch=args["patch"],
+                run_id=args.get("run_id"),
+                rollback=args["rollback"],
             )
         if name == "rollback":  # Ansible's --check is the rollback's own check
             return rollback(remote, run_id=args["run_id"], check=args["check"] or _check_mode(action), **where)

@@ -612,16 +612,15 @@ class RollbackResult(Result):
 
 
 def rollback(req: RollbackRequest, on_event: OnEvent = None) -> RollbackResult:
-    """The agent restores every journaled change, newest first; then, without ``run_id`` (a run id
-    names one run on the hosts; the BIOS journal is the controller's, of no run), a host with a BMC
-    and a BIOS journal gets its journaled BIOS attributes PATCHed back. With ``reboot``, such a host
-    is power-cycled once through its BMC (which also boots its restored boot configuration) and its
-    OS checked against the BIOS; the other hosts whose boot configuration came back are rebooted
-    (bounded) and their booted command line reported."""
+    """The agent restores every journaled change, newest first; then a host with a BMC and a BIOS
+    journal (the controller's) gets its journaled BIOS attributes PATCHed back: every one, or with
+    ``run_id`` those that run changed. With ``reboot``, such a host is power-cycled once through its
+    BMC (which also boots its restored boot configuration) and its OS checked against the BIOS; the
+    other hosts whose boot configuration came back are rebooted (bounded) and their booted command
+    line reported."""
     replies, run = call_agent(req.inventory, req.agent_args(), req.limit, forks=req.forks, on_event=on_event)
     result = RollbackResult(req.check, replies, run)
-    if not req.run_id:
-        result.bios = _bios_rollback(req, [h for h, r in replies.items() if r.ok])
+    result.bios = _bios_rollback(req, [h for h, r in replies.items() if r.ok])
     if req.reboot:
         cycled = {h for h, doc in result.bios.items() if doc.get("cycles")}
         result.reboots = {
@@ -635,14 +634,18 @@ def rollback(req: RollbackRequest, on_event: OnEvent = None) -> RollbackResult:
 
 
 def _bios_rollback(req: RollbackRequest, answered: list[str]) -> dict[str, dict]:
-    """hostkit bios rollback on the hosts that answered, have a BMC and a BIOS journal."""
+    """hostkit bios rollback on the hosts that answered, have a BMC and a BIOS journal (with entries
+    of ``req.run_id`` when given)."""
     from hostkit.bmc import fleet as bmc_fleet
-    from hostkit.bmc.apply import read_journal
+    from hostkit.bmc.apply import journaled, read_journal
 
     hosts = [
         h.name
         for h in load_inventory(req.inventory, req.limit)
-        if h.name in answered and h.vars.get("hostkit_bmc") is not None and read_journal(h.name) is not None
+        if h.name in answered
+        and h.vars.get("hostkit_bmc") is not None
+        and read_journal(h.name) is not None
+        and (req.run_id is None or journaled(h.name, req.run_id))
     ]
     if not hosts:
         return {}
@@ -654,6 +657,7 @@ def _bios_rollback(req: RollbackRequest, answered: list[str]) -> dict[str, dict]
         forks=req.forks,
         boot_timeout=req.reboot_timeout,
         check=req.check,
+        run_id=req.run_id,
     )
 
 

@@ -51,7 +51,18 @@ options:
         with O(reboot) the power cycle alone. The tune role plans the BIOS with the OS, PATCHes it before the roles
         and power-cycles after them, so the BIOS settings and the new kernel arguments take one boot.
     type: bool
-    default: true"""
+    default: true
+  run_id:
+    description:
+      - The hostkit run this change belongs to (the tune role's C(hostkit_run_id)), journaled with each attribute it
+        changes first; with O(rollback), the run whose changes are restored.
+    type: str
+  rollback:
+    description:
+      - Restore the journaled values instead of setting the profile's (those O(run_id) changed, or every one), pending
+        until the next reset; with O(reboot) one power cycle. Nothing journaled for that run - nothing done.
+    type: bool
+    default: false"""
 
 EXAMPLES = r"""
 - name: NPS2 through the BMC, one power cycle
@@ -76,7 +87,11 @@ pending:
 cycles:
   description: Power cycles made (0 or 1).
   returned: success
-  type: int"""
+  type: int
+restore:
+  description: With O(rollback), attribute -> the journaled value PATCHed back.
+  returned: with O(rollback)
+  type: dict"""
 
 from ansible.module_utils.basic import AnsibleModule
 
@@ -85,6 +100,8 @@ ARGUMENT_SPEC = dict(
     overrides={"type": "dict"},
     reboot={"type": "bool", "default": False},
     patch={"type": "bool", "default": True},
+    run_id={"type": "str"},
+    rollback={"type": "bool", "default": False},
 )
 
 

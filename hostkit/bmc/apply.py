@@ -32,18 +32,37 @@ def read_journal(host: str) -> dict | None:
     return read_json(p) if p.exists() else None
 
 
-def write_journal(host: str, bmc_url: str, old: dict) -> Path:
+def write_journal(host: str, bmc_url: str, old: dict, run_id: str | None = None) -> Path:
     """Journal ``old`` (attribute -> value before hostkit's first change); an attribute already
-    journaled keeps its first value, so a second apply never loses the original."""
-    p = journal_path(host)
+    journaled keeps its first value, so a second apply never loses the original. ``run_id``: the
+    hostkit run that changed it first (``runs``), whose rollback restores it; None for ``hostkit bios
+    apply``, which belongs to no run."""
     doc = read_journal(host) or {"host": host, "bmc": bmc_url, "attributes": {}, "since": time.time()}
+    runs = doc.setdefault("runs", {})
     for name, value in old.items():
-        doc["attributes"].setdefault(name, value)
+        if name not in doc["attributes"]:
+            doc["attributes"][name] = value
+            runs[name] = run_id
+    return _write(host, doc)
+
+
+def _write(host: str, doc: dict) -> Path:
+    p = journal_path(host)
     p.parent.mkdir(parents=True, exist_ok=True)
     tmp = p.with_suffix(".tmp")
     tmp.write_text(json.dumps(doc, indent=2, sort_keys=True) + "\n")
     tmp.replace(p)
     return p
+
+
+def journaled(host: str, run_id: str | None = None) -> dict:
+    """attribute -> old value of what the journal holds: every attribute, or with ``run_id`` those
+    that run changed first (a journal from before runs were recorded names none)."""
+    j = read_journal(host) or {"attributes": {}}
+    if run_id is None:
+        return dict(j["attributes"])
+    runs = j.get("runs") or {}
+    return {k: v for k, v in j["attributes"].items() if runs.get(k) == run_id}
 
 
 def patch(bmc: Bmc, attributes: dict, apply_times: list[str]) -> None:
@@ -90,13 +109,25 @@ def not_applied(facts: dict, wanted: dict) -> dict:
     return {k: (now.get(k), v) for k, v in wanted.items() if now.get(k) != v}
 
 
-def rollback_patch(host: str, current: dict, pending: dict) -> dict:
-    """The PATCH that brings the journaled values back (only those not already current and pending)."""
+def rollback_patch(host: str, current: dict, pending: dict, run_id: str | None = None) -> dict:
+    """The PATCH that brings the journaled values back (every one, or ``run_id``'s; only those not
+    already current and pending)."""
+    if read_journal(host) is None:
+        raise BadInput(f"{host}: no BIOS journal ({journal_path(host)}): hostkit changed nothing to roll back")
+    return {
+        k: v for k, v in journaled(host, run_id).items() if current.get(k) != v or pending.get(k, current.get(k)) != v
+    }
+
+
+def forget(host: str, run_id: str | None = None) -> None:
+    """The journal's entries restored: all of them, or ``run_id``'s (the file goes with its last)."""
     j = read_journal(host)
     if j is None:
-        raise BadInput(f"{host}: no BIOS journal ({journal_path(host)}): hostkit changed nothing to roll back")
-    return {k: v for k, v in j["attributes"].items() if current.get(k) != v or pending.get(k, current.get(k)) != v}
-
-
-def forget(host: str) -> None:
-    journal_path(host).unlink(missing_ok=True)
+        return
+    for name in journaled(host, run_id) if run_id is not None else list(j["attributes"]):
+        j["attributes"].pop(name, None)
+        (j.get("runs") or {}).pop(name, None)
+    if j["attributes"]:
+        _write(host, j)
+    else:
+        journal_path(host).unlink(missing_ok=True)

@@ -51,9 +51,11 @@ def run(
     os_check: bool = True,
     boot_timeout: float = 900,
     check: bool = False,
+    run_id: str | None = None,
 ) -> dict[str, dict]:
     """Each host's document, its BMCs ``forks`` at a time (default: all at once; a BMC is slow, the
-    controller is not). ``check`` (rollback only): what would be PATCHed back, nothing PATCHed."""
+    controller is not). ``check`` (rollback only): what would be PATCHed back, nothing PATCHed.
+    ``run_id`` (rollback only): that run's journaled values alone."""
     if action not in ACTIONS:
         raise BadInput(f"unknown action {action!r} (known: {', '.join(ACTIONS)})")
     targets, without = _targets(inventory, limit, profile)
@@ -68,7 +70,7 @@ def run(
         host, settings, prof, vendor_map = target
         t0 = time.monotonic()
         try:
-            doc = _one(action, host, settings, prof, vendor_map, reboot, shutdown_timeout, say, os_view, check)
+            doc = _one(action, host, settings, prof, vendor_map, reboot, shutdown_timeout, say, os_view, check, run_id)
         except BmcError as exc:
             doc = {"status": "failed", "error": str(exc)}
         except BadInput as exc:
@@ -108,13 +110,15 @@ def _os_topology(inventory: str, host: str, boot_timeout: float, say) -> dict:
         time.sleep(10)
 
 
-def _one(action, host, settings, prof, vendor_map, reboot, shutdown_timeout, say, os_view=None, check=False) -> dict:
+def _one(
+    action, host, settings, prof, vendor_map, reboot, shutdown_timeout, say, os_view=None, check=False, run_id=None
+) -> dict:
     bmc = connect(settings)
     facts = bmc_facts.gather(bmc)
     if action == "facts":
         return {"status": "ok", "bios": facts, "requests": bmc.accounting()}
     if action == "rollback":
-        return _rollback(bmc, host, facts, reboot, shutdown_timeout, say, os_view, check)
+        return rollback_host(bmc, host, facts, reboot, shutdown_timeout, say, os_view, check, run_id)
     plan = plan_bios(prof["bios"], facts, vendor_map, source=f"profile {prof['name']}")
     if action == "plan" or plan["refused"]:
         status = "refused" if plan["refused"] else "ok"
@@ -186,22 +190,24 @@ def _audit(bmc, host, facts, plan, os_view) -> dict:
     }
 
 
-def _rollback(bmc, host, facts, reboot, shutdown_timeout, say, os_view=None, check=False) -> dict:
-    restore = bmc_apply.rollback_patch(host, facts["attributes"], facts["pending"])
+def rollback_host(bmc, host, facts, reboot, shutdown_timeout, say, os_view=None, check=False, run_id=None) -> dict:
+    """The journaled values back (every one, or ``run_id``'s): PATCHed, pending; with ``reboot``
+    one power cycle, the OS checked against the BIOS; the journal's entries forgotten once in effect."""
+    restore = bmc_apply.rollback_patch(host, facts["attributes"], facts["pending"], run_id)
     doc: dict = {"status": "ok", "restore": restore, "cycles": 0, "steps": []}
     if check:
         return {**doc, "check": True, "requests": bmc.accounting()}
     if restore:
         bmc_apply.patch(bmc, restore, facts["apply_times"])
         say(f"{host}: PATCHed back {restore}")
-    journal = bmc_apply.read_journal(host) or {"attributes": {}}
-    in_effect = not restore and not set(journal["attributes"]) & set(facts["pending"])
-    if in_effect:  # every journaled value is in effect, none pending: nothing left to restore
-        bmc_apply.forget(host)
+    journal = bmc_apply.journaled(host, run_id)
+    # every journaled value in effect (a change that was only pending is withdrawn by the PATCH): no cycle
+    if all(facts["attributes"].get(k) == v for k, v in journal.items()):
+        bmc_apply.forget(host, run_id)
     elif reboot:
-        doc["steps"], after = cycle(bmc, host, journal["attributes"], shutdown_timeout, say)
+        doc["steps"], after = cycle(bmc, host, journal, shutdown_timeout, say)
         doc["cycles"] = 1
         _check_os(doc, host, bios_topology(after), os_view, say)
-        bmc_apply.forget(host)
+        bmc_apply.forget(host, run_id)
     doc["requests"] = bmc.accounting()
     return doc

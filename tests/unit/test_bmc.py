@@ -317,6 +317,24 @@ def test_an_ami_code_matches_the_display_string_its_bios_reports():
     assert plan["steps"][0]["state"] == "ok" and plan["after_cycle"]["threads_per_core"] == 2
 
 
+def test_the_bios_journal_keeps_each_attribute_s_first_value_and_the_run_that_changed_it():
+    """Below the BMC: a second run never loses the first value; a run's rollback restores what that
+    run changed first, and forgets only that; the journal goes with its last entry."""
+    bmc_apply.write_journal("h", "https://bmc", {"A": "a0", "B": "b0"}, "run1")
+    bmc_apply.write_journal("h", "https://bmc", {"A": "a1", "C": "c0"}, "run2")  # A: run1's value stays
+    assert bmc_apply.journaled("h") == {"A": "a0", "B": "b0", "C": "c0"}
+    assert bmc_apply.journaled("h", "run2") == {"C": "c0"}
+    current = {"A": "x", "B": "b0", "C": "y"}  # B is back already
+    assert bmc_apply.rollback_patch("h", current, {}, "run1") == {"A": "a0"}
+    assert bmc_apply.rollback_patch("h", current, {}) == {"A": "a0", "C": "c0"}
+    bmc_apply.forget("h", "run2")
+    assert bmc_apply.journaled("h") == {"A": "a0", "B": "b0"}
+    bmc_apply.forget("h", "run1")
+    assert bmc_apply.read_journal("h") is None
+    bmc_apply.write_journal("h", "https://bmc", {"A": "a0"})  # hostkit bios apply: no run
+    assert bmc_apply.journaled("h", "run1") == {} and bmc_apply.journaled("h") == {"A": "a0"}
+
+
 def test_an_unknown_manufacturer_is_bad_input_naming_the_known_ones():
     with pytest.raises(BadInput, match="no vendor map for manufacturer 'Contoso'.*Dell Inc."):
         bmc_plan.plan_bios({"smt": True}, {**fake_facts({}), "vendor": "Contoso"})
@@ -572,6 +590,14 @@ def test_the_collections_bios_modules_and_the_tune_roles_bios_step(bmc, tmp_path
     bmc_apply.patch(m, {"Processors_HyperThreading": "Enabled"}, [])
 
 
+def trees_of(root: Path) -> dict[str, str]:
+    """A sysroot's files and their hashes, hostkit's own state left out ('no byte changed')."""
+    from tests.conftest import excluding_hostkit_state
+    from tests.treehash import tree_hash
+
+    return excluding_hostkit_state(tree_hash(root))
+
+
 def task_outcomes(stdout: str) -> list[tuple[str, str]]:
     """(task name, outcome) of each task of ansible-playbook's default output, in the order run:
     ``changed``, ``ok``, ``skipping``, ``failed`` (the host's line under the task)."""
@@ -656,6 +682,104 @@ def test_the_collections_rollout_sets_the_bios_and_the_os_in_one_power_cycle(bmc
         now = bmc_facts.gather(m)
         bmc_apply.patch(m, {k: v for k, v in before["attributes"].items() if now["attributes"].get(k) != v}, [])
         bmc_apply.power_cycle(m)
+
+
+def test_a_rollout_host_that_fails_after_its_bios_was_set_gets_its_bios_back(bmc, tmp_path):
+    """The collection's rollout.yml with hostkit_reboot, this machine through a local connection (a
+    fixture's sysroot), a BMC, and a role that fails after the BIOS was PATCHed (a containerd config
+    the real containerd rejects): the rescue rolls the run back, the host's journal and the BIOS
+    settings this run changed (journaled under its run id), the latter withdrawn from Bios/Settings
+    without a power cycle (they were only pending). The BIOS journal keeps nothing of that run."""
+    from hostkit.lab.fixtures import materialize
+
+    root = materialize("epyc-9634-nps1", tmp_path / "root")
+    before_tree = trees_of(root)
+    host = {
+        "ansible_connection": "local",
+        "ansible_python_interpreter": sys.executable,
+        "hostkit_sysroot": str(root),
+        "hostkit_bmc": host_var(bmc, "hpe"),
+        "hostkit_overrides": {"bios": {"smt": False}},
+        "hostkit_smoke_gate": False,
+        "hostkit_reboot": True,
+        "containerd_extra_toml": "broken = [",
+    }
+    inv = tmp_path / "inventory.yml"
+    inv.write_text(yaml.safe_dump({"all": {"hosts": {"hpe": host}}}))
+    before = facts_of(bmc, "hpe")
+    proc = subprocess.run(
+        [str(BIN / "ansible-playbook"), "-i", str(inv), "hostkit.tuning.rollout"],
+        cwd=tmp_path,
+        env=collection_env(tmp_path),
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    try:
+        assert proc.returncode != 0, proc.stdout[-3000:]
+        tasks = dict(reversed(task_outcomes(proc.stdout)))  # a name run twice: its first outcome (the rescue's)
+        assert tasks["BIOS settings through the BMC, pending until the power cycle"] == "changed"
+        assert tasks["Roll this run's BIOS settings back through the BMC"] == "changed", proc.stdout[-3000:]
+        assert "Power-cycle through the BMC (the BIOS settings and the new kernel arguments in one boot)" not in tasks
+        after = facts_of(bmc, "hpe")
+        assert after["pending"] == {} and after["attributes"] == before["attributes"]
+        assert not (tmp_path / "state" / "bios" / "hpe.json").exists()  # the run's entries forgotten with it
+        assert trees_of(root) == before_tree  # the host's own journal rolled back, byte for byte
+    finally:
+        m = connect(bmc_settings("hpe", host_var(bmc, "hpe")))
+        now = bmc_facts.gather(m)
+        bmc_apply.patch(m, {k: before["attributes"][k] for k in now["pending"]}, [])
+
+
+def test_rollback_of_one_run_restores_the_bios_settings_that_run_changed(bmc, tmp_path):
+    """hostkit apply (this machine through a local connection, a fixture's sysroot, the lab BMC)
+    PATCHes the BIOS under its run id; hostkit rollback --run-id (what hostkit rollout runs for a
+    host that failed its gate) PATCHes back what that run changed, and nothing of another run's."""
+    from hostkit.lab.fixtures import materialize
+
+    root = materialize("epyc-9634-nps1", tmp_path / "root")
+    host = {
+        "ansible_connection": "local",
+        "ansible_python_interpreter": sys.executable,
+        "hostkit_sysroot": str(root),
+        "hostkit_bmc": host_var(bmc, "hpe"),
+        "hostkit_overrides": {"bios": {"smt": False}},
+    }
+    inv = tmp_path / "inventory.yml"
+    inv.write_text(yaml.safe_dump({"all": {"hosts": {"hpe": host}}}))
+    before = facts_of(bmc, "hpe")
+    state = Path(os.environ["HOSTKIT_STATE_DIR"])  # this test's: the controller's journal, as hostkit writes it
+    # an earlier change of the host's BIOS, by hostkit bios apply (no run): not this run's
+    bmc_apply.write_journal("hpe", "https://earlier", {"PowerRegulator": before["attributes"]["PowerRegulator"]})
+    try:
+        proc = hostkit("apply", "-i", str(inv), "--json", cwd=tmp_path)
+        assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-2000:]
+        doc = json.loads(proc.stdout)
+        assert doc["hosts"]["hpe"]["bios"]["pending"] == {
+            "ProcSMT": "Disabled",
+            "NumaMemoryDomainsPerSocket": "OneMemoryDomainPerSocket",
+        }
+        assert facts_of(bmc, "hpe")["pending"] != {}
+        proc = hostkit(
+            "rollback",
+            "-i",
+            str(inv),
+            "--run-id",
+            doc["run_id"],
+            "--json",
+            cwd=tmp_path,
+            env={"HOSTKIT_STATE_DIR": str(state)},
+        )
+        assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-2000:]
+        back = json.loads(proc.stdout)["bios"]["hpe"]
+        assert back["restore"] == {"ProcSMT": "Enabled", "NumaMemoryDomainsPerSocket": "Auto"} and back["cycles"] == 0
+        assert facts_of(bmc, "hpe")["pending"] == {}
+        journal = json.loads((state / "bios" / "hpe.json").read_text())
+        assert journal["attributes"] == {"PowerRegulator": before["attributes"]["PowerRegulator"]}  # the other's
+    finally:
+        m = connect(bmc_settings("hpe", host_var(bmc, "hpe")))
+        now = bmc_facts.gather(m)
+        bmc_apply.patch(m, {k: before["attributes"][k] for k in now["pending"]}, [])
 
 
 def test_redfish_config_skips_a_name_the_bmc_lacks_where_hostkit_refuses_it(bmc, tmp_path):
