@@ -16,6 +16,7 @@ from hostkit.bmc import apply as bmc_apply
 from hostkit.bmc import facts as bmc_facts
 from hostkit.bmc.client import BmcError, bmc_settings, connect
 from hostkit.bmc.plan import bios_topology, cross_layer, findings, plan_bios
+from hostkit.bmc.registry import in_lock_order
 from hostkit.errors import EXIT_BAD_INPUT, EXIT_FAILED, EXIT_OK, BadInput
 
 ACTIONS = ("facts", "plan", "audit", "apply", "rollback")
@@ -198,8 +199,10 @@ def rollback_host(bmc, host, facts, reboot, shutdown_timeout, say, os_view=None,
     if check:
         return {**doc, "check": True, "requests": bmc.accounting()}
     if restore:
-        bmc_apply.patch(bmc, restore, facts["apply_times"])
-        say(f"{host}: PATCHed back {restore}")
+        # a preset and a setting it locks come back in two PATCHes: the setting while it is unlocked
+        for part in in_lock_order(facts.get("registry"), restore, {**facts["attributes"], **facts["pending"]}):
+            bmc_apply.patch(bmc, part, facts["apply_times"])
+            say(f"{host}: PATCHed back {part}")
     journal = bmc_apply.journaled(host, run_id)
     # every journaled value in effect (a change that was only pending is withdrawn by the PATCH): no cycle
     if all(facts["attributes"].get(k) == v for k, v in journal.items()):

@@ -112,3 +112,17 @@ def lock(registry: dict, name: str, values: dict) -> str | None:
 def unlocks(registry: dict, name: str, values: dict, attribute: str, candidates: list) -> list:
     """The values of ``attribute`` (among ``candidates``) with which ``name`` is no longer locked."""
     return [c for c in candidates if lock(registry, name, {**values, attribute: c}) is None]
+
+
+def in_lock_order(registry: dict | None, attributes: dict, values: dict) -> list[dict]:
+    """The PATCHes, in order, that set ``attributes`` on a BIOS at ``values`` (current and pending)
+    past its locks: what the whole set would lock (a preset put back, and a setting it owns) goes
+    first, while its lock is still off; then the rest. One PATCH where no lock is in the way."""
+    if not registry:
+        return [attributes] if attributes else []
+    future = {**values, **attributes}
+    first = {
+        k: v for k, v in attributes.items() if lock(registry, k, future) and lock(registry, k, {**values, k: v}) is None
+    }
+    rest = {k: v for k, v in attributes.items() if k not in first}
+    return [p for p in (first, rest) if p]

@@ -209,6 +209,33 @@ def test_the_power_profile_unlocks_what_its_preset_locks(bmc, host, preset, refu
             bmc_apply.patch(m, {k: before["attributes"][k] for k in plan["patch"]}, [])
 
 
+def test_a_preset_and_a_setting_it_locks_roll_back_in_one_cycle(bmc, tmp_path):
+    """HPE: the Custom workload profile and the C-states it unlocks, applied with a power cycle; their
+    rollback puts back a profile that locks the C-states setting, so one PATCH of both is rejected
+    by the BMC. hostkit PATCHes the setting first, while it is unlocked, then the profile: one
+    cycle, both back."""
+    before = facts_of(bmc, "hpe")["attributes"]
+    inv = inventory(
+        tmp_path,
+        {"hpe": host_var(bmc, "hpe")},
+        hostkit_overrides={"bios": {"power_profile": "custom", "c_states": "off"}},
+    )
+    proc = hostkit("bios", "apply", "-i", inv, "--reboot", "--no-os-check", "--json", cwd=tmp_path)
+    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
+    now = facts_of(bmc, "hpe")["attributes"]
+    assert (now["WorkloadProfile"], now["MinProcIdlePower"]) == ("Custom", "NoCStates")
+    proc = hostkit("bios", "rollback", "-i", inv, "--reboot", "--no-os-check", "--json", cwd=tmp_path)
+    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
+    doc = json.loads(proc.stdout)["hosts"]["hpe"]
+    assert doc["cycles"] == 1 and doc["restore"] == {
+        "WorkloadProfile": before["WorkloadProfile"],
+        "MinProcIdlePower": "C6",
+        "NumaMemoryDomainsPerSocket": "Auto",  # the shipped profile's numa_per_socket: 1, applied beside them
+    }
+    assert facts_of(bmc, "hpe")["attributes"] == before
+    assert doc["requests"]["PATCH"] == 2  # the setting while unlocked, then the profile
+
+
 def test_a_locked_attribute_is_refused_by_the_bmc_too(bmc):
     """The lab BMC (a real BMC's rule) rejects what the plan refuses: a PATCH of a setting its
     preset locks, with the DMTF Base registry's message."""
