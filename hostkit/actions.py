@@ -190,6 +190,7 @@ def plan(args: PlanArgs) -> dict:
     from hostkit.ansible.run import new_run_id
     from hostkit.api import require_writable, smoke_before_reboot
     from hostkit.plan import build_plan
+    from hostkit.plan.after_bios import facts_after_bios
     from hostkit.profiles import for_host
 
     if not isinstance(args.facts, dict) or "kernel" not in args.facts:
@@ -198,7 +199,7 @@ def plan(args: PlanArgs) -> dict:
         require_writable(args.host, args.facts)
     if args.bios_after:
         _booted_as_the_bios_says(args.host, args.bios_after, args.facts)
-    facts, after_bios = _facts_after_bios(args.facts, args.bios_pending)
+    facts, after_bios = facts_after_bios(args.facts, args.bios_pending)
     hostvars = dict(args.hostvars)
     if args.overrides is not None:
         hostvars["hostkit_overrides"] = args.overrides
@@ -231,22 +232,6 @@ def _prediction(before: dict, booted: dict) -> dict:
 
     misses = prediction_misses(before, booted)
     return {"held": not misses, "misses": misses}
-
-
-def _facts_after_bios(facts: dict, pending: dict | None) -> tuple[dict, dict | None]:
-    """The facts to plan from: with the topology the BIOS gives at its next power cycle when it
-    changes it (``after_bios``: ``predicted`` and its notes), or as they are, ``predicted`` false
-    and why, when that topology has no one answer before the boot (the cycle's re-plan corrects it)."""
-    from hostkit.plan.after_bios import CannotPredict, changes_topology, predict
-
-    if not pending or not changes_topology(facts, pending):
-        return facts, None
-    try:
-        predicted, notes = predict(facts, pending)
-    except CannotPredict as exc:
-        why = f"not planned for the topology after the BIOS power cycle: {exc}; planned again once the host has booted"
-        return facts, {"predicted": False, "why": why, "after_cycle": pending}
-    return predicted, {"predicted": True, "notes": notes, "after_cycle": pending}
 
 
 def _booted_as_the_bios_says(host: str, after: dict, facts: dict) -> None:

@@ -150,6 +150,9 @@ class HostPlan:
     facts: dict | None = None
     plan: Plan | None = None
     error: str | None = None
+    # where the host's BMC has BIOS settings to apply that change its topology: the plan is made
+    # for the topology after the power cycle (hostkit.plan.after_bios.facts_after_bios)
+    after_bios: dict | None = None
 
     @property
     def planned(self) -> Plan:
@@ -162,7 +165,9 @@ class HostPlan:
         return self.status == "ok" and bool(self.planned.refused)
 
     def to_dict(self) -> dict:
-        return self.planned.to_dict() if self.status == "ok" else {"status": self.status, "error": self.error}
+        if self.status != "ok":
+            return {"status": self.status, "error": self.error}
+        return {**self.planned.to_dict(), **({"after_bios": self.after_bios} if self.after_bios else {})}
 
 
 @dataclass
@@ -210,6 +215,7 @@ def plan(req: PlanRequest, on_event: OnEvent = None) -> PlanResult:
     """Facts, then a plan per host. Profiles and overrides of every host are checked before any
     host is contacted; a host whose sysroot is bad input (the agent's exit 2) is bad input here."""
     from hostkit.plan import build_plan
+    from hostkit.plan.after_bios import facts_after_bios
     from hostkit.profiles import load_profile
 
     if req.inventory is None:
@@ -227,8 +233,10 @@ def plan(req: PlanRequest, on_event: OnEvent = None) -> PlanResult:
             },
             local=True,
         )
-    profiles = host_profiles(load_inventory(req.inventory, req.limit), req.profile)
+    hosts = load_inventory(req.inventory, req.limit)
+    profiles = host_profiles(hosts, req.profile)
     replies, run = call_agent(req.inventory, ["facts"], req.limit, forks=req.forks, on_event=on_event)
+    bios = _bios_after_cycle(req, [h for h in hosts if h.vars.get("hostkit_bmc") is not None and h.name in replies])
     out = {}
     for name, r in replies.items():
         if r.exit_code == 2:
@@ -239,12 +247,33 @@ def plan(req: PlanRequest, on_event: OnEvent = None) -> PlanResult:
         if req.writable:
             require_writable(name, r.doc)
         profile, pinned = profiles[name]
+        facts, after_bios = facts_after_bios(r.doc, bios.get(name, {}).get("after_cycle"))
+        if "error" in bios.get(name, {}):
+            after_bios = {"predicted": False, "why": bios[name]["error"]}
         try:
-            p = build_plan(r.doc, profile, pinned, force=req.force, host=name)
+            p = build_plan(facts, profile, pinned, force=req.force, host=name)
         except BadInput as exc:
             raise BadInput(f"{name}: {exc}") from None
-        out[name] = HostPlan(name, "ok", r.doc, p)
+        out[name] = HostPlan(name, "ok", r.doc, p, after_bios=after_bios)
     return PlanResult(out, run_id=run.run_id if run else None)
+
+
+def _bios_after_cycle(req: PlanRequest, hosts: list) -> dict[str, dict]:
+    """Per host with a BMC: what its next power cycle changes of the topology, when the BIOS plan
+    changes it (``after_cycle``: the plan's ``cycle_changes``), or why the BIOS could not be planned
+    (``error``): the OS is planned for that topology, as hostkit apply plans it."""
+    from hostkit.bmc import fleet as bmc_fleet
+
+    if not hosts:
+        return {}
+    docs = bmc_fleet.run("plan", req.inventory, limit=",".join(h.name for h in hosts), profile=req.profile)
+    out: dict[str, dict] = {}
+    for name, doc in docs.items():
+        if doc.get("status") != "ok":
+            out[name] = {"error": "the OS planned as the host is now: the BIOS plan: " + str(doc.get("error"))}
+        elif doc["plan"]["cycle_changes"]:
+            out[name] = {"after_cycle": doc["plan"]["cycle_changes"]}
+    return out
 
 
 # ----------------------------------------------------------------------------- apply

@@ -58,8 +58,9 @@ options:
     type: dict
   bios_pending:
     description:
-      - Before that power cycle, the topology the BIOS will give at it (M(hostkit.tuning.bios)'s C(plan.after_cycle),
-        its settings pending or about to be PATCHed). The plan is made for that topology (its NUMA nodes per socket,
+      - Before that power cycle, what it changes of the topology (M(hostkit.tuning.bios)'s C(plan.cycle_changes), NUMA
+        nodes per socket and threads per core, from its settings pending or about to be PATCHed). The plan is made for
+        that topology (its NUMA nodes per socket,
         each socket's cores split in order), so the OS tuning and the new BIOS settings take one power cycle. A
         topology with no one answer before the boot (threads per core changing) is planned as the host is now and
         planned again after the cycle (RV(after_bios)).
@@ -103,7 +104,7 @@ refusals:
 after_bios:
   description:
     - With O(bios_pending) changing the topology, C(predicted) (true - the plan is for that topology; C(notes) says
-      what was assumed) or false and C(why); C(after_cycle) is O(bios_pending).
+      what was assumed, C(numa_nodes) how many nodes it has) or false and C(why); C(changes) is O(bios_pending).
   returned: when O(bios_pending) changes the NUMA nodes per socket or the threads per core
   type: dict
 prediction:

@@ -124,6 +124,8 @@ def plan_bios(bios_profile: dict, facts: dict, vendor_map: str | None = None, so
                 "reason": f"{source}: bios.{intent}={wanted}: {REASONS[intent]}",
             }
         )
+    after = after_cycle(steps, facts, vmap)
+    now = after_cycle([], {**facts, "pending": {}}, vmap)  # the topology the BIOS gives in effect now
     return {
         "vendor_map": vmap["name"],
         "vendor": vmap["title"],
@@ -131,7 +133,12 @@ def plan_bios(bios_profile: dict, facts: dict, vendor_map: str | None = None, so
         "steps": steps,
         "refused": refused,
         "patch": patch,
-        "after_cycle": after_cycle(steps, facts, vmap),
+        "after_cycle": after,
+        # what the next power cycle changes of it (this plan's steps and what is pending): what the
+        # OS is planned for before the cycle (hostkit.plan.after_bios)
+        "cycle_changes": {
+            k: after[k] for k in ("numa_per_socket", "threads_per_core") if after[k] is not None and after[k] != now[k]
+        },
     }
 
 

@@ -7,6 +7,7 @@ import argparse
 from hostkit import api
 from hostkit.cli import output
 from hostkit.cli.args import command, fleet_args, json_arg, plan_args, reboot_args
+from hostkit.plan.render import after_bios_line
 
 ROLES = api.APPLY_ROLES
 
@@ -152,22 +153,3 @@ def bios_line(bios: dict, check: bool) -> str:
     elif bios.get("pending") and not check:
         cycle = "; applied at the next power cycle (--reboot)"
     return ("; ".join(states) or "no bios intent in the profile") + cycle
-
-
-def after_bios_line(after: dict) -> str:
-    """The OS plan against the topology the BIOS gives at its power cycle: predicted (and, after the
-    cycle, whether the booted host's plan was that one) or why it was planned as the host was."""
-    if "predicted" not in after:  # no topology change: only the check after the cycle
-        line = "OS planned before the BIOS power cycle"
-    elif after["predicted"]:
-        line = "OS planned for the topology after the BIOS power cycle: " + "; ".join(after.get("notes") or [])
-    else:
-        line = after["why"]
-    held = after.get("prediction")
-    if held is not None:
-        line += (
-            "; the booted host's plan is that one"
-            if held["held"]
-            else "; the booted host's plan differs, applied after the cycle: " + "; ".join(held["misses"])
-        )
-    return line

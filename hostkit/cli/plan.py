@@ -43,7 +43,7 @@ def add_parser(sub) -> argparse.ArgumentParser:
 
 
 def run(args) -> int:
-    from hostkit.plan.render import PLAN_HEADER, plan_rows, plan_text, plan_title
+    from hostkit.plan.render import PLAN_HEADER, after_bios_line, plan_rows, plan_text, plan_title
 
     result = api.plan(
         api.PlanRequest(
@@ -66,5 +66,7 @@ def run(args) -> int:
         doc = r.plan.to_dict()
         con.print(output.table(PLAN_HEADER, plan_rows(doc), title=plan_title(host, doc)))
         print(plan_text(doc))
+        if r.after_bios:
+            print(after_bios_line(r.after_bios))
         print()
     return result.rc

@@ -1,6 +1,8 @@
-"""A host's facts as its OS will show them after a BIOS power cycle, predicted from the BIOS plan's
-``after_cycle`` (:func:`hostkit.bmc.plan.after_cycle`), so that the OS tuning can be planned and
-applied before the one power cycle that brings both the BIOS settings and the new kernel arguments.
+"""A host's facts as its OS will show them after a BIOS power cycle, predicted from what the cycle
+changes (the BIOS plan's ``cycle_changes``: NUMA nodes per socket, threads per core, where they
+differ from the BIOS in effect; :func:`hostkit.bmc.plan.plan_bios`), so that the OS tuning can be
+planned and applied before the one power cycle that brings both the BIOS settings and the new
+kernel arguments.
 
 What is predicted, and how:
 
@@ -92,6 +94,23 @@ def predict(facts: dict, after: dict) -> tuple[dict, list[str]]:
             "(its PCIe root port's node is known once the host has booted)"
         )
     return out, notes
+
+
+def facts_after_bios(facts: dict, after: dict | None) -> tuple[dict, dict | None]:
+    """The facts to plan from, given what the BIOS's next power cycle changes of the topology
+    (``after``, the BIOS plan's cycle_changes; None: nothing): predicted when it changes the OS's,
+    with ``after_bios`` (``predicted`` true, the notes, the nodes in all); as they are when it does
+    not (None); as they are with ``predicted`` false and why when it has no one answer before the
+    boot (the plan made again after the cycle corrects it)."""
+    if not after or not changes_topology(facts, after):
+        return facts, None
+    try:
+        predicted, notes = predict(facts, after)
+    except CannotPredict as exc:
+        why = f"not planned for the topology after the BIOS power cycle: {exc}; planned again once the host has booted"
+        return facts, {"predicted": False, "why": why, "changes": after}
+    nodes = len(predicted["topology"]["numa_nodes"])
+    return predicted, {"predicted": True, "notes": notes, "changes": after, "numa_nodes": nodes}
 
 
 def _node(nid: int, cpus: frozenset[int], memory_kb: int | None) -> dict:

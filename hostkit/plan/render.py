@@ -58,3 +58,22 @@ def plan_text(plan: dict) -> str:
     lines += [f"{PART_REFUSED}: {r}" for r in plan["refused_parts"]]
     lines += [f"REFUSED: {r}" for r in plan["refused"]]
     return "\n".join(lines)
+
+
+def after_bios_line(after: dict) -> str:
+    """The OS plan against the topology the BIOS gives at its power cycle: predicted (and, after the
+    cycle, whether the booted host's plan was that one) or why it was planned as the host was."""
+    if "predicted" not in after:  # no topology change: only the check after the cycle
+        line = "OS planned before the BIOS power cycle"
+    elif after["predicted"]:
+        line = "OS " + "; ".join(after.get("notes") or [])  # its first note says what it was planned for
+    else:
+        line = after["why"]
+    held = after.get("prediction")
+    if held is not None:
+        line += (
+            "; the booted host's plan is that one"
+            if held["held"]
+            else "; the booted host's plan differs, applied after the cycle: " + "; ".join(held["misses"])
+        )
+    return line

@@ -809,6 +809,32 @@ def test_rollback_of_one_run_restores_the_bios_settings_that_run_changed(bmc, tm
         bmc_apply.patch(m, {k: before["attributes"][k] for k in now["pending"]}, [])
 
 
+def test_hostkit_plan_plans_the_os_for_the_topology_the_bios_will_give(bmc, tmp_path):
+    """hostkit plan -i reads the BMC of a host that has one: with NPS2 asked of a host booted NPS1
+    (the EPYC 9634 fixture, 2 nodes), the OS is planned for the 4 nodes after the power cycle, as
+    hostkit apply plans it; the text says so. Nothing is PATCHed."""
+    from hostkit.lab.fixtures import materialize
+
+    root = materialize("epyc-9634-nps1", tmp_path / "root")
+    host = {
+        "ansible_connection": "local",
+        "ansible_python_interpreter": sys.executable,
+        "hostkit_sysroot": str(root),
+        "hostkit_bmc": host_var(bmc, "hpe"),
+        "hostkit_overrides": {"bios": {"numa_per_socket": 2}},
+    }
+    inv = tmp_path / "inventory.yml"
+    inv.write_text(yaml.safe_dump({"all": {"hosts": {"hpe": host}}}))
+    proc = hostkit("plan", "-i", str(inv), "--json", cwd=tmp_path)
+    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
+    plan = json.loads(proc.stdout)["hosts"]["hpe"]
+    assert plan["after_bios"]["predicted"] is True and plan["after_bios"]["numa_nodes"] == 4, plan["after_bios"]
+    assert [n["cpus"] for n in plan["nodes"]] == ["0-41", "42-83", "84-125", "126-167"]
+    proc = hostkit("plan", "-i", str(inv), cwd=tmp_path)
+    assert "OS planned for the topology after the BIOS power cycle: 4 NUMA node(s), 2 per socket (now 1)" in proc.stdout
+    assert facts_of(bmc, "hpe")["pending"] == {}
+
+
 def test_redfish_config_skips_a_name_the_bmc_lacks_where_hostkit_refuses_it(bmc, tmp_path):
     """community.general.redfish_config (11.4.2, from the ansible package: scripts/community_general.py)
     beside hostkit, against the same lab BMC (the HPE ProLiant's registry) and the same attribute,
