@@ -264,7 +264,7 @@ def _bios_after_cycle(req: PlanRequest, hosts: list) -> dict[str, dict]:
     (``error``): the OS is planned for that topology, as hostkit apply plans it."""
     from hostkit.bmc import fleet as bmc_fleet
 
-    if not hosts:
+    if not hosts or req.inventory is None:
         return {}
     docs = bmc_fleet.run("plan", req.inventory, limit=",".join(h.name for h in hosts), profile=req.profile)
     out: dict[str, dict] = {}

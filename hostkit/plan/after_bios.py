@@ -59,7 +59,8 @@ def predict(facts: dict, after: dict) -> tuple[dict, list[str]]:
     nodes: list[dict] = []
     if per_socket == 0:
         every = frozenset().union(*(cpus for _, cpus in sockets))
-        nodes.append(_node(0, every, sum(memory.values()) if None not in memory.values() else None))
+        known = [m for m in memory.values() if m is not None]
+        nodes.append(_node(0, every, sum(known) if len(known) == len(memory) else None))
     else:
         for sid, cpus in sockets:
             mine = sorted((c for c in cores if c <= cpus), key=min)
@@ -131,7 +132,7 @@ def _socket_memory(nodes: list[dict], sockets: list[tuple[int, frozenset[int]]])
 
 def _socket_of(nodes: list[dict], sockets: list[tuple[int, frozenset[int]]], node_id: int) -> int | None:
     """The socket holding the CPUs of NUMA node ``node_id`` now (None for a node without CPUs)."""
-    cpus = next((parse_cpulist(n["cpus"]) for n in nodes if n["id"] == node_id), frozenset())
+    cpus: frozenset[int] = next((parse_cpulist(n["cpus"]) for n in nodes if n["id"] == node_id), frozenset())
     return next((sid for sid, mine in sockets if cpus and cpus <= mine), None)
 
 
