@@ -169,7 +169,7 @@ class PlanArgs:
     # After a power cycle through the BMC (hostkit.tuning.bios): the topology its BIOS now says
     # (NUMA nodes per socket, threads per core); the booted OS must show it before it is planned.
     bios_after: dict | None = None
-    # Before it: the topology the BIOS will give at the next power cycle (its plan's after_cycle,
+    # Before it: what the next power cycle changes of the topology (the BIOS plan's cycle_changes,
     # settings pending or to be PATCHed); the OS is planned for it (hostkit.plan.after_bios).
     bios_pending: dict | None = None
     # After it: the plan applied before the cycle; the result says whether the booted host's is the same.
