@@ -5,9 +5,8 @@ names the file and quotes at most a short excerpt.
 
 - the file must be a regular file (not a directory, FIFO or device), at most :data:`MAX_BYTES`;
 - its bytes must be UTF-8 (the error gives the offset of the first bad byte);
-- JSON and YAML nest at most :data:`MAX_DEPTH` levels; a YAML document uses at most
-  :data:`MAX_ALIASES` aliases (a few hundred bytes of ``&a [*b, *b, ...]`` can otherwise stand for
-  billions of values once anything walks them);
+- JSON and YAML nest at most :data:`MAX_DEPTH` levels (YAML's aliases are bounded too,
+  :mod:`hostkit.yamlfile`);
 - every number is one hostkit can compute with (:func:`number_problem`): an integer of at most
   :data:`MAX_INT` in magnitude, a finite float. Python refuses to convert an integer of more than
   4,300 digits to or from text (ValueError), an integer beyond float range to a float
@@ -18,7 +17,8 @@ names the file and quotes at most a short excerpt.
 - a document's shape (the keys a reader reads and the type of each) is checked by one walker,
   :func:`check_shape`, before anything reads it.
 
-Inventories are read by Ansible's own loader: :func:`check_numbers` bounds the variables hostkit
+YAML is read by :mod:`hostkit.yamlfile` under the same rules (this module is the standard library's
+alone: the host agent ships it). Inventories are read by Ansible's own loader: :func:`check_numbers` bounds the variables hostkit
 takes from them (:mod:`hostkit.ansible.inventory`) by the same rule.
 """
 
@@ -29,14 +29,11 @@ import math
 import os
 from pathlib import Path
 
-import yaml
-
 from hostkit.core.sysroot import HostFileError, excerpt, read_bytes
 from hostkit.errors import BadInput
 
 MAX_BYTES = 16 << 20
 MAX_DEPTH = 64
-MAX_ALIASES = 256
 # The largest integer magnitude a document may hold: every value hostkit reads (a kernel's u64, a
 # sample count, a port, a pid) fits, and so does its conversion to a float.
 MAX_INT = 2**64
@@ -279,75 +276,3 @@ def parse_json(text: str, source: str):
 def read_json(path: str | Path, missing: str | None = None):
     """The parsed JSON document at ``path``; ``missing``: the message when there is no such file."""
     return parse_json(read_text(path, missing), str(path))
-
-
-class _OutOfRange(yaml.YAMLError):
-    """A YAML number :func:`number_problem` refuses (``mark``: where it is)."""
-
-    def __init__(self, problem: str, mark) -> None:
-        super().__init__(problem)
-        self.problem, self.mark = problem, mark
-
-
-class _BoundedLoader(yaml.SafeLoader):
-    """PyYAML's safe loader, counting aliases and nesting while it composes the document, and
-    bounding every number it constructs (:func:`number_problem`)."""
-
-    def __init__(self, stream):
-        super().__init__(stream)
-        self._aliases = 0
-        self._depth = 0
-
-    def compose_node(self, parent, index):
-        if self.check_event(yaml.AliasEvent):
-            self._aliases += 1
-            if self._aliases > MAX_ALIASES:
-                raise yaml.YAMLError(f"more than {MAX_ALIASES} aliases")
-        self._depth += 1
-        try:
-            if self._depth > MAX_DEPTH:
-                raise yaml.YAMLError(f"nests deeper than {MAX_DEPTH} levels")
-            return super().compose_node(parent, index)
-        finally:
-            self._depth -= 1
-
-    def construct_bounded_int(self, node):
-        text = str(node.value).replace("_", "")
-        # YAML 1.1 writes an int in base 2, 8, 10, 16 or 60; 2**64 takes at most 66 characters in any.
-        if len(text) > 70:
-            raise _OutOfRange(
-                f"the integer {excerpt(node.value)} is out of range (integers are read up to 2**64)", node.start_mark
-            )
-        return self._bounded(super().construct_yaml_int(node), node)
-
-    def construct_bounded_float(self, node):
-        return self._bounded(super().construct_yaml_float(node), node)
-
-    def _bounded(self, value, node):
-        problem = number_problem(value)
-        if problem:
-            raise _OutOfRange(problem, node.start_mark)
-        return value
-
-
-_BoundedLoader.add_constructor("tag:yaml.org,2002:int", _BoundedLoader.construct_bounded_int)
-_BoundedLoader.add_constructor("tag:yaml.org,2002:float", _BoundedLoader.construct_bounded_float)
-
-
-def parse_yaml(text: str, source: str):
-    """A YAML document from a file a user named (``source`` names it in the error)."""
-    try:
-        return yaml.load(text, Loader=_BoundedLoader)
-    except _OutOfRange as exc:
-        raise BadInput(f"{source}: line {exc.mark.line + 1}: {exc.problem}") from None
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        where = f" (line {mark.line + 1})" if mark else ""
-        problem = getattr(exc, "problem", None) or (str(exc).splitlines() or [type(exc).__name__])[0]
-        raise BadInput(f"{source} is not valid YAML{where}: {problem[:200]}") from None
-    except RecursionError:
-        raise BadInput(f"{source} nests deeper than Python can parse") from None
-
-
-def read_yaml(path: str | Path, missing: str | None = None):
-    return parse_yaml(read_text(path, missing), str(path))

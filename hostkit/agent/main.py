@@ -48,6 +48,14 @@ def main(argv: list[str] | None = None) -> int:
     # action plugins (hostkit.actions): the request as JSON on stdin, the module's result on stdout.
     for name in ("changes", "lock"):
         sub.add_parser(name).add_argument("--sysroot", default="/")
+    # The host's own drift run (its systemd timer, role drift_timer): the baseline copy beside the
+    # journal, the smoke run's options as the controller's drift would pass them.
+    dr = sub.add_parser("drift")
+    dr.add_argument("--sysroot", default="/")
+    dr.add_argument("--baseline", required=True)
+    dr.add_argument("--prom")
+    dr.add_argument("--no-smoke", action="store_true")
+    add_smoke_arguments(dr)
     gp = sub.add_parser("gaps")
     gp.add_argument("--sysroot", default="/")
     add_gap_arguments(gp)
@@ -77,6 +85,11 @@ def main(argv: list[str] | None = None) -> int:
             from hostkit.smoke.session import run_smoke
 
             doc = run_smoke(SmokeOptions.from_args(args), facts=gather(sysroot))
+        elif args.cmd == "drift":
+            from hostkit.drift.on_host import judge
+
+            opts = None if args.no_smoke else SmokeOptions.from_args(args)
+            doc = judge(args.baseline, sysroot, opts, args.prom)
         elif args.cmd == "gaps":
             from hostkit.smoke.gaps import public, run_probe
 
@@ -101,6 +114,8 @@ def main(argv: list[str] | None = None) -> int:
     sys.stdout.write("\n")
     if args.cmd in ("changes", "lock"):
         return 1 if doc.get("failed") else 0
+    if args.cmd == "drift":
+        return 0 if doc["status"] == "ok" else 1
     if args.cmd == "rollback":
         from hostkit.agent.rollback import restored
 

@@ -8,8 +8,9 @@ from pathlib import Path
 
 from hostkit.core.sysroot import excerpt
 from hostkit.errors import BadInput
-from hostkit.jsonfile import check_name, check_numbers, check_shape, name_problem, parse_yaml, read_text
+from hostkit.jsonfile import check_name, check_numbers, check_shape, name_problem, read_text
 from hostkit.tunables import PATH_VARS
+from hostkit.yamlfile import parse_yaml
 
 
 @dataclass

@@ -28,7 +28,8 @@ from functools import cache
 from importlib import resources
 
 from hostkit.errors import BadInput
-from hostkit.jsonfile import check_shape, parse_yaml
+from hostkit.jsonfile import check_shape
+from hostkit.yamlfile import parse_yaml
 
 # The profile's bios keys that are set through the BMC (the others are checks from the OS only).
 INTENTS = ("numa_per_socket", "smt", "c_states", "turbo", "memory_interleave", "pcie_aspm", "power_profile")

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import time
 
-from hostkit.drift.fleet import counted as drift_counted
+from hostkit.drift.verdict import counted as drift_counted
 from hostkit.smoke.prometheus import exposition, gauge_family
 
 PLAN_WORDS = ("planned", "not planned", "undoing a planned value")

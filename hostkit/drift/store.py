@@ -91,26 +91,34 @@ def read(host: str, name: str | None, hostname: str | None, now: float) -> dict:
         name = found[-1]
     check_name(name)
     p = baseline_dir(host) / f"{name}.json"
-    doc = read_json(p, missing=f"{host}: no baseline {name!r} ({p})")
+    return check(read_json(p, missing=f"{host}: no baseline {name!r} ({p})"), host, p, hostname, now)
+
+
+def check(doc, host: str, where: Path, hostname: str | None, now: float) -> dict:
+    """A baseline document read from ``where``: this hostkit's format, its shape, taken on
+    ``hostname`` (when given) and not in the future. The one check of the controller's baselines
+    and of the copy a host keeps for its scheduled run (:mod:`hostkit.drift.on_host`)."""
     if not isinstance(doc, dict) or "format" not in doc:
-        raise BadInput(f"{host}: baseline {p} is not a hostkit baseline")
+        raise BadInput(f"{host}: baseline {where} is not a hostkit baseline")
     if doc["format"] != FORMAT:
         raise BadInput(
-            f"{host}: baseline {p} has format {excerpt(doc['format'])} (hostkit {excerpt(doc.get('hostkit'))}); "
+            f"{host}: baseline {where} has format {excerpt(doc['format'])} (hostkit {excerpt(doc.get('hostkit'))}); "
             f"this hostkit reads format {FORMAT}: take a new baseline"
         )
-    check_shape(doc, SHAPE, f"baseline {p}")
+    check_shape(doc, SHAPE, f"baseline {where}")
     if hostname is not None:
-        check_host(host, doc, hostname)
+        check_host(host, doc, hostname, where)
     if now < doc["taken"]:
-        raise BadInput(f"{host}: baseline {p} was taken {doc['taken'] - now:.0f} s in the future: the clock went back")
+        raise BadInput(
+            f"{host}: baseline {where} was taken {doc['taken'] - now:.0f} s in the future: the clock went back"
+        )
     return doc
 
 
-def check_host(host: str, doc: dict, hostname: str) -> None:
+def check_host(host: str, doc: dict, hostname: str, where: Path | None = None) -> None:
     """A baseline read back belongs to the host it is compared with (the facts' hostname)."""
     if doc["hostname"] != hostname:
-        where = baseline_dir(host) / f"{doc['name']}.json"
+        where = where or baseline_dir(host) / f"{doc['name']}.json"
         raise BadInput(f"{host}: baseline {where} was taken on {doc['hostname']!r}, this host is {hostname!r}")
 
 

@@ -9,8 +9,9 @@ from pathlib import Path
 
 from hostkit.core.sysroot import excerpt
 from hostkit.errors import BadInput
-from hostkit.jsonfile import check_name, parse_yaml, read_text
+from hostkit.jsonfile import check_name, read_text
 from hostkit.profiles.schema import PLAN_OVERRIDES, SCHEMA, defaults, merge, validate
+from hostkit.yamlfile import parse_yaml
 
 DEFAULT_PROFILE = "bare-metal-inference"
 MAX_EXTENDS = 16  # profiles extending one another: deeper than any real chain, far from the recursion limit

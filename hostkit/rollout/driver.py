@@ -182,7 +182,7 @@ def drift_why(doc: dict | None) -> str:
         return "no drift result"
     if "verdict" not in doc:
         return f"not judged: {doc.get('error')}"
-    from hostkit.drift.fleet import counted as drift_counted
+    from hostkit.drift.verdict import counted as drift_counted
 
     counted = drift_counted(doc)
     what = [f"{d['layer']} {d['key']}: {d['before']} -> {d['now']} ({d['plan']})" for d in counted[:3]]

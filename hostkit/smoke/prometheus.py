@@ -1,10 +1,13 @@
 """Smoke results in Prometheus' text exposition format, for node_exporter's textfile collector:
-one host's run (``hostkit smoke --prom``) and a fleet's (``hostkit smoke -i --prom``, the rollout)."""
+one host's run (``hostkit smoke --prom``) and a fleet's (``hostkit smoke -i --prom``, the rollout).
+Standard library only (the drift timer writes its verdict with it on the host); the tests read
+every file back with prometheus_client's parser and ``promtool check metrics``."""
 
 from __future__ import annotations
 
 import math
 import time
+from dataclasses import dataclass, field
 
 from hostkit.smoke.fleet import HISTOGRAMS
 from hostkit.smoke.gate import VERDICTS, verdict
@@ -14,41 +17,65 @@ def _seconds(ms):
     return None if ms is None else ms / 1000.0
 
 
-def _histogram_family(name: str, doc: str, labelnames: list[str], series: list[tuple[list[str], dict]]):
-    from prometheus_client.core import HistogramMetricFamily
-    from prometheus_client.utils import floatToGoString
+@dataclass
+class Family:
+    """One metric family: its samples as (sample name, labels, value)."""
 
-    fam = HistogramMetricFamily(name, doc, labels=labelnames)
+    name: str
+    doc: str
+    type: str
+    samples: list[tuple[str, dict[str, str], float]] = field(default_factory=list)
+
+
+def go_float(value) -> str:
+    """A sample value as Prometheus writes it (Go's formatting: +Inf, NaN, 1.7e+09 for large values)."""
+    d = float(value)
+    if math.isinf(d):
+        return "+Inf" if d > 0 else "-Inf"
+    if math.isnan(d):
+        return "NaN"
+    s = repr(d)
+    dot = s.find(".")
+    if d > 0 and dot > 6:  # Go switches to an exponent sooner than Python
+        mantissa = f"{s[0]}.{s[1:dot]}{s[dot + 1 :]}".rstrip("0.")
+        return f"{mantissa}e+{dot - 1:02d}"
+    return s
+
+
+def _label_value(v: str) -> str:
+    return v.replace("\\", r"\\").replace("\n", r"\n").replace('"', r"\"")
+
+
+def _histogram_family(name: str, doc: str, labelnames: list[str], series: list[tuple[list[str], dict]]) -> Family:
+    fam = Family(name, doc, "histogram")
     for labels, h in series:
-        cumulative, buckets = 0, []
+        lab = dict(zip(labelnames, labels))
+        cumulative = 0
         for le, c in zip(list(h["le_s"]) + [math.inf], h["counts"]):
             cumulative += c
-            buckets.append((floatToGoString(le), cumulative))
-        fam.add_metric(labels, buckets, sum_value=h["sum_s"])
+            fam.samples.append((f"{name}_bucket", {**lab, "le": go_float(le)}, cumulative))
+        fam.samples += [(f"{name}_count", lab, cumulative), (f"{name}_sum", lab, h["sum_s"])]
     return fam
 
 
-def gauge_family(name: str, doc: str, labelnames: list[str], series: list[tuple[list[str], float | None]]):
-    from prometheus_client.core import GaugeMetricFamily
-
-    fam = GaugeMetricFamily(name, doc, labels=labelnames)
-    for labels, value in series:
-        if value is not None:
-            fam.add_metric(labels, value)
+def gauge_family(name: str, doc: str, labelnames: list[str], series: list[tuple[list[str], float | None]]) -> Family:
+    fam = Family(name, doc, "gauge")
+    fam.samples += [(name, dict(zip(labelnames, labels)), value) for labels, value in series if value is not None]
     return fam
 
 
-def exposition(families: list) -> bytes:
-    """The text exposition format node_exporter's textfile collector reads."""
-    from prometheus_client import CollectorRegistry, generate_latest
-
-    class _Families:
-        def collect(self):
-            return iter(families)
-
-    registry = CollectorRegistry(auto_describe=True)
-    registry.register(_Families())
-    return generate_latest(registry)
+def exposition(families: list[Family]) -> bytes:
+    """The text exposition format node_exporter's textfile collector reads (version 0.0.4), written
+    with the standard library: it runs on hosts too (the drift timer's run, hostkit.drift.on_host)."""
+    out = []
+    for f in families:
+        doc = f.doc.replace("\\", r"\\").replace("\n", r"\n")
+        out.append(f"# HELP {f.name} {doc}\n")
+        out.append(f"# TYPE {f.name} {f.type}\n")
+        for sample, labels, value in f.samples:
+            text = ",".join(f'{k}="{_label_value(str(v))}"' for k, v in sorted(labels.items()))
+            out.append(f"{sample}{{{text}}} {go_float(value)}\n" if text else f"{sample} {go_float(value)}\n")
+    return "".join(out).encode("utf-8")
 
 
 def host_families(r: dict, host: str, now: float | None = None) -> list:

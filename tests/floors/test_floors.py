@@ -21,7 +21,7 @@ from packaging.version import Version
 REPO = Path(__file__).resolve().parents[2]
 # What runs at the floors: the suites that exercise each dependency's API — ansible-lint over the
 # roles (ansible-lint, ansible-core), the modules' cases through ansible-core's module runner
-# (ansible-core), the planner (pyyaml, hypothesis), the metrics and plots (prometheus-client,
+# (ansible-core), the planner (pyyaml, hypothesis), the metrics read back and plots (prometheus-client,
 # matplotlib). The smoke test's real runs (standard library only) stay out: they add minutes to
 # `make test` and depend on no pinned package. So do the collection's build and ansible-doc
 # (tests/unit/test_collection.py, a minute of CPU) and the tunables' end-to-end runs: they call the

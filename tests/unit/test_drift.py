@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 import yaml
 
-from hostkit.drift import fleet, latency, state, store
+from hostkit.drift import latency, state, store, verdict
 from hostkit.errors import BadInput
 from hostkit.facts import gather
 from hostkit.lab.fixtures import materialize
@@ -123,11 +123,11 @@ def test_both_drifts_name_the_undone_value_as_the_cause():
         {"layer": "kernel", "key": "release", "before": "6.1.0-1", "now": "6.1.0-2", "plan": "not planned"},
     ]
     lat = {"verdict": "MOVED", "p999_ms_before": 0.4, "p999_ms_now": 6.0}
-    got = fleet.verdict("accepted", diffs, diffs, lat)
+    got = verdict.verdict("accepted", diffs, diffs, lat)
     assert got["verdict"] == "both" and got["status"] == "drift"
     assert got["cause"] == "IRQ 57 (eth0-rx-0): 0-1 -> 3 (undoing a planned value); p999 0.4 -> 6.0 ms"
     noted = [{"layer": "irqs", "key": "IRQ 9 (acpi)", "before": "0", "now": "1", "plan": "not planned"}]
-    got = fleet.verdict("accepted", noted, [], {"verdict": "SAME"})
+    got = verdict.verdict("accepted", noted, [], {"verdict": "SAME"})
     assert got["verdict"] == "same" and got["noted_only"] == noted
 
 
@@ -215,8 +215,8 @@ def judged_fleet() -> dict:
     same, one that could not be judged."""
     undone = [{"layer": "irqs", "key": "IRQ 57 (eth0)", "before": "0-1", "now": "3", "plan": "undoing a planned value"}]
     return {
-        "n1": fleet.verdict("accepted", undone, undone, latency.compare(runs(1, 20_000), runs(2, 20_000, tail=20))),
-        "n2": fleet.verdict("accepted", [], [], latency.compare(runs(1, 20_000), runs(3, 20_000))),
+        "n1": verdict.verdict("accepted", undone, undone, latency.compare(runs(1, 20_000), runs(2, 20_000, tail=20))),
+        "n2": verdict.verdict("accepted", [], [], latency.compare(runs(1, 20_000), runs(3, 20_000))),
         "n3": {"status": "failed", "error": "unreachable"},
     }
 

@@ -11,7 +11,7 @@ import json
 
 import pytest
 
-from hostkit.drift import fleet, state
+from hostkit.drift import state, verdict
 from hostkit.facts import gather
 from hostkit.lab.fixtures import materialize
 
@@ -133,16 +133,16 @@ def test_an_upgrade_is_noted_beside_the_drift_it_explains_never_drift_of_its_own
     assert [(d["layer"], d["key"], d["before"], d["now"], d["plan"]) for d in diffs] == [
         ("packages", "irqbalance", "1.9.2-1", "1.9.4-1", "not planned")
     ]
-    counted = fleet.counted_differences(diffs)
-    doc = fleet.verdict("accepted", diffs, counted, None)
+    counted = verdict.counted_differences(diffs)
+    doc = verdict.verdict("accepted", diffs, counted, None)
     assert doc["verdict"] == "same" and doc["noted_only"] == diffs
 
     undone = json.loads(json.dumps(upgraded))
     undone["kernel"]["kernel.sched_rt_runtime_us"] = 500000  # what the upgrade's maintainer script left
     plan = {"sysctl": {"kernel.sched_rt_runtime_us": -1}}
     diffs = state.differences(before, undone, plan)
-    counted = fleet.counted_differences(diffs)
-    doc = fleet.verdict("accepted", diffs, counted, None)
+    counted = verdict.counted_differences(diffs)
+    doc = verdict.verdict("accepted", diffs, counted, None)
     assert doc["verdict"] == "state drifted"
     assert [d["key"] for d in doc["differences"]] == ["kernel.sched_rt_runtime_us", "irqbalance"]  # the cause first
 
@@ -155,10 +155,10 @@ def test_a_kernel_upgrade_booted_is_noted_and_its_missing_arguments_are_the_drif
     upgraded["kernel"]["release"] = "6.1.0-58-amd64"
     upgraded["packages"]["kernel"] = "6.1.193-1"
     diffs = state.differences(before, upgraded, None)
-    assert fleet.counted_differences(diffs) == [] and len(diffs) == 2  # an upgrade, noted
+    assert verdict.counted_differences(diffs) == [] and len(diffs) == 2  # an upgrade, noted
     upgraded["boot"]["cmdline isolcpus"] = None  # ... booted without hostkit's arguments
     plan = {"cmdline_set": {"isolcpus": "managed_irq,2-83"}}
-    counted = fleet.counted_differences(state.differences(before, upgraded, plan))
+    counted = verdict.counted_differences(state.differences(before, upgraded, plan))
     assert [(d["layer"], d["key"], d["plan"]) for d in counted] == [
         ("boot", "cmdline isolcpus", "undoing a planned value")
     ], counted

@@ -408,8 +408,8 @@ def test_the_drift_gate_stops_a_wave_whose_upgrade_hook_undid_tuning_before_any_
         driver.start(request(fleet, drift_gate=True, drift_against="accepted"))
     assert fleet.calls == [] and fleet.hook_calls() == []
 
-    from hostkit.drift import fleet as drift_fleet
     from hostkit.drift import store
+    from hostkit.drift import verdict as drift_verdict
 
     monkeypatch.setattr(store, "read", lambda host, name, hostname, now: {"name": name})
     undone = {
@@ -428,7 +428,7 @@ def test_the_drift_gate_stops_a_wave_whose_upgrade_hook_undid_tuning_before_any_
         lat = {"verdict": "INCONCLUSIVE", "basis": "2,000 samples in a run, 10,000 needed for a p999: no verdict"}
         return SimpleNamespace(
             hosts={
-                h: drift_fleet.verdict("accepted", [undone] if h == "n2" else [], [undone] if h == "n2" else [], lat)
+                h: drift_verdict.verdict("accepted", [undone] if h == "n2" else [], [undone] if h == "n2" else [], lat)
                 for h in hosts
             }
         )

@@ -166,6 +166,34 @@ def test_fleet_textfile_sums_two_hosts_buckets():
     assert output_files.host_path("/x/hk.prom", "web 1/b") == "/x/hk-web_1_b.prom"
 
 
+def test_the_text_is_prometheus_clients_byte_for_byte():
+    """hostkit writes the exposition itself (standard library: hosts run it, the drift timer); the
+    same families rendered by prometheus_client's generate_latest, the reference, are the same bytes:
+    the host's (histograms, NaN-free gauges, a label with a quote and a backslash) and the fleet's."""
+    from prometheus_client import CollectorRegistry, generate_latest
+    from prometheus_client.core import Metric
+
+    rng = random.Random(3)
+    d = doc_from([rng.expovariate(30) for _ in range(12_000)], [rng.expovariate(4) for _ in range(12_000)])
+    sets = [
+        prometheus.host_families(d, 'web "1"\\b', now=1.7e9),
+        prometheus.fleet_families(fleet_summary({"a": d}), failed=["c"], now=1.7e9),
+    ]
+    for fams in sets:
+
+        class Reference:
+            def collect(self, fams=fams):
+                for f in fams:
+                    m = Metric(f.name, f.doc, f.type)
+                    for name, labels, value in f.samples:
+                        m.add_sample(name, labels, value)
+                    yield m
+
+        registry = CollectorRegistry(auto_describe=True)
+        registry.register(Reference())
+        assert prometheus.exposition(fams) == generate_latest(registry)
+
+
 def test_fleet_without_a_measured_host_still_writes_a_clean_file_and_plot(tmp_path):
     fleet = fleet_summary({})
     text = prometheus.prometheus_fleet(fleet, failed=["a", "b"], now=1.7e9)

@@ -172,7 +172,18 @@ def throttled_share(report: dict) -> float:
 
 @pytest.fixture(scope="module")
 def rt_before(lab, inventory, seeded):
-    return rt_smoke(lab, inventory, *SEED_WORKER)
+    """The seed's worker under the seed's budget. A run during which this host kept QEMU waiting
+    for a CPU more than HOST_WAIT_MAX measured the host's load, not the guest's throttle (a CI run
+    beside the lab suite: 36 inferences in 8 s, a 465 ms gap and no throttle park traced, QEMU
+    waiting 79%): it is said and run once more (about a minute)."""
+    doc, proc, waited = rt_smoke(lab, inventory, *SEED_WORKER)
+    if waited > HOST_WAIT_MAX:
+        print(
+            f"\nthe seed's RT smoke ran while this host kept QEMU waiting {waited:.0%} "
+            f"(load {os.getloadavg()[0]:.1f}, {doc['samples']} samples): it runs once more"
+        )
+        doc, proc, waited = rt_smoke(lab, inventory, *SEED_WORKER)
+    return doc, proc, waited
 
 
 @pytest.fixture(scope="module")
@@ -223,6 +234,13 @@ def test_rt_throttling_named_on_the_seeds_budget(rt_before):
         f"QEMU waited for a host CPU {waited:.0%} of it"
     )
     assert doc["sched_fifo"], f"the worker did not get SCHED_FIFO: {proc.stderr[-1000:]}"
+    if waited > HOST_WAIT_MAX:
+        pytest.skip(
+            f"this host kept QEMU's runnable threads waiting {waited:.0%} of both runs (load "
+            f"{os.getloadavg()[0]:.1f}): the guest's RT accounting measured this machine's load "
+            f"({doc['samples']} samples, deschedule max {doc['deschedule_ms']['max']} ms, "
+            f"{doc['sched_trace']['rt_throttled']} throttle parks traced); SCHED_FIFO is checked above"
+        )
     # A busy FIFO worker at 500000/1000000 is parked for up to 500 ms of every second.
     assert doc["deschedule_ms"]["max"] >= 200, doc["deschedule_ms"]
     assert max((e["ms"] for e in doc["sched_trace"]["events"] if e["rt_throttled"]), default=0) >= 200, doc[
@@ -400,6 +418,11 @@ def test_rt_tail_after_apply_with_the_default_worker(tuned, rt_before, rt_after)
             f"{parks}); the plan's budget and the worker's limit are checked above"
         )
     assert after["deschedule_ms"]["p99"] <= rt_budget_ms(tuned["plan"]), (after["deschedule_ms"], trace)
+    if waited_before > HOST_WAIT_MAX:
+        pytest.skip(
+            f"the seed's run, to compare with, had QEMU waiting {waited_before:.0%} (its own test says so); "
+            f"the p99 after apply is within the plan's budget"
+        )
     assert throttled_share(after) < throttled_share(before), (before["sched_trace"], trace)
 
 

@@ -21,7 +21,7 @@ from importlib import resources
 from pathlib import Path
 
 from hostkit.errors import LabError
-from hostkit.jsonfile import parse_yaml
+from hostkit.yamlfile import parse_yaml
 
 START_TIMEOUT = 30
 
