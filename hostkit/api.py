@@ -1336,7 +1336,43 @@ def drift(req: DriftRequest, on_event: OnEvent = None) -> DriftResult:
     return DriftResult(judge(req.inventory, req.limit, req.against, options, measure, req.forks, on_event))
 
 
-def _signature_options(req: BaselineRequest | DriftRequest) -> SmokeOptions:
+@dataclass(frozen=True, kw_only=True)
+class DriftTimerRequest:
+    """Each host's own scheduled drift run (role drift_timer): a systemd timer on ``on_calendar``
+    ("off" removes it), judging the host against ``against`` (None: its newest baseline)."""
+
+    inventory: str
+    on_calendar: str
+    limit: str | None = None
+    forks: int | None = None
+    against: str | None = None
+    textfile: str | None = None  # None: node_exporter's textfile directory on Debian
+    smoke: bool = True
+    smoke_duration: float | None = None
+    smoke_requests: int | None = None
+
+
+def drift_timer(req: DriftTimerRequest, on_event: OnEvent = None) -> DriftResult:
+    """Install (or remove) each host's drift timer; its smoke run is the one ``drift`` would make
+    (the host's profile's transport and target, this request's length)."""
+    from hostkit.drift import timer
+    from hostkit.profiles import for_host
+
+    options = _signature_options(req)
+
+    def agent_args(host) -> list[str]:
+        if not req.smoke:
+            return ["--no-smoke"]
+        profile, _ = for_host(host.name, host.vars, None)
+        return with_profile_smoke(options, profile, frozenset({"duration"})).to_agent_args()
+
+    per_host = timer.settings(
+        req.inventory, req.limit, req.against, req.on_calendar, req.textfile or timer.DEFAULT_TEXTFILE, agent_args
+    )
+    return DriftResult(timer.install(req.inventory, req.limit, per_host, req.forks, on_event))
+
+
+def _signature_options(req: BaselineRequest | DriftRequest | DriftTimerRequest) -> SmokeOptions:
     """The smoke run of a latency signature. Bad input (a duration and a count, a run asked of with
     --no-smoke) is raised here, before any host is contacted."""
     from hostkit.smoke.options import parse_stall

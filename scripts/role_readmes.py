@@ -99,6 +99,12 @@ INTRO = {
     "`hostkit.tuning.tune` and `hostkit.tuning.rollout` run it; the rollout runs its entry points "
     "`plan`, `baseline`, `apply`, `gate` per batch and `revert` (`hostkit.tuning.rollback`, then a reboot into the "
     "restored boot configuration) when a step after the apply fails.",
+    "drift_timer": "Installs `hostkit-drift.service` and `hostkit-drift.timer` (systemd, `OnCalendar`, "
+    "`Persistent=true`): the shipped agent (`hostkit-agent.pyz drift`, python3 only) reads the host's facts, "
+    "runs the smoke when asked, judges the host against the copy of its baseline under `drift_timer_dir` with "
+    "`hostkit drift`'s rules, and writes the verdict in node_exporter's textfile format (`hostkit_drift_*`, "
+    "docs/drift.md). Exit 1 (drift found) is a verdict, not a failed unit. The BIOS layer stays with the "
+    "controller's `hostkit drift`, which reads the BMC. `hostkit drift -i INV --timer CALENDAR` runs it.",
     "kubelet": "A KubeletConfiguration drop-in: static CPU manager (`full-pcpus-only`), `single-numa-node` "
     "topology manager, Static memory manager with `reservedMemory` per node, `reservedSystemCPUs` = "
     "housekeeping. When a manager policy changes, its state file is removed before the restart "
@@ -123,12 +129,18 @@ Its modules run as action plugins on the controller with hostkit's own code (the
 but `python3`. `hostkit collection install` puts the collection where Ansible finds it. The profile
 and overrides are each host's `hostkit_profile` and `hostkit_overrides`, as for the CLI.
 """
+DRIFT_TIMER_COMMON = """
+Not a tuning role: it changes no tuned value, so nothing of it is journaled for `hostkit rollback`;
+`drift_timer_state: absent` (`hostkit drift --timer off`) stops the timer and removes its units, the
+agent and baseline copies and the last metrics file. A host that does not run systemd, or a lab
+sysroot host, is refused before any change.
+"""
 
 
 def render(role: Path) -> str:
     spec = yaml.safe_load((role / "meta/argument_specs.yml").read_text())["argument_specs"]["main"]
     defaults = yaml.safe_load((role / "defaults/main.yml").read_text()) or {}
-    common = TUNE_COMMON if role.name == "tune" else COMMON
+    common = {"tune": TUNE_COMMON, "drift_timer": DRIFT_TIMER_COMMON}.get(role.name, COMMON)
     lines = [
         f"# Role `{role.name}`",
         "",

@@ -27,6 +27,10 @@ EPILOG = """\
 exit codes: 0 same, 1 drift (or a host failed), 2 bad input: a missing or damaged baseline, one of
 another host or another format, a clock gone back (nothing written)
 
+--timer CALENDAR installs the same judgement on each host (a systemd timer, role drift_timer): the
+host agent compares the host with a copy of its baseline and writes --prom on the host; the BIOS,
+read from the BMC, stays with this command.
+
 --prom FILE writes the verdicts for node_exporter's textfile collector (hostkit_drift_*: an
 alert rule can page on them, docs/examples/hostkit-drift.rules.yml); --junit FILE one testcase
 per host for its state and its latency.
@@ -36,7 +40,10 @@ examples:
   hostkit drift -i inventory.yml --against accepted --json
   hostkit drift -i inventory.yml --no-smoke --prom drift.prom --junit drift.xml
   hostkit drift -i inventory.yml --inject-stall 100@0.5 --smoke-requests 11000
-                                         calibration: injected stalls, a tail it must call MOVED"""
+                                         calibration: injected stalls, a tail it must call MOVED
+  hostkit drift -i inventory.yml --against accepted --timer daily
+                                         each host judges itself daily, for node_exporter
+  hostkit drift -i inventory.yml --timer off           remove the timers"""
 
 
 def add_parser(sub) -> argparse.ArgumentParser:
@@ -47,12 +54,55 @@ def add_parser(sub) -> argparse.ArgumentParser:
     signature_args(p, calibration=True)
     p.add_argument("--prom", metavar="FILE.prom", help="the verdicts as Prometheus text, for node_exporter")
     p.add_argument("--junit", metavar="FILE", help="JUnit XML: per host a state and a latency testcase")
+    p.add_argument(
+        "--timer",
+        metavar="CALENDAR",
+        help="instead of judging now, install on each host a systemd timer that judges it on this "
+        "schedule (daily, hourly, a systemd OnCalendar expression) and writes its --prom file "
+        "(default /var/lib/prometheus/node-exporter/hostkit_drift.prom); off removes it",
+    )
     return p
+
+
+def run_timer(args) -> int:
+    if args.junit or args.inject_stall:
+        raise BadInput(
+            "--timer with --junit or --inject-stall: the timer writes metrics, and measures the host as it is"
+        )
+    result = api.drift_timer(
+        api.DriftTimerRequest(
+            inventory=args.inventory,
+            limit=args.limit,
+            forks=args.forks,
+            against=args.against,
+            on_calendar=args.timer,
+            textfile=args.prom,
+            smoke=not args.no_smoke,
+            smoke_duration=args.smoke_duration,
+            smoke_requests=args.smoke_requests,
+        )
+    )
+    if args.json:
+        output.emit_json(result.to_dict())
+        return result.rc
+    for host, doc in sorted(result.hosts.items()):
+        if doc["status"] != "ok":
+            print(f"{host}: FAILED {doc['error']}")
+        elif doc["timer"] == "off":
+            print(f"{host}: drift timer removed (and {doc['textfile']})")
+        else:
+            print(
+                f"{host}: drift timer {doc['timer']!r} against baseline {doc['against']} "
+                f"(latency {doc['latency']}), writes {doc['textfile']}"
+            )
+    return result.rc
 
 
 def run(args) -> int:
     from hostkit.smoke.output_files import check_output
 
+    if args.timer is not None:
+        return run_timer(args)
     for given, flag in ((args.prom, "--prom"), (args.junit, "--junit")):
         if given:
             if args.inject_stall:

@@ -142,6 +142,15 @@ def test_a_real_upgrade_undoing_a_sysctl_is_drift_named_with_the_upgrade_beside_
         assert doc["verdict"] == "same" and doc["differences"] == [], doc
         assert doc["latency"]["verdict"] == "NOT MEASURED", doc
 
+        # A lab host is a sysroot with no systemd of its own: its drift timer is refused, nothing
+        # written (tests/vm/test_tuned.py installs one on a guest that runs systemd).
+        proc = cli("drift", "-i", inv, "--limit", HOST, "--timer", "daily", "--no-smoke", "--json")
+        assert proc.returncode == 1, proc.stdout[-2000:] + proc.stderr[-2000:]
+        doc = json.loads(proc.stdout)["hosts"][HOST]
+        assert doc["status"] == "failed" and "a lab sysroot host has no systemd of its own" in doc["error"], doc
+        assert not list((root / "etc/systemd/system").glob("hostkit-drift.*"))
+        assert not (root / "var/lib/hostkit/drift").exists()
+
 
 def journals(lab, host: str) -> list[str]:
     """The runs in a lab host's journal (other tests of the session may have left some)."""

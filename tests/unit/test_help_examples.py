@@ -61,6 +61,11 @@ COVERED = [
         "a baseline of the same host first",
     ),
     (
+        r"^hostkit drift -i .*--timer",
+        "tests/vm/test_tuned.py::test_the_drift_timer_judges_the_tuned_host_under_systemd_and_node_exporter_reads_it",
+        "a host running systemd: a QEMU guest",
+    ),
+    (
         r"^hostkit (baseline|drift) -i ",
         "tests/lab/test_drift.py::test_a_real_upgrade_undoing_a_sysctl_is_drift_named_with_the_upgrade_beside_it",
         "lab hosts",
