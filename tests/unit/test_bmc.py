@@ -53,6 +53,13 @@ def facts_of(bmc, host) -> dict:
     return bmc_facts.gather(connect(bmc_settings(host, host_var(bmc, host))))
 
 
+def withdraw_pending(bmc, host, before: dict) -> None:
+    """What a test left pending in ``host``'s Bios/Settings, PATCHed back to ``before``'s values:
+    the other tests find the BIOS as the mockup has it."""
+    m = connect(bmc_settings(host, host_var(bmc, host)))
+    bmc_apply.patch(m, {k: before["attributes"][k] for k in bmc_facts.gather(m)["pending"]}, [])
+
+
 def hostkit(*args, cwd, env=None):
     return subprocess.run(
         [sys.executable, "-m", "hostkit.cli", *args],
@@ -519,6 +526,36 @@ def test_bad_hostkit_bmc_is_bad_input_before_any_bmc_is_contacted(tmp_path, monk
 # ----------------------------------------------------------------------------- the Ansible face
 
 
+def sysroot_host(bmc, tmp_path, **host_vars) -> tuple[Path, Path]:
+    """This machine through a local connection as the lab BMC's ``hpe`` host, its facts and its
+    apply in a fresh EPYC 9634 fixture's sysroot: the sysroot and an inventory with ``host_vars``."""
+    from hostkit.lab.fixtures import materialize
+
+    root = materialize("epyc-9634-nps1", tmp_path / "root")
+    host = {
+        "ansible_connection": "local",
+        "ansible_python_interpreter": sys.executable,
+        "hostkit_sysroot": str(root),
+        "hostkit_bmc": host_var(bmc, "hpe"),
+        **host_vars,
+    }
+    inv = tmp_path / "inventory.yml"
+    inv.write_text(yaml.safe_dump({"all": {"hosts": {"hpe": host}}}))
+    return root, inv
+
+
+def collection_rollout(inv: Path, tmp_path) -> subprocess.CompletedProcess:
+    """The collection's rollout playbook over ``inv``, as an operator runs it."""
+    return subprocess.run(
+        [str(BIN / "ansible-playbook"), "-i", str(inv), "hostkit.tuning.rollout"],
+        cwd=tmp_path,
+        env=collection_env(tmp_path),
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+
+
 def collection_env(tmp_path) -> dict[str, str]:
     """ansible-playbook's environment for the checkout's collection view, as hostkit's own runs have it."""
     from hostkit.ansible import settings as st
@@ -645,30 +682,12 @@ def test_the_collections_rollout_sets_the_bios_and_the_os_in_one_power_cycle(bmc
     its roles run again: nothing changes then but the sysroot's simulated boot into the kernel
     arguments (a lab sysroot does not boot with the BMC's cycle). The gates pass. Then the BMC
     tidied for the other tests."""
-    from hostkit.lab.fixtures import materialize
-
-    root = materialize("epyc-9634-nps1", tmp_path / "root")
-    host = {
-        "ansible_connection": "local",
-        "ansible_python_interpreter": sys.executable,
-        "hostkit_sysroot": str(root),
-        "hostkit_bmc": host_var(bmc, "hpe"),
-        "hostkit_overrides": {"bios": {"smt": False}},
-        # no smoke gate: the smoke test would measure this machine, not the sysroot's host
-        "hostkit_smoke_gate": False,
-        "hostkit_reboot": True,
-    }
-    inv = tmp_path / "inventory.yml"
-    inv.write_text(yaml.safe_dump({"all": {"hosts": {"hpe": host}}}))
-    before = facts_of(bmc, "hpe")
-    proc = subprocess.run(
-        [str(BIN / "ansible-playbook"), "-i", str(inv), "hostkit.tuning.rollout"],
-        cwd=tmp_path,
-        env=collection_env(tmp_path),
-        capture_output=True,
-        text=True,
-        timeout=600,
+    # no smoke gate: the smoke test would measure this machine, not the sysroot's host
+    _root, inv = sysroot_host(
+        bmc, tmp_path, hostkit_overrides={"bios": {"smt": False}}, hostkit_smoke_gate=False, hostkit_reboot=True
     )
+    before = facts_of(bmc, "hpe")
+    proc = collection_rollout(inv, tmp_path)
     try:
         assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr[-2000:]
         tasks = task_outcomes(proc.stdout)
@@ -717,31 +736,17 @@ def test_a_rollout_host_that_fails_after_its_bios_was_set_gets_its_bios_back(bmc
     the real containerd rejects): the rescue rolls the run back, the host's journal and the BIOS
     settings this run changed (journaled under its run id), the latter withdrawn from Bios/Settings
     without a power cycle (they were only pending). The BIOS journal keeps nothing of that run."""
-    from hostkit.lab.fixtures import materialize
-
-    root = materialize("epyc-9634-nps1", tmp_path / "root")
-    before_tree = trees_of(root)
-    host = {
-        "ansible_connection": "local",
-        "ansible_python_interpreter": sys.executable,
-        "hostkit_sysroot": str(root),
-        "hostkit_bmc": host_var(bmc, "hpe"),
-        "hostkit_overrides": {"bios": {"smt": False}},
-        "hostkit_smoke_gate": False,
-        "hostkit_reboot": True,
-        "containerd_extra_toml": "broken = [",
-    }
-    inv = tmp_path / "inventory.yml"
-    inv.write_text(yaml.safe_dump({"all": {"hosts": {"hpe": host}}}))
-    before = facts_of(bmc, "hpe")
-    proc = subprocess.run(
-        [str(BIN / "ansible-playbook"), "-i", str(inv), "hostkit.tuning.rollout"],
-        cwd=tmp_path,
-        env=collection_env(tmp_path),
-        capture_output=True,
-        text=True,
-        timeout=600,
+    root, inv = sysroot_host(
+        bmc,
+        tmp_path,
+        hostkit_overrides={"bios": {"smt": False}},
+        hostkit_smoke_gate=False,
+        hostkit_reboot=True,
+        containerd_extra_toml="broken = [",
     )
+    before_tree = trees_of(root)
+    before = facts_of(bmc, "hpe")
+    proc = collection_rollout(inv, tmp_path)
     try:
         assert proc.returncode != 0, proc.stdout[-3000:]
         tasks = dict(reversed(task_outcomes(proc.stdout)))  # a name run twice: its first outcome (the rescue's)
@@ -753,27 +758,14 @@ def test_a_rollout_host_that_fails_after_its_bios_was_set_gets_its_bios_back(bmc
         assert not (tmp_path / "state" / "bios" / "hpe.json").exists()  # the run's entries forgotten with it
         assert trees_of(root) == before_tree  # the host's own journal rolled back, byte for byte
     finally:
-        m = connect(bmc_settings("hpe", host_var(bmc, "hpe")))
-        now = bmc_facts.gather(m)
-        bmc_apply.patch(m, {k: before["attributes"][k] for k in now["pending"]}, [])
+        withdraw_pending(bmc, "hpe", before)
 
 
 def test_rollback_of_one_run_restores_the_bios_settings_that_run_changed(bmc, tmp_path):
     """hostkit apply (this machine through a local connection, a fixture's sysroot, the lab BMC)
     PATCHes the BIOS under its run id; hostkit rollback --run-id (what hostkit rollout runs for a
     host that failed its gate) PATCHes back what that run changed, and nothing of another run's."""
-    from hostkit.lab.fixtures import materialize
-
-    root = materialize("epyc-9634-nps1", tmp_path / "root")
-    host = {
-        "ansible_connection": "local",
-        "ansible_python_interpreter": sys.executable,
-        "hostkit_sysroot": str(root),
-        "hostkit_bmc": host_var(bmc, "hpe"),
-        "hostkit_overrides": {"bios": {"smt": False}},
-    }
-    inv = tmp_path / "inventory.yml"
-    inv.write_text(yaml.safe_dump({"all": {"hosts": {"hpe": host}}}))
+    _root, inv = sysroot_host(bmc, tmp_path, hostkit_overrides={"bios": {"smt": False}})
     before = facts_of(bmc, "hpe")
     state = Path(os.environ["HOSTKIT_STATE_DIR"])  # this test's: the controller's journal, as hostkit writes it
     # an earlier change of the host's BIOS, by hostkit bios apply (no run): not this run's
@@ -804,27 +796,14 @@ def test_rollback_of_one_run_restores_the_bios_settings_that_run_changed(bmc, tm
         journal = json.loads((state / "bios" / "hpe.json").read_text())
         assert journal["attributes"] == {"PowerRegulator": before["attributes"]["PowerRegulator"]}  # the other's
     finally:
-        m = connect(bmc_settings("hpe", host_var(bmc, "hpe")))
-        now = bmc_facts.gather(m)
-        bmc_apply.patch(m, {k: before["attributes"][k] for k in now["pending"]}, [])
+        withdraw_pending(bmc, "hpe", before)
 
 
 def test_hostkit_plan_plans_the_os_for_the_topology_the_bios_will_give(bmc, tmp_path):
     """hostkit plan -i reads the BMC of a host that has one: with NPS2 asked of a host booted NPS1
     (the EPYC 9634 fixture, 2 nodes), the OS is planned for the 4 nodes after the power cycle, as
     hostkit apply plans it; the text says so. Nothing is PATCHed."""
-    from hostkit.lab.fixtures import materialize
-
-    root = materialize("epyc-9634-nps1", tmp_path / "root")
-    host = {
-        "ansible_connection": "local",
-        "ansible_python_interpreter": sys.executable,
-        "hostkit_sysroot": str(root),
-        "hostkit_bmc": host_var(bmc, "hpe"),
-        "hostkit_overrides": {"bios": {"numa_per_socket": 2}},
-    }
-    inv = tmp_path / "inventory.yml"
-    inv.write_text(yaml.safe_dump({"all": {"hosts": {"hpe": host}}}))
+    _root, inv = sysroot_host(bmc, tmp_path, hostkit_overrides={"bios": {"numa_per_socket": 2}})
     proc = hostkit("plan", "-i", str(inv), "--json", cwd=tmp_path)
     assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
     plan = json.loads(proc.stdout)["hosts"]["hpe"]
@@ -913,9 +892,8 @@ def test_redfish_config_skips_a_name_the_bmc_lacks_where_hostkit_refuses_it(bmc,
         doc = json.loads(proc.stdout)["hosts"]["hpe"]
         assert [s["state"] for s in doc["plan"]["steps"] if s["attribute"] == "ProcSMT"] == ["pending"]
         assert "ProcSMT" not in doc["plan"]["patch"]  # (the shipped profile's NUMA setting beside it is PATCHed)
-    finally:  # withdrawn: the other tests find the BIOS as the mockup has it
-        m = connect(bmc_settings("hpe", var))
-        bmc_apply.patch(m, {k: before["attributes"][k] for k in bmc_facts.gather(m)["pending"]}, [])
+    finally:
+        withdraw_pending(bmc, "hpe", before)
 
 
 # ----------------------------------------------------------------------------- hostkit audit
