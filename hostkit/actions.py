@@ -214,14 +214,15 @@ def plan(args: PlanArgs) -> dict:
         refused.append(unbooted)
     if refused:
         raise PlanRefused(refused)
+    doc = p.to_dict()
     return {
         "changed": False,
-        "plan": p.to_dict(),
+        "plan": doc,
         "profile": p.profile,
         "reboot_needed": bool(unbooted),
         "run_id": new_run_id(),
         **({"after_bios": after_bios} if after_bios else {}),
-        **({"prediction": _prediction(args.planned_before, p.to_dict())} if args.planned_before else {}),
+        **({"prediction": _prediction(args.planned_before, doc)} if args.planned_before else {}),
     }
 
 
@@ -456,10 +457,10 @@ def bios(
     given = {**hostvars, **({"hostkit_overrides": overrides} if overrides is not None else {})}
     prof, _pinned = for_host(host, given, profile)
     settings, bmc = _bmc(host, hostvars)
+    if rollback and not bmc_apply.journaled(host, run_id):  # decided before the BMC is read
+        return {"changed": False, "restore": {}, "cycles": 0, "msg": "no BIOS change of this run to roll back"}
     facts = gather(bmc)
     if rollback:
-        if not bmc_apply.journaled(host, run_id):
-            return {"changed": False, "restore": {}, "cycles": 0, "msg": "no BIOS change of this run to roll back"}
         doc = rollback_host(
             bmc, host, facts, reboot, bmc_apply.SHUTDOWN_TIMEOUT, lambda _line: None, check=check, run_id=run_id
         )

@@ -5,7 +5,7 @@ does with a BIOS attribute the BMC does not have, and hostkit does).
 
 community.general is not on this project's package registries on its own; the ``ansible``
 distribution on PyPI carries it. ``make setup`` runs this script: the pinned ``ansible`` wheel is
-downloaded once (pip's cache, then ``~/.cache/hostkit/wheels``) and the files the Redfish modules
+downloaded once (pip's cache, then hostkit's user cache: ``~/.cache/hostkit/wheels``) and the files the Redfish modules
 need are taken out of it into ``build/test-collections/ansible_collections/community/general``,
 a collection path for ``ANSIBLE_COLLECTIONS_PATH``. Nothing of it is committed (GPL-3.0-or-later,
 as the collection's files say); it is the tests' tool, like the Debian packages.
@@ -21,11 +21,13 @@ import sys
 import zipfile
 from pathlib import Path
 
+from hostkit.paths import user_cache_dir
+
 ROOT = Path(__file__).resolve().parent.parent
 # ansible 12.3.0 carries community.general 11.4.2 (MANIFEST.json) and needs ansible-core 2.19,
 # the version hostkit's test extra resolves to on Python 3.11
 ANSIBLE = "12.3.0"
-WHEELS = Path.home() / ".cache" / "hostkit" / "wheels"
+WHEELS = user_cache_dir() / "wheels"
 DEST = ROOT / "build" / "test-collections"
 PREFIX = "ansible_collections/community/general/"
 FILES = (

@@ -58,7 +58,11 @@ def _write(host: str, doc: dict) -> Path:
 def journaled(host: str, run_id: str | None = None) -> dict:
     """attribute -> old value of what the journal holds: every attribute, or with ``run_id`` those
     that run changed first (a journal from before runs were recorded names none)."""
-    j = read_journal(host) or {"attributes": {}}
+    return _entries(read_journal(host) or {"attributes": {}}, run_id)
+
+
+def _entries(j: dict, run_id: str | None) -> dict:
+    """:func:`journaled` of a journal document already read."""
     if run_id is None:
         return dict(j["attributes"])
     runs = j.get("runs") or {}
@@ -112,11 +116,10 @@ def not_applied(facts: dict, wanted: dict) -> dict:
 def rollback_patch(host: str, current: dict, pending: dict, run_id: str | None = None) -> dict:
     """The PATCH that brings the journaled values back (every one, or ``run_id``'s; only those not
     already current and pending)."""
-    if read_journal(host) is None:
+    j = read_journal(host)
+    if j is None:
         raise BadInput(f"{host}: no BIOS journal ({journal_path(host)}): hostkit changed nothing to roll back")
-    return {
-        k: v for k, v in journaled(host, run_id).items() if current.get(k) != v or pending.get(k, current.get(k)) != v
-    }
+    return {k: v for k, v in _entries(j, run_id).items() if current.get(k) != v or pending.get(k, current.get(k)) != v}
 
 
 def forget(host: str, run_id: str | None = None) -> None:
@@ -124,7 +127,7 @@ def forget(host: str, run_id: str | None = None) -> None:
     j = read_journal(host)
     if j is None:
         return
-    for name in journaled(host, run_id) if run_id is not None else list(j["attributes"]):
+    for name in _entries(j, run_id):
         j["attributes"].pop(name, None)
         (j.get("runs") or {}).pop(name, None)
     if j["attributes"]:
