@@ -125,7 +125,7 @@ def plan_bios(bios_profile: dict, facts: dict, vendor_map: str | None = None, so
             }
         )
     after = after_cycle(steps, facts, vmap)
-    now = after_cycle([], {**facts, "pending": {}}, vmap)  # the topology the BIOS gives in effect now
+    now = bios_topology(facts, with_pending=False, vmap=vmap)  # the topology the BIOS gives in effect now
     return {
         "vendor_map": vmap["name"],
         "vendor": vmap["title"],
@@ -168,10 +168,11 @@ def after_cycle(steps: list[dict], facts: dict, vmap: dict) -> dict:
     return {"sockets": sockets, "numa_per_socket": nps, "numa_nodes": nodes, "threads_per_core": threads}
 
 
-def bios_topology(facts: dict, with_pending: bool = True) -> dict:
+def bios_topology(facts: dict, with_pending: bool = True, vmap: dict | None = None) -> dict:
     """The topology a BIOS gives as it is (no intent of a profile): after the next power cycle, or
-    with ``with_pending`` False the one in effect now (a pending setting not yet applied)."""
-    return plan_bios({}, facts if with_pending else {**facts, "pending": {}})["after_cycle"]
+    with ``with_pending`` False the one in effect now (a pending setting not yet applied).
+    ``vmap``: the host's vendor map (default: the one its vendor names)."""
+    return after_cycle([], facts if with_pending else {**facts, "pending": {}}, vmap or vendor_for(facts.get("vendor")))
 
 
 def changes(plan: dict) -> int:

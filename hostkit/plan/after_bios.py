@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import copy
 
+from hostkit.bmc.plan import cross_layer
 from hostkit.core.cpulist import format_cpulist, parse_cpulist
 from hostkit.facts.topology import numa_mode_name
 
@@ -34,10 +35,9 @@ class CannotPredict(Exception):
 
 
 def changes_topology(facts: dict, after: dict) -> bool:
-    """Whether the BIOS plan's ``after`` gives the OS another NUMA layout or SMT than it has now."""
-    topo = facts["topology"]
-    pairs = (("numa_per_socket", topo["numa_per_socket"]), ("threads_per_core", topo["threads_per_core"]))
-    return any(after.get(key) is not None and int(after[key]) != int(now) for key, now in pairs)
+    """Whether the BIOS plan's ``after`` gives the OS another NUMA layout or SMT than it has now
+    (what the BIOS says against the OS's view: :func:`hostkit.bmc.plan.cross_layer`)."""
+    return bool(cross_layer(after, facts["topology"]))
 
 
 def predict(facts: dict, after: dict) -> tuple[dict, list[str]]:
