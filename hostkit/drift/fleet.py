@@ -33,13 +33,7 @@ def _smoke(measure, options) -> dict:
     out = {}
     for h, r in measure(options).items():
         if r.ok:
-            hist = r.doc["histograms"]["deschedule"]
-            out[h] = {
-                "histogram": hist,
-                "samples": hist["count"],
-                "p999_ms": r.doc["slo"]["p999_ms"],
-                "duration": r.doc["duration_s"],  # measured: a run of N requests has no set duration
-            }
+            out[h] = latency.signature(r.doc)
         else:
             out[h] = {"error": r.error or r.status}
     return out
@@ -148,8 +142,7 @@ def judge(inventory, limit, against, options, measure=None, forks=None, on_event
             if "error" in now_lat:
                 out[host] = {"status": "failed", "error": f"the smoke run failed: {now_lat['error']}"}
                 continue
-            lat_doc = latency.compare(base["latency"]["histogram"], now_lat["histogram"])
-            lat_doc.update(duration_s_before=base["latency"]["duration"], duration_s_now=now_lat["duration"])
+            lat_doc = latency.against(base["latency"], now_lat)
             if options.inject_stall_ms:
                 lat_doc["injected"] = {"stall_ms": options.inject_stall_ms, "every_s": options.inject_every_s}
                 lat_doc["basis"] = (

@@ -113,3 +113,23 @@ def compare(before: dict, now: dict) -> dict:
         f"now (p = {worse:.2g})"
     )
     return {**out, "verdict": verdict, "basis": basis}
+
+
+def signature(report: dict) -> dict:
+    """The latency signature of one smoke report, as a baseline keeps it: the deschedule histogram,
+    its sample count, the report's p999 and how long the run took (measured: a run of N requests
+    has no set duration)."""
+    hist = report["histograms"]["deschedule"]
+    return {
+        "histogram": hist,
+        "samples": hist["count"],
+        "p999_ms": report["slo"]["p999_ms"],
+        "duration": report["duration_s"],
+    }
+
+
+def against(base: dict, now: dict) -> dict:
+    """:func:`compare` of two signatures (a baseline's, now's), with how long each run took."""
+    out = compare(base["histogram"], now["histogram"])
+    out.update(duration_s_before=base["duration"], duration_s_now=now["duration"])
+    return out

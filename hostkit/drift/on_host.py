@@ -62,9 +62,7 @@ def _judge(doc, host: str, path: Path, sysroot: str, options: SmokeOptions | Non
     if options is not None and base["latency"]:
         from hostkit.smoke.session import run_smoke
 
-        report = run_smoke(options, facts=facts)
-        lat = latency.compare(base["latency"]["histogram"], report["histograms"]["deschedule"])
-        lat.update(duration_s_before=base["latency"]["duration"], duration_s_now=report["duration_s"])
+        lat = latency.against(base["latency"], latency.signature(run_smoke(options, facts=facts)))
     out = {
         **verdict(base["name"], diffs, counted_differences(diffs), lat),
         "host": host,

@@ -16,7 +16,7 @@ import pytest
 import yaml
 
 from hostkit.ansible import agent_zipapp
-from hostkit.drift import state, store, timer
+from hostkit.drift import latency, state, store, timer
 from hostkit.errors import BadInput
 from hostkit.facts import gather
 from hostkit.lab.fixtures import materialize
@@ -168,16 +168,8 @@ def test_the_host_s_run_measures_its_tail_against_the_baseline_s(tmp_path):
     assert smoke.returncode in (0, 1), smoke.stderr[-2000:]
     report = json.loads(smoke.stdout)
     facts = gather("/")
-    hist = report["histograms"]["deschedule"]
     doc = store.new(
-        "me",
-        "accepted",
-        facts,
-        state.effective_state(facts),
-        None,
-        {"histogram": hist, "samples": hist["count"], "p999_ms": report["slo"]["p999_ms"], "duration": 1.0},
-        "test",
-        time.time(),
+        "me", "accepted", facts, state.effective_state(facts), None, latency.signature(report), "test", time.time()
     )
     base = tmp_path / "baseline.json"
     base.write_text(json.dumps(doc))
