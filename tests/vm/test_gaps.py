@@ -189,16 +189,24 @@ def test_smoke_names_the_hypervisor_primary_when_qemu_is_confined(lab):
 
 
 def test_smoke_does_not_name_the_hypervisor_when_qemu_has_a_cpu_per_vcpu(lab):
+    """A run where no co-stop fell under the slowest inferences has no ``tail_attribution`` (the
+    smoke attributes the tail only to co-stops under it, hostkit.smoke.session): nothing of the tail
+    to give the hypervisor, the negative itself. A clean-clone run got one, and this test read the
+    key unconditionally: a KeyError before its figures were printed."""
     place_qemu(lab, "0-1")
     r, waited = smoke_probed(lab)
+    attribution = r["gaps"].get("tail_attribution")
     print(
         "spread: host-measured QEMU wait",
         round(waited, 3),
+        "co-stops",
+        r["gaps"].get("costops"),
         "tail",
-        r["gaps"]["tail_attribution"],
+        attribution,
         "\ndiagnosis",
         r["diagnosis"],
     )
+    assert "costops" in r["gaps"], r["gaps"]  # the probe ran (a failed probe's report is its error)
     if waited >= SPREAD_WAIT_MAX:
         # Other work on this machine took the host CPUs from the spread guest too: then the hypervisor
         # did stop it, and naming it is right. The negative needs a host CPU free for each vCPU.
@@ -206,5 +214,6 @@ def test_smoke_does_not_name_the_hypervisor_when_qemu_has_a_cpu_per_vcpu(lab):
             f"the host kept QEMU's runnable threads waiting {waited:.0%} of the time (load "
             f"{os.getloadavg()[0]:.1f}): the spread guest was stopped by the host's other work"
         )
-    assert hypervisor(r)["vcpu_stopped"] < 0.1, hypervisor(r)
+    if attribution is not None:
+        assert attribution["hypervisor"]["vcpu_stopped"] < 0.1, attribution
     assert "hypervisor_costop" not in [d["cause"] for d in r["diagnosis"]], r["diagnosis"]
